@@ -1,0 +1,3 @@
+from flysearch.cli import main
+
+main()

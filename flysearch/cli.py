@@ -1,0 +1,227 @@
+"""The ``flysearch`` command: parses, calls one library function, prints.
+
+Every user mistake (unknown sampler or arch, missing table, empty space, malformed file) is one
+line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flysearch.errors import FlysearchError
+from flysearch.launch import StudySpec, import_table, launch, load_study_file, with_overrides
+from flysearch.samplers import SAMPLERS
+from flysearch.space import ENCODINGS
+from flysearch.study import DEFAULT_STORAGE, StudySummary
+from flysearch.tables import DEFAULT_DB, TableStore
+
+__all__ = ["main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+console = Console()
+
+
+def _user_errors(func: F) -> F:
+    """Turn library errors a user caused into one line and exit code 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except FlysearchError as exc:
+            raise click.UsageError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def db_option(func: F) -> F:
+    return click.option(
+        "--db", default=DEFAULT_DB, show_default=True, help="Ground-truth table database (SQLite)."
+    )(func)
+
+
+def storage_option(func: F) -> F:
+    return click.option(
+        "--storage", default=None,
+        help=f"Optuna storage URL (default {DEFAULT_STORAGE}; postgresql://... works too).",
+    )(func)
+
+
+@click.group()
+@click.version_option(package_name="flysearch")
+def main() -> None:
+    """Search GPU kernel configs with Bayesian optimization, counting compiles."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", message="Constraints have been set")
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+@main.group()
+def tables() -> None:
+    """Ground-truth tables: exhaustive races stored in SQLite."""
+
+
+@tables.command("import")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--name", default=None, help="Table name (default: <folder>/<file stem>).")
+@click.option("--replace", is_flag=True, help="Overwrite a table of the same name.")
+@db_option
+@_user_errors
+def tables_import(path: str, name: str | None, replace: bool, db: str) -> None:
+    """Import a Kernel Tuner cache (.json or .json.gz) as a ground-truth table.
+
+    Example:
+
+        flysearch tables import ../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz
+    """
+    table = import_table(path, db=db, name=name, replace=replace)
+    store = TableStore(db)
+    info = next(s for s in store.summaries() if s["name"] == table)
+    console.print(
+        f"imported [bold]{table}[/]: {info['rows']} rows ({info['ok']} ok), "
+        f"best {info['best_ms']:.4g} ms, into {db}"
+    )
+
+
+@tables.command("list")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
+@_user_errors
+def tables_list(db: str, as_json: bool) -> None:
+    """List the tables of the database with row counts and the best time.
+
+    Example:
+
+        flysearch tables list --db flysearch.db
+    """
+    rows = list(TableStore(db, create=False).summaries())
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    out = Table("table", "kernel", "arch", "device", "problem", "regime", "rows", "ok", "best ms", "date")
+    for r in rows:
+        out.add_row(
+            r["name"], r["kernel"], r["arch"], r["device"], r["problem"], r["regime"] or "",
+            str(r["rows"]), str(r["ok"]), f"{r['best_ms']:.4g}" if r["best_ms"] else "-", r["date"],
+        )
+    console.print(out)
+
+
+# -- study ----------------------------------------------------------------------------------------
+
+
+@main.group()
+def study() -> None:
+    """Optuna studies that count compiles."""
+
+
+@study.command("run")
+@click.argument("study_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--table", default=None, help="Ground-truth table to replay.")
+@click.option("--sampler", default=None, help=f"One of: {', '.join(SAMPLERS)} (default tpe).")
+@click.option("--budget", type=int, default=None, help="Unique compiles (default 200).")
+@click.option("--seed", type=int, default=None, help="Sampler seed (default 0).")
+@click.option("--encoding", default=None, help=f"One of: {', '.join(ENCODINGS)} (default ordinal).")
+@click.option("--name", default=None, help="Study name (default <table>:<sampler>:seed<seed>).")
+@click.option("--db", default=None, help=f"Ground-truth table database (default {DEFAULT_DB}).")
+@storage_option
+@_user_errors
+def study_run(study_file: str | None, **options: Any) -> None:
+    """Run (or resume) a study from a study file or from flags.
+
+    Example:
+
+        flysearch study run studies/quickstart.toml
+
+        flysearch study run --table convolution_milo/MI250X --sampler gp --budget 100
+    """
+    if study_file is not None:
+        spec = with_overrides(load_study_file(study_file), **options)
+    elif options["table"] is None:
+        raise click.UsageError("Give a study file or --table.")
+    else:
+        spec = with_overrides(StudySpec(table=options["table"]), **options)
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
+    ) as bar:
+        task = bar.add_task(spec.study_name, total=spec.budget)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        summary, optimum = launch(spec, progress=progress)
+    _print_summary(summary, optimum)
+
+
+@study.command("show")
+@click.argument("name")
+@storage_option
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="Table database, for the regret.")
+@_user_errors
+def study_show(name: str, storage: str | None, db: str) -> None:
+    """Show a study: best config, compiles used, regret against the table's optimum.
+
+    Example:
+
+        flysearch study show quickstart
+    """
+    from flysearch.report import load_summary
+
+    summary, optimum = load_summary(name, storage=storage, db=db)
+    _print_summary(summary, optimum)
+
+
+@study.command("list")
+@storage_option
+@_user_errors
+def study_list(storage: str | None) -> None:
+    """List the studies of a storage.
+
+    Example:
+
+        flysearch study list --storage sqlite:///flysearch-studies.db
+    """
+    from flysearch.report import list_studies
+
+    out = Table("study", "trials", "best value")
+    for name, n_trials, best in list_studies(storage):
+        out.add_row(name, str(n_trials), f"{best:.4g}" if best is not None else "-")
+    console.print(out)
+
+
+def _print_summary(summary: StudySummary, optimum: float | None) -> None:
+    s = summary
+    console.print(f"[bold]{s.study_name}[/] ({s.settings.get('sampler')}, seed {s.settings.get('seed')})")
+    console.print(
+        f"  trials {s.trials}: {s.compiles} compiled, {s.duplicates} duplicate suggestions, "
+        f"{s.rejected} rejected by constraints, {s.failed} failed"
+    )
+    if s.n_feasible is not None:
+        console.print(f"  feasible configs {s.n_feasible}; stopped: {s.stopped}")
+    console.print(f"  simulated cost {s.cost_s:.1f} s")
+    if s.best_key is None:
+        console.print("  no successful config yet")
+        return
+    console.print(f"  best {s.best_ms:.5g} ms at compile {s.best_compile_index}: {s.best_key}")
+    if optimum is not None and s.best_ms is not None:
+        regret = s.best_ms / optimum - 1.0
+        console.print(f"  table optimum {optimum:.5g} ms; regret {regret:+.2%}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

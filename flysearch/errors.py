@@ -1,0 +1,49 @@
+"""Errors a user can cause. Each message is one sentence that names the value and the fix."""
+
+from __future__ import annotations
+
+__all__ = [
+    "EmptySpaceError",
+    "FlysearchError",
+    "InputFormatError",
+    "MissingConfigError",
+    "MissingTableError",
+    "StudyMismatchError",
+    "UnknownArchError",
+    "UnknownSamplerError",
+]
+
+
+class FlysearchError(Exception):
+    """Base class of every error flysearch raises for a user mistake."""
+
+
+class UnknownArchError(FlysearchError, KeyError):
+    """An arch or device name that flysearch has no profile for."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; a user wants the sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownSamplerError(FlysearchError, ValueError):
+    """A sampler name that flysearch does not know."""
+
+
+class EmptySpaceError(FlysearchError, ValueError):
+    """The constraints removed every candidate of a space."""
+
+
+class MissingTableError(FlysearchError, LookupError):
+    """A ground-truth table that the database does not hold."""
+
+
+class MissingConfigError(FlysearchError, LookupError):
+    """A config that a replayed table does not hold."""
+
+
+class InputFormatError(FlysearchError, ValueError):
+    """A malformed input file: a study file, a Kernel Tuner cache, a CSV."""
+
+
+class StudyMismatchError(FlysearchError, ValueError):
+    """A stored study that was started with other settings than the ones given now."""

@@ -1,0 +1,370 @@
+"""Optuna studies that count compiles.
+
+The objective maps a trial's parameters onto a config and answers it in one of three ways:
+
+* **rejected**: an analytic constraint rejects it; nothing is compiled. The trial is recorded as
+  infeasible (``trial.set_constraint``, violation 1, which TPE and GP learn from) and counted apart.
+* **duplicate**: the study already evaluated this config; the answer is copied from history and
+  nothing is compiled again.
+* **compiled**: the evaluator compiles and times it; this is the only case a strategy is charged for.
+
+Each trial stores one user attribute, ``"flysearch"``, with the config key, outcome, time, its
+unique-compile index, the trial it duplicates or the constraint that rejected it, and the
+cumulative simulated cost. The study runs until its budget of *unique compiles* is spent, the
+feasible space is exhausted, or the sampler keeps proposing configs that need no compile.
+
+Running the same study again resumes it: finished trials are kept, a trial that was interrupted
+after its measurement was stored is completed from that record, and a trial interrupted before
+is marked failed (nothing of it was measured, so nothing is lost).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.trial import TrialState
+
+from flysearch.errors import FlysearchError, StudyMismatchError
+from flysearch.evaluators.base import Measurement, Outcome
+from flysearch.samplers import make_sampler
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+    from flysearch.arch import ArchProfile
+    from flysearch.evaluators.base import Evaluator
+    from flysearch.shapes import Shape
+    from flysearch.space import Config, Encoding, Space
+
+__all__ = [
+    "DEFAULT_STORAGE",
+    "StudySettings",
+    "StudySummary",
+    "TrialRecord",
+    "open_storage",
+    "run_study",
+    "summarize",
+    "trial_records",
+]
+
+DEFAULT_STORAGE = "sqlite:///flysearch-studies.db"
+# Samplers that learn from trial constraints; the others are spared the extra storage write.
+CONSTRAINT_AWARE = frozenset({"tpe", "gp"})
+_ATTR = "flysearch"
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """What defines a study; stored with it and checked when it is resumed.
+
+    Attributes:
+        sampler: Sampler name (see :data:`flysearch.samplers.SAMPLERS`).
+        budget: Unique compiles the study may spend (may grow when a study is resumed).
+        seed: Seed of the sampler (and of the grid order).
+        encoding: How integer parameters reach the sampler (``"ordinal"`` or ``"categorical"``).
+        space: Space name.
+        table: Ground-truth table replayed, if any.
+        arch: Arch profile name, if any.
+        shape: Shape key, if any.
+        max_idle: Suggestions in a row without a new compile after which the study stops.
+    """
+
+    sampler: str
+    budget: int
+    seed: int | None = 0
+    encoding: Encoding = "ordinal"
+    space: str = ""
+    table: str | None = None
+    arch: str | None = None
+    shape: str | None = None
+    max_idle: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.budget < 1:
+            raise ValueError(f"The budget must be at least one compile, got {self.budget}.")
+        if self.max_idle < 1:
+            raise ValueError(f"max_idle must be at least 1, got {self.max_idle}.")
+
+    _IDENTITY = ("sampler", "seed", "encoding", "space", "table", "arch", "shape")
+
+    def identity(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self._IDENTITY}
+
+
+@dataclass
+class TrialRecord:
+    """What one trial did; stored as the trial's ``"flysearch"`` user attribute."""
+
+    key: str
+    outcome: str
+    time_ms: float | None = None
+    compile_index: int | None = None
+    duplicate_of: int | None = None
+    rejected_by: str | None = None
+    cost_s: float = 0.0
+    compile_s: float | None = None
+    detail: str = ""
+
+    @property
+    def violation(self) -> float:
+        """1 for a rejected or failed config (infeasible to the sampler), 0 otherwise."""
+        return 0.0 if self.outcome == Outcome.OK.value else 1.0
+
+    @classmethod
+    def from_trial(cls, trial: FrozenTrial) -> TrialRecord | None:
+        raw = trial.user_attrs.get(_ATTR)
+        if not isinstance(raw, dict):
+            return None
+        return cls(**{k: raw.get(k) for k in cls.__dataclass_fields__ if k in raw})
+
+
+@dataclass
+class StudySummary:
+    """Counts and the best config of a study."""
+
+    study_name: str
+    trials: int = 0
+    compiles: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    failed: int = 0
+    best_key: str | None = None
+    best_ms: float | None = None
+    best_compile_index: int | None = None
+    cost_s: float = 0.0
+    n_feasible: int | None = None
+    stopped: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def open_storage(
+    storage: str | optuna.storages.BaseStorage | None, *, create: bool = True
+) -> optuna.storages.BaseStorage:
+    """An Optuna storage from a URL (``sqlite:///file.db``, ``postgresql://...``) or ``":memory:"``.
+
+    With *create* false, a SQLite file that does not exist raises instead of being created.
+    """
+    if isinstance(storage, optuna.storages.BaseStorage):
+        return storage
+    if storage in (None, ""):
+        storage = DEFAULT_STORAGE
+    if storage == ":memory:":
+        return optuna.storages.InMemoryStorage()
+    url = str(storage)
+    if url.startswith("sqlite:///") and not create and not Path(url.removeprefix("sqlite:///")).is_file():
+        raise FlysearchError(f"No study storage at {url}; run a study first with 'flysearch study run'.")
+    try:
+        return optuna.storages.RDBStorage(url)
+    except (ImportError, ValueError, sqlalchemy_errors()) as exc:
+        raise FlysearchError(f"Cannot open study storage {url!r}: {str(exc).splitlines()[0]}.") from None
+
+
+def sqlalchemy_errors() -> type[Exception]:
+    import sqlalchemy.exc
+
+    return sqlalchemy.exc.SQLAlchemyError
+
+
+def trial_records(study: optuna.Study) -> list[tuple[FrozenTrial, TrialRecord]]:
+    """The finished trials of *study* that carry a flysearch record, in trial order."""
+    out = []
+    for t in study.get_trials(deepcopy=False):
+        record = TrialRecord.from_trial(t)
+        if record is not None and t.state in (TrialState.COMPLETE, TrialState.FAIL):
+            out.append((t, record))
+    return out
+
+
+class _History:
+    """The study's own memory: what each config key already answered, and what was spent."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, tuple[int, TrialRecord]] = {}
+        self.compiles = 0
+        self.cost_s = 0.0
+        self.worst_ok_ms: float | None = None
+
+    def add(self, number: int, record: TrialRecord) -> None:
+        if record.duplicate_of is None:
+            self.by_key.setdefault(record.key, (number, record))
+        if record.compile_index is not None:
+            self.compiles = max(self.compiles, record.compile_index)
+        self.cost_s = max(self.cost_s, record.cost_s)
+        if record.outcome == Outcome.OK.value and record.time_ms is not None:
+            self.worst_ok_ms = max(self.worst_ok_ms or 0.0, record.time_ms)
+
+    def value(self, record: TrialRecord) -> float:
+        """The objective value: the time, or for anything else the worst time seen (NaN if none)."""
+        if record.outcome == Outcome.OK.value and record.time_ms is not None:
+            return record.time_ms
+        return self.worst_ok_ms if self.worst_ok_ms is not None else math.nan
+
+
+def _tell(study: optuna.Study, trial_number: int, history: _History, record: TrialRecord) -> None:
+    value = history.value(record)
+    if math.isnan(value):
+        study.tell(trial_number, state=TrialState.FAIL)
+    else:
+        study.tell(trial_number, value)
+
+
+def _recover(study: optuna.Study, history: _History) -> None:
+    """Load the history; complete or fail trials that an interrupted run left RUNNING."""
+    for t in study.get_trials(deepcopy=False):
+        record = TrialRecord.from_trial(t)
+        if record is None:
+            if t.state == TrialState.RUNNING:
+                study.tell(t.number, state=TrialState.FAIL)
+            continue
+        history.add(t.number, record)
+        if t.state == TrialState.RUNNING:
+            _tell(study, t.number, history, record)
+
+
+def _open_study(
+    study_name: str,
+    storage: optuna.storages.BaseStorage,
+    settings: StudySettings,
+    sampler: optuna.samplers.BaseSampler,
+) -> optuna.Study:
+    study = optuna.create_study(
+        study_name=study_name, storage=storage, sampler=sampler, direction="minimize",
+        load_if_exists=True,
+    )
+    stored = study.user_attrs.get(_ATTR)
+    if stored is None:
+        study.set_user_attr(_ATTR, asdict(settings))
+        return study
+    mismatched = {
+        k: (stored.get(k), v) for k, v in settings.identity().items() if stored.get(k) != v
+    }
+    if mismatched:
+        diff = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in mismatched.items())
+        raise StudyMismatchError(
+            f"Study {study_name!r} exists with other settings ({diff}); resume it with the same "
+            "settings or give a new study name."
+        )
+    if settings.budget != stored.get("budget"):
+        study.set_user_attr(_ATTR, asdict(settings))
+    return study
+
+
+def run_study(
+    study_name: str,
+    space: Space,
+    evaluator: Evaluator,
+    settings: StudySettings,
+    *,
+    shape: Shape | None = None,
+    arch: ArchProfile | None = None,
+    storage: str | optuna.storages.BaseStorage | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> StudySummary:
+    """Run (or resume) a study until its budget of unique compiles is spent.
+
+    Args:
+        study_name: Name of the Optuna study; running the same name again resumes it.
+        space: The space searched; pruned for (*shape*, *arch*) before anything is compiled.
+        evaluator: Compiles and times configs (a replayed table or a live GPU).
+        settings: Sampler, budget, seed and encoding.
+        shape: The GEMM shape, if the space's constraints need one.
+        arch: The arch profile, if the constraints need one.
+        storage: Optuna storage URL or object; ``None`` means :data:`DEFAULT_STORAGE`.
+        progress: Called as ``progress(compiles, budget)`` after each trial.
+
+    Raises:
+        EmptySpaceError: the constraints leave no config (raised before any storage is touched).
+        StudyMismatchError: the stored study was started with other settings.
+    """
+    enumeration = space.enumerate(shape, arch)
+    distributions = space.distributions(settings.encoding)
+    candidates = [space.encode(c, settings.encoding) for c in enumeration.shuffled(settings.seed)]
+    sampler = make_sampler(
+        settings.sampler, seed=settings.seed, candidates=candidates, distributions=distributions,
+    )
+    study = _open_study(study_name, open_storage(storage), settings, sampler)
+    history = _History()
+    _recover(study, history)
+    n_feasible = len(enumeration.feasible)
+    target = min(settings.budget, n_feasible)
+    uses_constraints = settings.sampler in CONSTRAINT_AWARE
+    idle = 0
+    while history.compiles < target and idle < settings.max_idle:
+        trial = study.ask(distributions)
+        config = space.decode(trial.params, settings.encoding)
+        record = _answer(config, space, evaluator, history, shape, arch)
+        idle = 0 if record.compile_index is not None else idle + 1
+        trial.set_user_attr(_ATTR, asdict(record))
+        if uses_constraints:
+            trial.set_constraint(_ATTR, record.violation)
+        history.add(trial.number, record)
+        _tell(study, trial.number, history, record)
+        if progress is not None:
+            progress(history.compiles, target)
+    summary = summarize(study)
+    summary.n_feasible = n_feasible
+    if history.compiles >= n_feasible:
+        summary.stopped = "feasible space exhausted"
+    elif history.compiles >= settings.budget:
+        summary.stopped = "budget spent"
+    else:
+        summary.stopped = f"{settings.max_idle} suggestions in a row needed no compile"
+    return summary
+
+
+def _answer(
+    config: Config,
+    space: Space,
+    evaluator: Evaluator,
+    history: _History,
+    shape: Shape | None,
+    arch: ArchProfile | None,
+) -> TrialRecord:
+    key = config.key
+    if key in history.by_key:
+        number, prior = history.by_key[key]
+        return TrialRecord(
+            key, prior.outcome, prior.time_ms, duplicate_of=number, rejected_by=prior.rejected_by,
+            cost_s=history.cost_s, detail=prior.detail,
+        )
+    reason = space.reject_reason(config, shape, arch)
+    if reason is not None:
+        return TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason, cost_s=history.cost_s)
+    compiled = evaluator.compile(config, shape)
+    if compiled.outcome is Outcome.OK:
+        measurement = evaluator.time(compiled)
+    else:
+        measurement = Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
+    history.compiles += 1
+    history.cost_s += measurement.cost_s
+    return TrialRecord(
+        key, measurement.outcome.value, measurement.time_ms, compile_index=history.compiles,
+        cost_s=history.cost_s, compile_s=measurement.compile_s, detail=measurement.detail,
+    )
+
+
+def summarize(study: optuna.Study) -> StudySummary:
+    """Counts and best config of a stored study, read from its trials' flysearch records."""
+    summary = StudySummary(study.study_name, settings=dict(study.user_attrs.get(_ATTR, {})))
+    for _t, record in trial_records(study):
+        summary.trials += 1
+        if record.duplicate_of is not None:
+            summary.duplicates += 1
+        elif record.outcome == Outcome.REJECTED.value:
+            summary.rejected += 1
+        elif record.outcome != Outcome.OK.value:
+            summary.failed += 1
+        if record.compile_index is not None:
+            summary.compiles = max(summary.compiles, record.compile_index)
+        summary.cost_s = max(summary.cost_s, record.cost_s)
+        if record.outcome == Outcome.OK.value and record.time_ms is not None and (
+            summary.best_ms is None or record.time_ms < summary.best_ms
+        ):
+            summary.best_ms, summary.best_key = record.time_ms, record.key
+            summary.best_compile_index = record.compile_index
+    return summary

@@ -1,0 +1,353 @@
+"""Ground-truth tables: exhaustive races stored in SQLite through sqlite-utils.
+
+One database file holds many tables. Each table records the kernel, arch, device, shape, dtype,
+source, date, software versions and space it was measured with; each row one config: its key and
+parameters, the outcome (failures are rows too), the time in ms and the compile/timing seconds.
+
+Writes run inside one transaction, so a table is never half-written; :meth:`TableStore.add_rows`
+lets a resumable race append rows as they are measured.
+
+Example:
+    >>> from flysearch.tables import TableStore, TableMeta, Row
+    >>> store = TableStore(":memory:")
+    >>> meta = TableMeta(name="toy", kernel="k", arch="sm_90", device="H200", problem={"n": 1},
+    ...                  space={"name": "toy", "params": [{"name": "B", "values": [1, 2]}]})
+    >>> store.write(meta, [Row("B=1", {"B": 1}, "ok", 2.0), Row("B=2", {"B": 2}, "ok", 1.0)])
+    >>> store.load("toy").best().key
+    'B=2'
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from sqlite_utils import Migrations
+
+from flysearch.errors import InputFormatError, MissingConfigError, MissingTableError
+from flysearch.evaluators.base import Outcome
+
+__all__ = ["DEFAULT_DB", "GroundTruth", "Row", "TableMeta", "TableStore"]
+
+DEFAULT_DB = "flysearch.db"
+
+_META = "gt_tables"
+_ROWS = "gt_rows"
+
+_migrations = Migrations("flysearch.tables")
+
+
+@_migrations()
+def m001_create(db: sqlite_utils.Database) -> None:
+    db[_META].create(  # type: ignore[union-attr]
+        {
+            "name": str, "kernel": str, "arch": str, "device": str, "problem": str,
+            "M": int, "N": int, "K": int, "dtype": str, "regime": str, "source": str,
+            "date": str, "space": str, "versions": str, "notes": str,
+        },
+        pk="name",
+    )
+    db[_ROWS].create(  # type: ignore[union-attr]
+        {
+            "table_name": str, "key": str, "params": str, "outcome": str, "time_ms": float,
+            "compile_s": float, "bench_s": float, "detail": str, "extra": str,
+        },
+        pk=("table_name", "key"),
+        foreign_keys=[("table_name", _META, "name")],
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One config of a ground-truth table."""
+
+    key: str
+    params: dict[str, Any]
+    outcome: str
+    time_ms: float | None = None
+    compile_s: float | None = None
+    bench_s: float | None = None
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == Outcome.OK.value and self.time_ms is not None
+
+
+@dataclass
+class TableMeta:
+    """What a ground-truth table measured, where and when.
+
+    Attributes:
+        name: Unique table name (``"convolution_milo/MI250X"``, ``"triton_gemm/H200/1x4096x4096"``).
+        kernel: Kernel family.
+        arch: Arch profile name (``""`` when the device maps to none).
+        device: Device name as the driver reports it.
+        problem: The problem: a GEMM shape ``{"M", "N", "K", "dtype"}`` or any other sizes.
+        space: The space description (:meth:`flysearch.space.Space.to_json`).
+        source: Where the data came from (a file, a race command).
+        date: ISO date of the measurement.
+        versions: Driver, compiler and library versions.
+    """
+
+    name: str
+    kernel: str
+    arch: str
+    device: str
+    problem: dict[str, Any]
+    space: dict[str, Any]
+    source: str = ""
+    date: str = field(default_factory=lambda: _dt.date.today().isoformat())
+    versions: dict[str, str] = field(default_factory=dict)
+    notes: str = ""
+
+    @property
+    def is_gemm(self) -> bool:
+        return all(k in self.problem for k in ("M", "N", "K"))
+
+    def shape(self) -> Any:
+        """The GEMM :class:`~flysearch.shapes.Shape`, or ``None`` for other problems."""
+        from flysearch.shapes import Shape
+
+        if not self.is_gemm:
+            return None
+        p = self.problem
+        return Shape(int(p["M"]), int(p["N"]), int(p["K"]), str(p.get("dtype", "bf16")))
+
+    def _record(self) -> dict[str, Any]:
+        shape = self.shape()
+        return {
+            "name": self.name, "kernel": self.kernel, "arch": self.arch, "device": self.device,
+            "problem": json.dumps(self.problem, sort_keys=True),
+            "M": shape.M if shape else None, "N": shape.N if shape else None,
+            "K": shape.K if shape else None, "dtype": shape.dtype if shape else None,
+            "regime": shape.regime if shape else None, "source": self.source, "date": self.date,
+            "space": json.dumps(self.space), "versions": json.dumps(self.versions, sort_keys=True),
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def _from_record(cls, rec: dict[str, Any]) -> TableMeta:
+        return cls(
+            name=rec["name"], kernel=rec["kernel"], arch=rec["arch"], device=rec["device"],
+            problem=json.loads(rec["problem"]), space=json.loads(rec["space"]),
+            source=rec["source"] or "", date=rec["date"] or "",
+            versions=json.loads(rec["versions"] or "{}"), notes=rec["notes"] or "",
+        )
+
+
+@dataclass
+class GroundTruth:
+    """A loaded table: its metadata and its rows by config key."""
+
+    meta: TableMeta
+    rows: dict[str, Row]
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def ok_rows(self) -> list[Row]:
+        return [r for r in self.rows.values() if r.ok]
+
+    def best(self) -> Row:
+        """The fastest correct row (ties broken by key, so the answer is deterministic)."""
+        ok = self.ok_rows()
+        if not ok:
+            raise MissingConfigError(f"Table {self.name!r} has no successful row.")
+        return min(ok, key=lambda r: (r.time_ms, r.key))
+
+    def row(self, key: str) -> Row:
+        try:
+            return self.rows[key]
+        except KeyError:
+            raise MissingConfigError(
+                f"Config {key!r} is not in table {self.name!r}; replay can only answer configs "
+                "the table measured."
+            ) from None
+
+
+class TableStore:
+    """Ground-truth tables in one SQLite file.
+
+    Args:
+        path: The database file; ``":memory:"`` for a scratch store.
+        create: Create the file if it does not exist; when false, a missing file raises
+            :class:`MissingTableError` and nothing is written.
+    """
+
+    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            if not create and not Path(self.path).is_file():
+                raise MissingTableError(
+                    f"No table database at {self.path}; import a table first with "
+                    "'flysearch tables import FILE'."
+                )
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite_utils.Database(self.path)
+        try:
+            _migrations.apply(self.db)
+        except sqlite3.DatabaseError as exc:
+            raise InputFormatError(f"{self.path} is not a flysearch table database: {exc}.") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def names(self) -> list[str]:
+        return [r["name"] for r in self.db.query(f"select name from {_META} order by name")]
+
+    def __contains__(self, name: str) -> bool:
+        return bool(list(self.db.query(f"select 1 from {_META} where name = ?", [name])))
+
+    def meta(self, name: str) -> TableMeta:
+        recs = list(self.db.query(f"select * from {_META} where name = ?", [name]))
+        if not recs:
+            raise MissingTableError(self._missing_message(name))
+        return TableMeta._from_record(recs[0])
+
+    def _missing_message(self, name: str) -> str:
+        known = self.names()
+        hint = f"known tables: {', '.join(known)}" if known else "the database holds no tables yet"
+        return (
+            f"No table {name!r} in {self.path}; {hint} "
+            "(import one with 'flysearch tables import FILE')."
+        )
+
+    def load(self, name: str) -> GroundTruth:
+        """Load table *name* with all its rows; raise :class:`MissingTableError` if absent."""
+        meta = self.meta(name)
+        rows = {}
+        for rec in self.db.query(f"select * from {_ROWS} where table_name = ?", [name]):
+            rows[rec["key"]] = Row(
+                key=rec["key"], params=json.loads(rec["params"]), outcome=rec["outcome"],
+                time_ms=rec["time_ms"], compile_s=rec["compile_s"], bench_s=rec["bench_s"],
+                detail=rec["detail"] or "", extra=json.loads(rec["extra"] or "{}"),
+            )
+        return GroundTruth(meta, rows)
+
+    def write(self, meta: TableMeta, rows: Iterable[Row], *, replace: bool = False) -> None:
+        """Write a whole table in one transaction.
+
+        Raises:
+            ValueError: the table exists and *replace* is false.
+        """
+        rows = list(rows)
+        _check_rows(meta.name, rows)
+        with self.db.atomic():
+            if meta.name in self:
+                if not replace:
+                    raise InputFormatError(
+                        f"Table {meta.name!r} already exists in {self.path}; pass replace=True "
+                        "(--replace) to overwrite it or choose another name."
+                    )
+                self.delete(meta.name)
+            self.db[_META].insert(meta._record())  # type: ignore[union-attr]
+            self._insert_rows(meta.name, rows, replace=False)
+
+    def add_rows(self, meta: TableMeta, rows: Iterable[Row]) -> None:
+        """Create *meta*'s table if needed and add (or update) *rows*, in one transaction."""
+        rows = list(rows)
+        _check_rows(meta.name, rows)
+        with self.db.atomic():
+            if meta.name not in self:
+                self.db[_META].insert(meta._record())  # type: ignore[union-attr]
+            self._insert_rows(meta.name, rows, replace=True)
+
+    def done_keys(self, name: str) -> set[str]:
+        """Keys already recorded in table *name* (empty when it does not exist)."""
+        return {
+            r["key"] for r in self.db.query(f"select key from {_ROWS} where table_name = ?", [name])
+        }
+
+    def delete(self, name: str) -> None:
+        with self.db.atomic():
+            self.db.execute(f"delete from {_ROWS} where table_name = ?", [name])
+            self.db.execute(f"delete from {_META} where name = ?", [name])
+
+    def summaries(self) -> Iterator[dict[str, Any]]:
+        """One dict per table: metadata plus row counts and the best time."""
+        sql = f"""
+            select m.name, m.kernel, m.arch, m.device, m.problem, m.regime, m.date, m.source,
+                   count(r.key) as rows, sum(r.outcome = 'ok') as ok,
+                   min(case when r.outcome = 'ok' then r.time_ms end) as best_ms
+            from {_META} m left join {_ROWS} r on r.table_name = m.name
+            group by m.name order by m.name
+        """
+        yield from self.db.query(sql)
+
+    def _insert_rows(self, name: str, rows: list[Row], *, replace: bool) -> None:
+        records = []
+        for r in rows:
+            rec = asdict(r)
+            rec["table_name"] = name
+            rec["params"] = json.dumps(r.params, sort_keys=True)
+            rec["extra"] = json.dumps(r.extra, sort_keys=True)
+            records.append(rec)
+        self.db[_ROWS].insert_all(records, replace=replace, batch_size=2000)  # type: ignore[union-attr]
+
+
+def _check_rows(name: str, rows: list[Row]) -> None:
+    valid = {o.value for o in Outcome}
+    for r in rows:
+        if r.outcome not in valid:
+            raise InputFormatError(
+                f"Row {r.key!r} of table {name!r} has outcome {r.outcome!r}; "
+                f"expected one of {sorted(valid)}."
+            )
+        if r.outcome == Outcome.OK.value and r.time_ms is None:
+            raise InputFormatError(f"Row {r.key!r} of table {name!r} is ok but has no time.")
+
+
+TABLE_FILE_FORMAT = "flysearch-table/1"
+
+
+def dump_table_file(table: GroundTruth, path: str | Path) -> None:
+    """Write *table* as a self-contained gzip JSON file (how measured tables are committed).
+
+    The file is written to a temporary name and moved into place, so it is never half-written.
+    """
+    import gzip
+    import os
+
+    path = Path(path)
+    doc = {
+        "format": TABLE_FILE_FORMAT,
+        "meta": asdict(table.meta),
+        "rows": [asdict(r) for r in sorted(table.rows.values(), key=lambda r: r.key)],
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as fh:
+        json.dump(doc, fh, separators=(",", ":"), sort_keys=True)
+    os.replace(tmp, path)
+
+
+def read_table_file(path: str | Path) -> tuple[TableMeta, list[Row]]:
+    """Read a file written by :func:`dump_table_file`."""
+    import gzip
+
+    path = Path(path)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            doc = json.load(fh)
+        if doc.get("format") != TABLE_FILE_FORMAT:
+            raise InputFormatError(f"{path} is not a {TABLE_FILE_FORMAT} file.")
+        meta = TableMeta(**doc["meta"])
+        rows = [Row(**r) for r in doc["rows"]]
+    except InputFormatError:
+        raise
+    except FileNotFoundError:
+        raise InputFormatError(f"Table file {path} does not exist.") from None
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputFormatError(f"{path} is not a readable flysearch table file: {exc}.") from None
+    return meta, rows
