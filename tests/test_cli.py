@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from click.testing import CliRunner
+
+from flysearch.cli import main
+from flysearch.study import trial_records
+
+from .conftest import REPO
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture()
+def db(tmp_path: Path, conv_mi250x_path: Path) -> str:
+    path = str(tmp_path / "tables.db")
+    code, out = run("tables", "import", str(conv_mi250x_path), "--db", path)
+    assert code == 0, out
+    assert "imported convolution_milo/MI250X: 4362 rows (4362 ok), best 0.6588 ms" in out
+    return path
+
+
+def test_tables_import_and_list(db: str, conv_a100_path: Path) -> None:
+    code, out = run("tables", "import", str(conv_a100_path), "--db", db, "--name", "conv-a100")
+    assert code == 0 and "4362 rows (4201 ok)" in out
+    code, out = run("tables", "list", "--db", db, "--json")
+    assert code == 0
+    assert [line.split('"name": "')[1].split('"')[0] for line in out.splitlines()] == [
+        "conv-a100", "convolution_milo/MI250X",
+    ]
+    code, out = run("tables", "import", str(conv_a100_path), "--db", db, "--name", "conv-a100")
+    assert code == 2 and "already exists" in out
+
+
+def test_study_run_and_show(db: str, tmp_path: Path) -> None:
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    args = ["--db", db, "--storage", storage]
+    code, out = run("study", "run", "--table", "convolution_milo/MI250X", "--sampler", "random",
+                    "--budget", "40", "--name", "r", *args)
+    assert code == 0, out
+    assert "40 compiled" in out and "regret" in out
+    code, shown = run("study", "show", "r", *args)
+    assert code == 0 and "40 compiled" in shown
+    code, listed = run("study", "list", "--storage", storage)
+    assert code == 0 and "r" in listed
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--sampler", "hyperband"], "Unknown sampler 'hyperband'; choose one of: grid"),
+        (["--encoding", "onehot"], "Unknown encoding 'onehot'"),
+        (["--budget", "0"], "budget must be a positive"),
+    ],
+)
+def test_bad_flags_are_one_line_and_write_nothing(
+    db: str, tmp_path: Path, extra: list[str], message: str
+) -> None:
+    storage = tmp_path / "studies.db"
+    code, out = run("study", "run", "--table", "convolution_milo/MI250X", "--db", db,
+                    "--storage", f"sqlite:///{storage}", *extra)
+    assert code == 2 and message in out
+    assert len([line for line in out.splitlines() if line.startswith("Error")]) == 1
+    assert not storage.exists()
+
+
+def test_missing_table_and_database(db: str, tmp_path: Path) -> None:
+    storage = tmp_path / "studies.db"
+    code, out = run("study", "run", "--table", "nope", "--db", db, "--storage", f"sqlite:///{storage}")
+    assert code == 2 and "No table 'nope'" in out and "known tables: convolution_milo/MI250X" in out
+    absent = tmp_path / "absent.db"
+    code, out = run("study", "run", "--table", "nope", "--db", str(absent))
+    assert code == 2 and "No table database" in out
+    assert not absent.exists() and not storage.exists()
+    code, out = run("study", "show", "nope", "--storage", f"sqlite:///{storage}")
+    assert code == 2 and "No study storage" in out and not storage.exists()
+
+
+def test_malformed_study_files(tmp_path: Path) -> None:
+    cases = {
+        "notoml.toml": "[study\nname=",
+        "unknown.toml": '[study]\ntable = "t"\nsampler = "tpe"\npatience = 3\n',
+        "notable.toml": '[study]\nsampler = "tpe"\n',
+        "badtype.toml": '[study]\ntable = "t"\nbudget = "many"\n',
+    }
+    expected = ["not valid TOML", "unknown keys ['patience']", "does not name a table", "budget"]
+    for (name, text), message in zip(cases.items(), expected, strict=True):
+        path = tmp_path / name
+        path.write_text(text)
+        code, out = run("study", "run", str(path))
+        assert code == 2 and message in out, (name, out)
+    code, out = run("study", "run", str(tmp_path / "absent.toml"))
+    assert code == 2 and "does not exist" in out
+
+
+def test_quickstart_study_file_resolves_paths() -> None:
+    from flysearch.launch import load_study_file
+
+    spec = load_study_file(REPO / "studies" / "quickstart.toml")
+    assert spec.import_path is not None and spec.sampler == "tpe" and spec.budget == 200
+    assert Path(spec.import_path).resolve() == (
+        REPO.parent / "shared/data/benchmark_hub/convolution_milo/MI250X.json.gz"
+    ).resolve()
+
+
+def _trials_done(path: Path) -> int:
+    try:
+        with sqlite3.connect(path) as conn:
+            return conn.execute("select count(*) from trials where state = 'COMPLETE'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_kill_and_resume(db: str, tmp_path: Path) -> None:
+    """SIGKILL a study mid-run; running it again keeps every finished trial and continues."""
+    studies = tmp_path / "studies.db"
+    cmd = [sys.executable, "-m", "flysearch", "study", "run", "--table", "convolution_milo/MI250X",
+           "--sampler", "random", "--budget", "150", "--name", "k", "--db", db,
+           "--storage", f"sqlite:///{studies}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.time() + 120
+    while _trials_done(studies) < 40 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    storage = f"sqlite:///{studies}"
+    killed = optuna.load_study(study_name="k", storage=storage)
+    before = {
+        t.number: t.user_attrs["flysearch"]
+        for t in killed.trials
+        if t.state == optuna.trial.TrialState.COMPLETE
+    }
+    assert 40 <= len(before)
+    assert max(r["compile_index"] or 0 for r in before.values()) < 150, "killed too late to test a resume"
+    subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    study = optuna.load_study(study_name="k", storage=storage)
+    after = {t.number: t.user_attrs.get("flysearch") for t in study.trials}
+    assert all(after[n] == rec for n, rec in before.items())
+    keys = [r.key for _, r in trial_records(study) if r.compile_index is not None]
+    assert len(keys) == len(set(keys)) == 150
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+
+from flysearch.errors import EmptySpaceError, StudyMismatchError, UnknownSamplerError
+from flysearch.evaluators import ReplayEvaluator
+from flysearch.kernels import space_for_table
+from flysearch.samplers import SAMPLERS, make_sampler
+from flysearch.space import Constraint, Space
+from flysearch.study import StudySettings, StudySummary, run_study, summarize, trial_records
+from flysearch.tables import GroundTruth
+
+
+def settings(table: GroundTruth, sampler: str, budget: int, seed: int = 0, **kw: object) -> StudySettings:
+    return StudySettings(sampler, budget, seed, space=space_for_table(table).name, table=table.name, **kw)
+
+
+def compiled_keys(study: optuna.Study) -> list[str]:
+    return [r.key for _, r in trial_records(study) if r.compile_index is not None]
+
+
+def test_grid_over_the_whole_table_finds_its_optimum(conv_mi250x: GroundTruth) -> None:
+    space = space_for_table(conv_mi250x)
+    storage = optuna.storages.InMemoryStorage()
+    summary = run_study(
+        "grid", space, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "grid", 10_000),
+        storage=storage,
+    )
+    assert summary.compiles == summary.trials == len(conv_mi250x) == 4362
+    assert summary.stopped == "feasible space exhausted"
+    assert (summary.best_key, summary.best_ms) == (conv_mi250x.best().key, conv_mi250x.best().time_ms)
+    keys = compiled_keys(optuna.load_study(study_name="grid", storage=storage))
+    assert len(set(keys)) == len(keys) == 4362
+
+
+def test_tpe_spends_at_most_its_budget_and_never_compiles_twice(conv_mi250x: GroundTruth) -> None:
+    space = space_for_table(conv_mi250x)
+    storage = optuna.storages.InMemoryStorage()
+    evaluator = ReplayEvaluator(conv_mi250x)
+    summary = run_study("tpe", space, evaluator, settings(conv_mi250x, "tpe", 200), storage=storage)
+    study = optuna.load_study(study_name="tpe", storage=storage)
+    keys = compiled_keys(study)
+    assert summary.compiles == len(keys) == len(set(keys)) == evaluator.compiles == 200
+    assert summary.trials == summary.compiles + summary.duplicates + summary.rejected
+    assert summary.rejected > 0  # the space's cartesian product holds configs the table lacks
+    assert summary.best_ms == min(conv_mi250x.rows[k].time_ms for k in keys)
+    records = [r for _, r in trial_records(study)]
+    assert [r.compile_index for r in records if r.compile_index] == list(range(1, 201))
+    costs = [r.cost_s for r in records]
+    assert costs == sorted(costs) and costs[-1] == pytest.approx(evaluator.cost_s)
+    for trial, record in trial_records(study):
+        if record.duplicate_of is not None:
+            assert record.compile_index is None
+            assert study.trials[record.duplicate_of].user_attrs["flysearch"]["key"] == record.key
+        if record.rejected_by:
+            assert record.rejected_by == "listed_in_table" and record.key not in conv_mi250x.rows
+            assert trial.constraints == {"flysearch": 1.0}
+
+
+@pytest.mark.parametrize("sampler", [s for s in SAMPLERS if s != "grid"])
+def test_every_sampler_is_seeded(conv_a100: GroundTruth, sampler: str) -> None:
+    space = space_for_table(conv_a100)
+    budget = 15 if sampler == "gp" else 40
+    runs = []
+    for _ in range(2):
+        storage = optuna.storages.InMemoryStorage()
+        run_study(sampler, space, ReplayEvaluator(conv_a100), settings(conv_a100, sampler, budget),
+                  storage=storage)
+        runs.append(compiled_keys(optuna.load_study(study_name=sampler, storage=storage)))
+    assert runs[0] == runs[1] and len(runs[0]) == budget
+
+
+def test_failures_are_recorded_and_counted(conv_a100: GroundTruth) -> None:
+    space = space_for_table(conv_a100)
+    storage = optuna.storages.InMemoryStorage()
+    summary = run_study("g", space, ReplayEvaluator(conv_a100), settings(conv_a100, "grid", 600, seed=3),
+                        storage=storage)
+    records = [r for _, r in trial_records(optuna.load_study(study_name="g", storage=storage))]
+    outcomes = Counter(r.outcome for r in records)
+    expected = Counter(conv_a100.rows[r.key].outcome for r in records)
+    assert outcomes == expected and summary.failed == outcomes["runtime_failed"] + outcomes["compile_failed"]
+    assert summary.failed > 0
+
+
+def test_resume_continues_without_repeating(conv_mi250x: GroundTruth, tmp_path: Path) -> None:
+    space = space_for_table(conv_mi250x)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+
+    def go(budget: int) -> StudySummary:
+        evaluator = ReplayEvaluator(conv_mi250x)
+        return run_study("r", space, evaluator, settings(conv_mi250x, "random", budget), storage=url)
+
+    first = go(30)
+    study = optuna.load_study(study_name="r", storage=url)
+    before = {t.number: t.user_attrs["flysearch"] for t in study.trials}
+    assert go(30).trials == first.trials  # nothing left to do
+    more = go(60)
+    study = optuna.load_study(study_name="r", storage=url)
+    assert more.compiles == 60
+    assert {t.number: t.user_attrs["flysearch"] for t in study.trials if t.number in before} == before
+    keys = compiled_keys(study)
+    assert len(keys) == len(set(keys)) == 60
+
+
+def test_interrupted_trials_are_recovered(conv_mi250x: GroundTruth) -> None:
+    space = space_for_table(conv_mi250x)
+    storage = optuna.storages.InMemoryStorage()
+    run_study("x", space, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "random", 5), storage=storage)
+    study = optuna.load_study(study_name="x", storage=storage)
+    dangling = study.ask()  # a trial a killed run left RUNNING with nothing measured
+    measured = study.ask()  # and one killed between storing its record and telling
+    done = next(t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE)
+    record = dict(done.user_attrs["flysearch"], duplicate_of=done.number, compile_index=None)
+    measured.set_user_attr("flysearch", record)
+    run_study("x", space, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "random", 6), storage=storage)
+    trials = optuna.load_study(study_name="x", storage=storage).trials
+    assert trials[dangling.number].state == optuna.trial.TrialState.FAIL
+    assert trials[measured.number].state == optuna.trial.TrialState.COMPLETE
+    assert trials[measured.number].value == done.value
+    assert summarize(optuna.load_study(study_name="x", storage=storage)).compiles == 6
+
+
+def test_changed_settings_are_refused(conv_mi250x: GroundTruth) -> None:
+    space = space_for_table(conv_mi250x)
+    storage = optuna.storages.InMemoryStorage()
+    run_study("m", space, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "random", 3), storage=storage)
+    with pytest.raises(StudyMismatchError, match="seed: stored 0, given 1"):
+        run_study("m", space, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "random", 3, seed=1),
+                  storage=storage)
+
+
+def test_empty_space_raises_before_any_storage(conv_mi250x: GroundTruth, tmp_path: Path) -> None:
+    space = space_for_table(conv_mi250x)
+    empty = Space(space.name, space.params, [*space.constraints, Constraint("never", lambda c, s, a: False)])
+    with pytest.raises(EmptySpaceError):
+        run_study("e", empty, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "tpe", 3),
+                  storage=f"sqlite:///{tmp_path / 'e.db'}")
+    assert not (tmp_path / "e.db").exists()
+
+
+def test_unknown_sampler() -> None:
+    with pytest.raises(UnknownSamplerError, match="choose one of: grid, random, tpe"):
+        make_sampler("hyperband")
