@@ -132,6 +132,9 @@ def study() -> None:
 @study.command("run")
 @click.argument("study_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--table", default=None, help="Ground-truth table to replay.")
+@click.option("--kernel", default=None, help="Kernel family (picks the table with --arch/--shape).")
+@click.option("--arch", default=None, help="Arch profile, e.g. gfx942, gfx950, sm_90 (picks the table).")
+@click.option("--shape", default=None, help="GEMM shape MxNxK, e.g. 1x4096x4096 (picks the table).")
 @click.option("--sampler", default=None, help=f"One of: {', '.join(SAMPLERS)} (default tpe).")
 @click.option("--budget", type=int, default=None, help="Unique compiles (default 200).")
 @click.option("--seed", type=int, default=None, help="Sampler seed (default 0).")
@@ -148,13 +151,16 @@ def study_run(study_file: str | None, **options: Any) -> None:
         flysearch study run studies/quickstart.toml
 
         flysearch study run --table convolution_milo/MI250X --sampler gp --budget 100
+
+        flysearch study run --kernel convolution_kernel --arch gfx90a --sampler random
     """
     if study_file is not None:
         spec = with_overrides(load_study_file(study_file), **options)
-    elif options["table"] is None:
-        raise click.UsageError("Give a study file or --table.")
+    elif not any(options[k] for k in ("table", "kernel", "arch", "shape")):
+        raise click.UsageError("Give a study file, --table, or --kernel/--arch/--shape.")
     else:
-        spec = with_overrides(StudySpec(table=options["table"]), **options)
+        spec = with_overrides(StudySpec(), **options)
+    spec.validate()
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from flysearch.arch import get_arch
-from flysearch.errors import InputFormatError, UnknownSamplerError
+from flysearch.errors import InputFormatError, MissingTableError, UnknownSamplerError
 from flysearch.evaluators.replay import ReplayEvaluator
 from flysearch.importers.kernel_tuner import read_kernel_tuner_cache
 from flysearch.kernels import space_for_table
 from flysearch.samplers import SAMPLERS
+from flysearch.shapes import parse_shape
 from flysearch.space import ENCODINGS
 from flysearch.study import DEFAULT_STORAGE, StudySettings, StudySummary, run_study
 from flysearch.tables import DEFAULT_DB, Row, TableMeta, TableStore, read_table_file
@@ -40,7 +41,11 @@ class StudySpec:
     """Everything needed to launch one study.
 
     Attributes:
-        table: Ground-truth table to replay.
+        table: Ground-truth table to replay; when ``None``, the one table matching *kernel*,
+            *arch* and *shape* is used.
+        kernel: Kernel family, to pick the table.
+        arch: Arch profile name, to pick the table (an unknown arch is an error).
+        shape: GEMM shape ``"MxNxK"``, to pick the table.
         sampler: Sampler name.
         budget: Unique compiles.
         seed: Sampler seed.
@@ -52,7 +57,10 @@ class StudySpec:
         max_idle: Suggestions in a row without a new compile before the study stops.
     """
 
-    table: str
+    table: str | None = None
+    kernel: str | None = None
+    arch: str | None = None
+    shape: str | None = None
     sampler: str = "tpe"
     budget: int = 200
     seed: int | None = 0
@@ -65,7 +73,8 @@ class StudySpec:
 
     @property
     def study_name(self) -> str:
-        return self.name or f"{self.table}:{self.sampler}:seed{self.seed}"
+        where = self.table or ":".join(x for x in (self.kernel, self.arch, self.shape) if x)
+        return self.name or f"{where}:{self.sampler}:seed{self.seed}"
 
     def validate(self) -> None:
         """Check the spec without touching any file; raise a one-line error on a mistake."""
@@ -79,6 +88,12 @@ class StudySpec:
             )
         if not isinstance(self.budget, int) or self.budget < 1:
             raise InputFormatError(f"The budget must be a positive number of compiles, got {self.budget!r}.")
+        if self.arch is not None:
+            get_arch(self.arch)
+        if self.shape is not None:
+            parse_shape(self.shape)
+        if self.table is None and not (self.kernel or self.arch or self.shape):
+            raise InputFormatError("Name a table, or a kernel, arch and shape that pick one.")
 
 
 _FILE_KEYS = {f.name for f in fields(StudySpec)} - {"import_path"} | {"import"}
@@ -101,8 +116,8 @@ def load_study_file(path: str | Path) -> StudySpec:
         raise InputFormatError(
             f"Study file {path} has unknown keys {sorted(unknown)}; allowed: {sorted(_FILE_KEYS)}."
         )
-    if "table" not in raw:
-        raise InputFormatError(f"Study file {path} does not name a table.")
+    if not {"table", "kernel", "arch", "shape"} & set(raw):
+        raise InputFormatError(f"Study file {path} does not name a table (or kernel, arch, shape).")
     here = path.parent
     values: dict[str, Any] = {k: v for k, v in raw.items() if k != "import"}
     if "import" in raw:
@@ -155,14 +170,15 @@ def launch(
     spec.validate()
     if spec.import_path is not None:
         store = TableStore(spec.db)
-        if spec.table not in store:
+        if spec.table is None or spec.table not in store:
             store.close()
-            import_table(spec.import_path, db=spec.db, name=spec.table)
+            name = import_table(spec.import_path, db=spec.db, name=spec.table)
+            spec = replace(spec, table=name)
             store = TableStore(spec.db)
     else:
         store = TableStore(spec.db, create=False)
     try:
-        table = store.load(spec.table)
+        table = store.load(spec.table or pick_table(store, spec.kernel, spec.arch, spec.shape))
     finally:
         store.close()
     space = space_for_table(table)
@@ -179,6 +195,27 @@ def launch(
     )
     ok = table.ok_rows()
     return summary, (table.best().time_ms if ok else None)
+
+
+def pick_table(store: TableStore, kernel: str | None, arch: str | None, shape: str | None) -> str:
+    """The name of the one table of *store* that matches *kernel*, *arch* and *shape*."""
+    want_shape = parse_shape(shape) if shape else None
+    matches = []
+    for name in store.names():
+        meta = store.meta(name)
+        if (kernel and meta.kernel != kernel) or (arch and meta.arch != get_arch(arch).name):
+            continue
+        if want_shape and meta.shape() != want_shape:
+            continue
+        matches.append(name)
+    asked = ", ".join(f"{k} {v}" for k, v in (("kernel", kernel), ("arch", arch), ("shape", shape)) if v)
+    if not matches:
+        raise MissingTableError(
+            f"No table in {store.path} matches {asked}; 'flysearch tables list' shows them."
+        )
+    if len(matches) > 1:
+        raise MissingTableError(f"Several tables match {asked}: {', '.join(matches)}; name one with --table.")
+    return matches[0]
 
 
 def with_overrides(spec: StudySpec, **overrides: Any) -> StudySpec:

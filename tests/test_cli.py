@@ -153,3 +153,14 @@ def test_kill_and_resume(db: str, tmp_path: Path) -> None:
     keys = [r.key for _, r in trial_records(study) if r.compile_index is not None]
     assert len(keys) == len(set(keys)) == 150
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+
+
+def test_tables_are_picked_by_kernel_arch_and_shape(db: str, tmp_path: Path) -> None:
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    code, out = run("study", "run", "--kernel", "convolution_kernel", "--arch", "gfx90a", "--sampler",
+                    "random", "--budget", "3", "--db", db, "--storage", storage)
+    assert code == 0 and "3 compiled" in out
+    code, out = run("study", "run", "--arch", "gfx1100", "--db", db, "--storage", storage)
+    assert code == 2 and "Unknown arch 'gfx1100'; known archs: gfx90a, gfx942" in out
+    code, out = run("study", "run", "--kernel", "gemm", "--db", db, "--storage", storage)
+    assert code == 2 and "No table in" in out and "matches kernel gemm" in out
