@@ -229,5 +229,10 @@ def _print_summary(summary: StudySummary, optimum: float | None) -> None:
         console.print(f"  table optimum {optimum:.5g} ms; regret {regret:+.2%}")
 
 
+from flysearch.race_cli import export, race  # noqa: E402
+
+main.add_command(race)
+main.add_command(export)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

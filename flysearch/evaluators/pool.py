@@ -1,0 +1,283 @@
+"""A pool of spawned worker processes with a timeout per task, for work that may crash or hang.
+
+``concurrent.futures`` cannot kill one task that hangs, and a worker that segfaults breaks the whole
+executor. :class:`WorkerPool` gives every worker its own pipe, so the parent always knows which task
+each worker runs: a task that runs past its timeout gets its worker killed, a worker that dies is
+noticed through its process sentinel, and either way the task comes back as a :class:`TaskResult`
+with ``status`` ``"timeout"`` or ``"crash"`` and a fresh worker takes the slot. The pool never raises
+for a task; the caller decides what a failure means (a failed compile, a failed launch).
+
+Example:
+    >>> from flysearch.evaluators.pool import WorkerPool
+    >>> with WorkerPool(abs, workers=2, timeout_s=30) as pool:  # doctest: +SKIP
+    ...     pool.submit(1, -3)
+    ...     pool.drain()[0].value
+    3
+
+Thread safety: a pool is driven by one thread of the process that created it.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing as mp
+import os
+import time
+import traceback
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Literal
+
+__all__ = ["Retire", "TaskResult", "WorkerPool"]
+
+Status = Literal["ok", "error", "timeout", "crash"]
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What became of one task.
+
+    Attributes:
+        task_id: The id it was submitted with.
+        status: ``"ok"`` (the function returned), ``"error"`` (it raised), ``"timeout"`` (its worker
+            was killed after ``timeout_s``) or ``"crash"`` (its worker died).
+        value: The function's return value when ``status == "ok"``.
+        detail: One line on what went wrong, empty when ok.
+        elapsed_s: Wall seconds from dispatch to result.
+    """
+
+    task_id: Hashable
+    status: Status
+    value: Any = None
+    detail: str = ""
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _worker_main(
+    conn: Connection, func: Callable[[Any], Any], env: Mapping[str, str],
+    initializer: Callable[[], None] | None,
+) -> None:
+    os.environ.update(env)
+    if initializer is not None:
+        initializer()
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        if msg is None:
+            return
+        task_id, payload = msg
+        try:
+            value = func(payload)
+        except Exception as exc:  # a task's failure is data for the parent
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            conn.send((task_id, "error", None, last[:500], False))
+            continue
+        retire = isinstance(value, Retire)
+        conn.send((task_id, "ok", value.value if retire else value, "", retire))
+        if retire:
+            return
+
+
+@dataclass(frozen=True)
+class Retire:
+    """Return ``Retire(value)`` from a task function to answer *value* and then end the worker.
+
+    For a worker whose state a task may have spoilt (a CUDA context after a failed launch): the
+    pool starts a fresh worker for the next task.
+    """
+
+    value: Any
+
+
+@dataclass
+class _Slot:
+    process: Any
+    conn: Connection
+    task_id: Hashable | None = None
+    started: float = 0.0
+    timeout_s: float = 0.0
+
+
+class WorkerPool:
+    """Spawned workers that run ``func(payload)``, one task at a time each.
+
+    Args:
+        func: A module-level function (spawned workers import it by name).
+        workers: Number of worker processes.
+        timeout_s: Seconds a task may run before its worker is killed.
+        env: Environment variables set in each worker before anything runs.
+        initializer: Called once in each worker before its first task.
+    """
+
+    def __init__(
+        self, func: Callable[[Any], Any], *, workers: int, timeout_s: float,
+        env: Mapping[str, str] | None = None, initializer: Callable[[], None] | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"A pool needs at least one worker, got {workers}.")
+        self.func = func
+        self.workers = workers
+        self.timeout_s = timeout_s
+        self.env = dict(env or {})
+        self.initializer = initializer
+        self._ctx = mp.get_context("spawn")
+        self._queue: collections.deque[tuple[Hashable, Any, float | None]] = collections.deque()
+        self._slots: list[_Slot | None] = [None] * workers
+        self.restarts = 0
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start(self) -> _Slot:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(
+            target=_worker_main, args=(child, self.func, self.env, self.initializer), daemon=True
+        )
+        proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def start(self) -> None:
+        """Start every worker now (otherwise they start on first use)."""
+        for i, slot in enumerate(self._slots):
+            if slot is None:
+                self._slots[i] = self._start()
+
+    def close(self) -> None:
+        """Stop every worker; queued tasks are dropped."""
+        self._queue.clear()
+        for slot in self._slots:
+            if slot is None:
+                continue
+            if slot.task_id is None and slot.process.is_alive():
+                try:
+                    slot.conn.send(None)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 2.0
+        for i, slot in enumerate(self._slots):
+            if slot is None:
+                continue
+            slot.process.join(max(0.0, deadline - time.monotonic()))
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join()
+            slot.conn.close()
+            self._slots[i] = None
+
+    # -- tasks ------------------------------------------------------------------------------------
+
+    def submit(self, task_id: Hashable, payload: Any, *, timeout_s: float | None = None) -> None:
+        """Queue a task; *timeout_s* overrides the pool's timeout for it."""
+        self._queue.append((task_id, payload, timeout_s))
+
+    def submit_many(self, tasks: Iterable[tuple[Hashable, Any]]) -> None:
+        for task_id, payload in tasks:
+            self.submit(task_id, payload)
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def running(self) -> int:
+        return sum(1 for s in self._slots if s is not None and s.task_id is not None)
+
+    @property
+    def pending(self) -> int:
+        """Tasks submitted and not yet returned by :meth:`poll`."""
+        return self.queued + self.running
+
+    def _dispatch(self) -> None:
+        for i in range(self.workers):
+            if not self._queue:
+                return
+            slot = self._slots[i]
+            if slot is not None and slot.task_id is not None:
+                continue
+            if slot is None or not slot.process.is_alive():
+                if slot is not None:
+                    slot.conn.close()
+                slot = self._slots[i] = self._start()
+            task_id, payload, timeout_s = self._queue.popleft()
+            slot.conn.send((task_id, payload))
+            slot.task_id, slot.started = task_id, time.monotonic()
+            slot.timeout_s = timeout_s if timeout_s is not None else self.timeout_s
+
+    def _retire(self, i: int, status: Status, detail: str) -> TaskResult:
+        slot = self._slots[i]
+        assert slot is not None and slot.task_id is not None
+        result = TaskResult(slot.task_id, status, None, detail, time.monotonic() - slot.started)
+        if slot.process.is_alive():
+            slot.process.kill()
+        slot.process.join()
+        slot.conn.close()
+        self._slots[i] = None
+        self.restarts += 1
+        return result
+
+    def poll(self, timeout: float | None = 0.0) -> list[TaskResult]:
+        """Dispatch queued tasks and return the results ready within *timeout* seconds."""
+        self._dispatch()
+        busy = {i: s for i, s in enumerate(self._slots) if s is not None and s.task_id is not None}
+        if not busy:
+            return []
+        now = time.monotonic()
+        next_deadline = min(s.started + s.timeout_s for s in busy.values())
+        wait_s = max(0.0, next_deadline - now)
+        if timeout is not None:
+            wait_s = min(wait_s, timeout)
+        handles: list[Any] = [s.conn for s in busy.values()] + [s.process.sentinel for s in busy.values()]
+        ready = set(wait(handles, wait_s))
+        results = []
+        for i, slot in busy.items():
+            if slot.conn in ready or slot.process.sentinel in ready:
+                results.append(self._receive(i, slot))
+            elif time.monotonic() - slot.started > slot.timeout_s:
+                results.append(self._retire(i, "timeout", f"killed after {slot.timeout_s:.0f} s"))
+        self._dispatch()
+        return results
+
+    def _receive(self, i: int, slot: _Slot) -> TaskResult:
+        try:
+            if slot.conn.poll():
+                task_id, status, value, detail, retire = slot.conn.recv()
+                elapsed = time.monotonic() - slot.started
+                slot.task_id = None
+                if retire:
+                    slot.process.join(5.0)
+                    if slot.process.is_alive():
+                        slot.process.kill()
+                        slot.process.join()
+                    slot.conn.close()
+                    self._slots[i] = None
+                    self.restarts += 1
+                return TaskResult(task_id, status, value, detail, elapsed)
+        except (EOFError, OSError):
+            pass
+        slot.process.join(1.0)
+        code = slot.process.exitcode
+        return self._retire(i, "crash", f"worker died (exit code {code})")
+
+    def drain(self, timeout: float | None = None) -> list[TaskResult]:
+        """Run until every submitted task has a result (or *timeout* seconds pass)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        out: list[TaskResult] = []
+        while self.pending:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            out.extend(self.poll(timeout=left if left is not None else 1.0))
+        return out

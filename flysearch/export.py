@@ -1,0 +1,84 @@
+"""Export the best configs of ground-truth tables: a Triton autotune config list and JSON.
+
+Example:
+    >>> from flysearch.export import triton_configs_source
+    >>> print(triton_configs_source([{"table": "t", "shape": "1x8x8", "time_ms": 0.01,
+    ...     "params": {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}}]))
+    ... # doctest: +ELLIPSIS
+    "...triton.Config({'BLOCK_M': 16, 'BLOCK_N': 32}, num_warps=4, num_stages=3),  # t: 1x8x8 ...
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+from flysearch.errors import MissingTableError
+from flysearch.tables import TableStore
+
+__all__ = ["best_configs", "export_json", "triton_configs_source"]
+
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def best_configs(store: TableStore, prefix: str = "", top: int = 1) -> list[dict[str, Any]]:
+    """The *top* fastest correct configs of every table whose name starts with *prefix*.
+
+    Raises:
+        MissingTableError: no table matches *prefix*.
+    """
+    names = [n for n in store.names() if n.startswith(prefix)]
+    if not names:
+        raise MissingTableError(
+            f"No table in {store.path} starts with {prefix!r}; list them with 'flysearch tables list'."
+        )
+    out = []
+    for name in names:
+        table = store.load(name)
+        shape = table.meta.shape()
+        ranked = sorted(table.ok_rows(), key=lambda r: (r.time_ms, r.key))[:top]
+        for rank, row in enumerate(ranked):
+            out.append({
+                "table": name, "rank": rank + 1, "device": table.meta.device, "date": table.meta.date,
+                "shape": f"{shape.M}x{shape.N}x{shape.K}" if shape else "",
+                "problem": table.meta.problem, "key": row.key, "params": dict(row.params),
+                "time_ms": row.time_ms,
+            })
+    return out
+
+
+def _split(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    kwargs = {k: v for k, v in params.items() if k not in _LAUNCH_OPTIONS}
+    options = {k: params[k] for k in _LAUNCH_OPTIONS if k in params}
+    return kwargs, options
+
+
+def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") -> str:
+    """Python source of a ``triton.autotune`` config list, one ``triton.Config`` per distinct config.
+
+    Tile sizes go in the kwargs dict; ``num_warps``/``num_stages`` are keyword arguments. Each line
+    names the tables (shapes) where that config won.
+    """
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        by_key.setdefault(json.dumps(e["params"], sort_keys=True), []).append(e)
+    lines = [
+        f'"""Best configs exported by flysearch on {_dt.date.today().isoformat()}."""',
+        "",
+        "import triton",
+        "",
+        f"{name} = [",
+    ]
+    for key, group in by_key.items():
+        kwargs, options = _split(json.loads(key))
+        opts = "".join(f", {k}={v!r}" for k, v in options.items())
+        where = "; ".join(f"{e['table']}: {e['shape']} {e['time_ms']:.4g} ms" for e in group)
+        lines.append(f"    triton.Config({kwargs!r}{opts}),  # {where}")
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def export_json(entries: list[dict[str, Any]]) -> str:
+    """The entries as a JSON document (``{"format": "flysearch-best/1", "configs": [...]}``)."""
+    return json.dumps({"format": "flysearch-best/1", "configs": entries}, indent=1, sort_keys=True) + "\n"

@@ -1,0 +1,214 @@
+"""CLI commands of the live path: ``flysearch race ...`` and ``flysearch export triton``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.tables import DEFAULT_DB, TableStore
+
+__all__ = ["export", "race"]
+
+
+def _echo(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _shapes(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[str, ...]) -> list[Any]:
+    from flysearch.race import RaceShape
+    from flysearch.shapes import load_corpus, parse_shape
+
+    out = []
+    if shape_file:
+        for e in load_corpus(shape_file):
+            if not only or e.name in only:
+                out.append(RaceShape(e.shape, e.name, e.model, e.layer))
+    out.extend(RaceShape(parse_shape(t)) for t in shape_texts)
+    if not out:
+        raise InputFormatError("No shapes to race; give --shapes FILE or --shape MxNxK (e.g. 1x4096x4096).")
+    return out
+
+
+def _errors(func: Any) -> Any:
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except FlysearchError as exc:
+            raise click.UsageError(str(exc)) from None
+
+    return wrapper
+
+
+@click.group()
+def race() -> None:
+    """Exhaustive races on the GPU: ground-truth tables and the race against cuBLAS."""
+
+
+@race.command("run")
+@click.option("--shapes", "shape_file", type=click.Path(dir_okay=False), help="Shape corpus (TOML).")
+@click.option("--shape", "shape_texts", multiple=True, help="A shape MxNxK[:dtype]; repeatable.")
+@click.option("--only", multiple=True, help="Race only these corpus entries (by name); repeatable.")
+@click.option("--space", "space_name", default="triton_gemm_splitk", show_default=True)
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="Ground-truth table database.")
+@click.option("--workers", type=int, default=None, help="Compile processes (default: CPUs - 2).")
+@click.option("--cache-dir", default=None, help="Triton cache dir shared by workers and timer.")
+@click.option("--deadline", type=float, default=None, help="Stop starting work after this many s.")
+@click.option("--limit", type=int, default=None, help="Race only the first N feasible configs.")
+@click.option("--dump", "dump_dir", default=None, help="Write each table as DIR/*.table.json.gz after.")
+@click.option("--report", "report_path", default=None, help="Write the race report as JSON here.")
+@_errors
+def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[str, ...],
+             space_name: str, db: str, workers: int | None, cache_dir: str | None,
+             deadline: float | None, limit: int | None, dump_dir: str | None,
+             report_path: str | None) -> None:
+    """Race every feasible config over the shapes; resumable (a rerun skips measured configs).
+
+    Example:
+
+        flysearch race run --shapes studies/shapes_h200.toml --db h200.db --dump benchmarks/data/h200
+    """
+    from flysearch.kernels import get_space
+    from flysearch.race import RaceSettings, run_race
+
+    shapes = _shapes(shape_file, shape_texts, only)
+    settings = RaceSettings(workers=workers, cache_dir=cache_dir, deadline_s=deadline, limit=limit)
+    store = TableStore(db)
+    report = run_race(get_space(space_name), shapes, store, settings, progress=_echo)
+    click.echo(f"race {report.stopped}: {report.measured} configs in {report.wall_s:.1f} s "
+               f"({report.configs_per_s:.1f} configs/s), {report.compiles} compiles, "
+               f"{report.compile_failures} compile failures, on {report.device}")
+    if dump_dir:
+        _dump(store, [s.table for s in report.shapes if s.table in store], dump_dir)
+    if report_path:
+        Path(report_path).write_text(json.dumps(_report_json(report), indent=1) + "\n")
+
+
+def _report_json(report: Any) -> dict[str, Any]:
+    return {
+        "device": report.device, "arch": report.arch, "versions": report.versions,
+        "stopped": report.stopped, "measured": report.measured, "wall_s": report.wall_s,
+        "configs_per_s": report.configs_per_s, "compiles": report.compiles,
+        "compile_failures": report.compile_failures,
+        "shapes": [
+            {"table": s.table, "shape": s.shape.as_dict(), "feasible": s.feasible,
+             "already_done": s.already_done, "counts": s.counts, "best_key": s.best_key,
+             "best_ms": s.best_ms, "vendor_ms": s.vendor_ms, "wall_s": s.wall_s}
+            for s in report.shapes
+        ],
+    }
+
+
+def _file_name(table: str) -> str:
+    return table.replace("/", "__").replace(":", "_") + ".table.json.gz"
+
+
+def _dump(store: TableStore, names: list[str], out_dir: str) -> None:
+    from flysearch.tables import dump_table_file
+
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for name in names:
+        dump_table_file(store.load(name), Path(out_dir) / _file_name(name))
+    _echo(f"wrote {len(names)} table files to {out_dir}")
+
+
+@race.command("dump")
+@click.option("--db", default=DEFAULT_DB, show_default=True)
+@click.option("--prefix", default="", help="Only tables whose name starts with this.")
+@click.argument("out_dir")
+@_errors
+def race_dump(db: str, prefix: str, out_dir: str) -> None:
+    """Write race tables as OUT_DIR/*.table.json.gz (the committed format).
+
+    Example:
+
+        flysearch race dump --db h200.db --prefix triton_gemm/H200 benchmarks/data/h200
+    """
+    store = TableStore(db, create=False)
+    _dump(store, [n for n in store.names() if n.startswith(prefix)], out_dir)
+
+
+@race.command("load")
+@click.option("--db", default=DEFAULT_DB, show_default=True)
+@click.argument("files", nargs=-1, required=True)
+@_errors
+def race_load(db: str, files: tuple[str, ...]) -> None:
+    """Load *.table.json.gz files into the database (replacing tables of the same name).
+
+    Example:
+
+        flysearch race load --db h200.db benchmarks/data/h200/*.table.json.gz
+    """
+    from flysearch.tables import read_table_file
+
+    store = TableStore(db)
+    for path in files:
+        meta, rows = read_table_file(path)
+        store.write(meta, rows, replace=True)
+    _echo(f"loaded {len(files)} tables into {db}")
+
+
+@race.command("summary")
+@click.option("--db", default=DEFAULT_DB, show_default=True)
+@click.option("--prefix", default="", help="Only tables whose name starts with this.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+@_errors
+def race_summary_cmd(db: str, prefix: str, as_json: bool) -> None:
+    """Best Triton config per race table against cuBLAS: times, ratio and winner (libtype).
+
+    Example:
+
+        flysearch race summary --db h200.db
+    """
+    from flysearch.race import race_summary
+
+    rows = race_summary(TableStore(db, create=False), prefix)
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps(r, sort_keys=True))
+        return
+    click.echo(f"{'table':<36} {'regime':<8} {'rows':>5} {'ok':>5} {'triton ms':>10} {'cublas ms':>10} "
+               f"{'ratio':>6}  winner")
+    for r in rows:
+        tm = f"{r['triton_ms']:.4g}" if r["triton_ms"] else "-"
+        cm = f"{r['cublas_ms']:.4g}" if r["cublas_ms"] else "-"
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] else "-"
+        click.echo(f"{r['table']:<36} {r['regime']:<8} {r['rows']:>5} {r['counts'].get('ok', 0):>5} "
+                   f"{tm:>10} {cm:>10} {ratio:>6}  {r['winner'] or '-'}")
+
+
+@click.group()
+def export() -> None:
+    """Export the best configs of ground-truth tables."""
+
+
+@export.command("triton")
+@click.option("--db", default=DEFAULT_DB, show_default=True)
+@click.option("--prefix", default="", help="Only tables whose name starts with this.")
+@click.option("--top", type=int, default=1, show_default=True, help="Best configs per table.")
+@click.option("--out", "out_py", default=None, help="Write the triton.Config list here (else stdout).")
+@click.option("--json", "out_json", default=None, help="Also write the configs as JSON here.")
+@_errors
+def export_triton(db: str, prefix: str, top: int, out_py: str | None, out_json: str | None) -> None:
+    """Best configs per shape as a Triton autotune config list (Python) and as JSON.
+
+    Example:
+
+        flysearch export triton --db h200.db --prefix triton_gemm/H200 --out best.py --json best.json
+    """
+    from flysearch.export import best_configs, export_json, triton_configs_source
+
+    entries = best_configs(TableStore(db, create=False), prefix, top)
+    source = triton_configs_source(entries)
+    if out_py:
+        Path(out_py).write_text(source)
+    else:
+        click.echo(source, nl=False)
+    if out_json:
+        Path(out_json).write_text(export_json(entries))

@@ -1,0 +1,67 @@
+"""Stand-ins for the GPU task functions, for CPU tests of the pool and of the race scheduler.
+
+They are module-level so that spawned workers can import them. Their behaviour is a fixed function of
+the config, so a test knows which configs fail, crash or hang.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+CRASH_COMPILE = {"BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_stages": 2, "num_warps": 4}
+HANG_COMPILE = {"BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_stages": 3, "num_warps": 4}
+CRASH_TIMER = {"BLOCK_N": 32, "BLOCK_K": 64, "SPLIT_K": 2, "num_stages": 2, "num_warps": 4}
+
+
+def _matches(config: dict[str, Any], pattern: dict[str, Any]) -> bool:
+    return all(config.get(k) == v for k, v in pattern.items())
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+def crash(x: int) -> int:
+    os._exit(3)
+
+
+def hang(x: float) -> float:
+    time.sleep(x)
+    return x
+
+
+def fail(x: int) -> int:
+    raise ValueError(f"bad input {x}")
+
+
+def fake_compile(payload: dict[str, Any]) -> dict[str, Any]:
+    config = payload["config"]
+    if _matches(config, CRASH_COMPILE):
+        os._exit(11)
+    if _matches(config, HANG_COMPILE):
+        time.sleep(600)
+    if config["BLOCK_K"] == 256 and config["num_stages"] == 4:
+        return {"ok": False, "compile_s": 0.01, "detail": "out of resources: shared memory", "shared": 1}
+    return {"ok": True, "compile_s": 0.001 * config["BLOCK_K"], "detail": "", "shared": 0}
+
+
+def fake_time_ms(config: dict[str, Any]) -> float:
+    return 1.0 + 0.001 * config["BLOCK_N"] + 0.01 * config["num_stages"] + 0.1 / config["SPLIT_K"]
+
+
+def fake_timer(payload: dict[str, Any]) -> dict[str, Any]:
+    op = payload["op"]
+    if op == "info":
+        return {"device": "NVIDIA H200", "sms": 132, "l2_bytes": 60 * 2**20,
+                "versions": {"driver": "fake", "cuda": "fake", "torch": "fake", "triton": "fake"}}
+    if op == "vendor":
+        return {"outcome": "ok", "time_ms": 1.05, "bench_s": 0.0, "extra": {}}
+    config = payload["config"]
+    if _matches(config, CRASH_TIMER):
+        os._exit(7)
+    if config["SPLIT_K"] == 16:
+        return {"outcome": "wrong_result", "detail": "relative error 0.5 > 0.01", "bench_s": 0.0,
+                "extra": {"rel_err": 0.5}}
+    return {"outcome": "ok", "time_ms": fake_time_ms(config), "bench_s": 0.001, "extra": {}}
