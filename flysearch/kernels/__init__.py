@@ -66,4 +66,4 @@ def _load_builtin() -> None:
         importlib.import_module(module)
 
 
-_BUILTIN: tuple[str, ...] = ("flysearch.kernels.triton_gemm",)
+_BUILTIN: tuple[str, ...] = ("flysearch.kernels.triton_gemm", "flysearch.kernels.aiter_hgemm")
