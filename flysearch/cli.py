@@ -234,5 +234,15 @@ from flysearch.race_cli import export, race  # noqa: E402
 main.add_command(race)
 main.add_command(export)
 
+from flysearch.flydsl_cli import doctor, export_flydsl, flydsl  # noqa: E402
+
+main.add_command(doctor)
+main.add_command(flydsl)
+export.add_command(export_flydsl)
+
+from flysearch.aiter_cli import aiter  # noqa: E402
+
+main.add_command(aiter)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

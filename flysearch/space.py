@@ -189,10 +189,13 @@ class Space:
         name: The kernel family's space name (stored with every table and study).
         params: The parameters, in the order they are enumerated.
         constraints: Predicates applied in order; the first that rejects a config is charged.
+        kernel: The kernel factory a live or compile-only evaluator builds (``"module:function"``),
+            when the space belongs to a kernel flysearch can compile.
     """
 
     def __init__(
-        self, name: str, params: Sequence[Param], constraints: Sequence[Constraint] = ()
+        self, name: str, params: Sequence[Param], constraints: Sequence[Constraint] = (),
+        *, kernel: str | None = None,
     ) -> None:
         names = [p.name for p in params]
         if len(set(names)) != len(names):
@@ -200,6 +203,7 @@ class Space:
         self.name = name
         self.params: tuple[Param, ...] = tuple(params)
         self.constraints: tuple[Constraint, ...] = tuple(constraints)
+        self.kernel = kernel
         self._by_name = {p.name: p for p in self.params}
 
     def __repr__(self) -> str:

@@ -1,0 +1,63 @@
+"""Subprocess side of a FlyDSL compile: ``python -m flysearch.evaluators._flydsl_worker`` reads one
+JSON request on stdin and prints one result line. A compile that aborts the process (an LLVM error)
+kills only this worker; the parent records it as a compile failure."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pickle
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+MARKER = "FLYSEARCH_RESULT "
+
+
+def load_factory(path: str) -> Any:
+    module, _, name = path.partition(":")
+    if not module or not name:
+        raise ValueError(f"Kernel factory {path!r} is not of the form module:function.")
+    return getattr(importlib.import_module(module), name)
+
+
+def _compile(request: dict[str, Any]) -> dict[str, Any]:
+    import flydsl
+    import flydsl.compiler as flyc
+
+    from flysearch.flydsl_config import check_reaches_kernel
+    from flysearch.resources import parse_kernel_metadata
+    from flysearch.shapes import Shape
+
+    call = load_factory(request["factory"])(Shape(**request["shape"]), device=request.get("device", "cpu"))
+    config = flydsl.Config(num_warps=request.get("num_warps"), waves_per_eu=request.get("waves_per_eu"),
+                           **request["kwargs"])
+    if request.get("check_params") is not None:
+        check_reaches_kernel(config, call.fn, request["check_params"])
+    opts = config.compiler_opts()
+    compiler = flyc.compile[opts] if opts else flyc.compile
+    start = time.perf_counter()
+    compiler(call.fn, *call.args, **config.all_kwargs())
+    compile_s = time.perf_counter() - start
+    artifacts = sorted(Path(request["cache_dir"]).rglob("*.pkl"))
+    if not artifacts:
+        raise RuntimeError("the compile left no artifact in the cache directory")
+    with artifacts[-1].open("rb") as fh:
+        ir_text = pickle.load(fh)._ir_text
+    return {"ok": True, "compile_s": compile_s,
+            "resources": [r.as_dict() for r in parse_kernel_metadata(ir_text)]}
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read())
+    try:
+        result = _compile(request)
+    except Exception as exc:  # every failure is data for the parent
+        kind = "mapping" if type(exc).__name__ == "ConfigMappingError" else type(exc).__name__
+        result = {"ok": False, "error": f"{kind}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"}
+    sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""CLI commands for FlyDSL: ``flysearch doctor``, ``flysearch flydsl compile|export``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from flysearch.errors import FlysearchError
+
+__all__ = ["doctor", "flydsl"]
+
+console = Console()
+
+
+def _usage(exc: Exception) -> click.UsageError:
+    return click.UsageError(str(exc))
+
+
+@click.command()
+def doctor() -> None:
+    """Report flydsl, ld.lld, torch and which evaluators can run on this machine.
+
+    Example:
+
+        flysearch doctor
+    """
+    from flysearch.doctor import run_checks
+
+    for check in run_checks():
+        mark = "[green]ok[/]" if check.ok else "[red]--[/]"
+        console.print(f"{mark} {check.name}: {check.detail}")
+
+
+@click.group()
+def flydsl() -> None:
+    """FlyDSL kernels: compile-only sweeps for AMD targets, offline autotune artifacts."""
+
+
+@flydsl.command("compile")
+@click.option("--space", "space_name", required=True, help="Registered space (flysearch.kernels).")
+@click.option("--factory", default=None, help="Kernel factory module:function (default: the space's).")
+@click.option("--arch", required=True, help="AMD arch: gfx942 or gfx950.")
+@click.option("--shape", required=True, help="GEMM shape MxNxK, e.g. 256x256x256.")
+@click.option("--limit", type=int, default=8, show_default=True, help="Feasible configs to compile (0: all).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Order of the feasible configs.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per compile.")
+@click.option("--out", default=None, help="Write the rows to this CSV file.")
+def flydsl_compile(space_name: str, factory: str | None, arch: str, shape: str, limit: int, seed: int,
+                   timeout: float, out: str | None) -> None:
+    """Compile feasible configs of a FlyDSL space on this CPU and show their resources.
+
+    Example:
+
+        flysearch flydsl compile --space flydsl_gemm --arch gfx942 --shape 256x256x256 --limit 4
+    """
+    from flysearch.arch import get_arch
+    from flysearch.evaluators.flydsl import FlydslCompileEvaluator
+    from flysearch.flydsl_sweep import compile_sweep, write_sweep_csv
+    from flysearch.kernels import get_space
+    from flysearch.shapes import parse_shape
+
+    try:
+        target, gemm = get_arch(arch), parse_shape(shape)
+        space = get_space(space_name)
+        enumeration = space.enumerate(gemm, target)
+        configs = enumeration.shuffled(seed)[: limit or None]
+        kernel = factory or space.kernel
+        if kernel is None:
+            raise FlysearchError(
+                f"Space {space.name!r} names no kernel factory; pass --factory module:function."
+            )
+        evaluator = FlydslCompileEvaluator(kernel, target.name,
+                                           space_params=[p.name for p in space.params], timeout_s=timeout)
+        console.print(f"{space.name} on {target.name} at {gemm.key}: {enumeration.summary()}")
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("compiling", total=len(configs))
+            rows = compile_sweep(evaluator, configs, gemm, lambda i: bar.update(task, completed=i))
+    except (FlysearchError, RuntimeError) as exc:
+        raise _usage(exc) from None
+    _print_rows(rows)
+    if out:
+        write_sweep_csv(rows, out)
+        console.print(f"wrote {len(rows)} rows to {out}")
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
+    table = Table("config", "outcome", "compile s", "VGPR", "AGPR", "SGPR", "LDS", "scratch", "spills", "occ")
+    for r in rows:
+        table.add_row(r["key"], r["outcome"] + (f" ({r['detail']})" if r["detail"] else ""),
+                      f"{r['compile_s']:.2f}", *(str(r.get(k, "")) for k in (
+                          "vgpr", "agpr", "sgpr", "lds_bytes", "scratch_bytes")),
+                      str(r.get("vgpr_spills", 0) + r.get("sgpr_spills", 0)) if "vgpr" in r else "",
+                      str(r.get("occupancy", "")))
+    console.print(table)
+    console.print(", ".join(f"{n} {k}" for k, n in Counter(r["outcome"] for r in rows).items()))
+
+
+@click.command("flydsl")
+@click.option("--db", default="flysearch.db", show_default=True, help="Ground-truth table database.")
+@click.option("--table", "tables", multiple=True, required=True, help="Table whose best config to export.")
+@click.option("--name", required=True, help="The kernel's artifact_name in @flydsl.autotune.")
+@click.option("--key", default="M,N,K", show_default=True, help="The autotune key: problem fields, in order.")
+@click.option("--device", "device_name", required=True, help="torch's name: 'AMD Instinct MI300X'.")
+@click.option("--arch", required=True, help="gfx arch of the device, e.g. gfx942.")
+@click.option("--cu", type=int, default=None, help="Compute units (default: the arch profile's device).")
+@click.option("--out", required=True, help="The FLYDSL_AUTOTUNE_CONFIG_DIR to write into.")
+def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_name: str, arch: str,
+                  cu: int | None, out: str) -> None:
+    """Write each table's best config as a FlyDSL offline autotune artifact.
+
+    Example:
+
+        flysearch export flydsl --table flydsl_gemm/MI300X/1x4096x4096 --name flysearch_gemm
+        --device 'AMD Instinct MI300X' --arch gfx942 --out ~/.flydsl/configs
+    """
+    from flysearch.arch import arch_of_device, get_arch
+    from flysearch.flydsl_artifacts import FlydslDevice, write_flydsl_artifact
+    from flysearch.flydsl_config import to_flydsl_config
+    from flysearch.tables import TableStore
+
+    try:
+        profile = get_arch(arch)
+        if cu is None:
+            cu = profile.device().compute_units
+            if arch_of_device(device_name).name == profile.name:
+                cu = next(d.compute_units for d in profile.devices if d.name.upper() in device_name.upper())
+        device = FlydslDevice(device_name, profile.name, cu)
+        store = TableStore(db, create=False)
+        for table_name in tables:
+            table = store.load(table_name)
+            fields = [f.strip() for f in key.split(",") if f.strip()]
+            missing = [f for f in fields if f not in table.meta.problem]
+            if missing:
+                raise FlysearchError(f"Table {table_name!r} has no problem field(s) {missing} for the key.")
+            best = table.best()
+            path = write_flydsl_artifact(out, name=name, key={f: table.meta.problem[f] for f in fields},
+                                         device=device, config=to_flydsl_config(best.params))
+            console.print(f"{table_name}: {best.key} ({best.time_ms:.4g} ms) -> {path}")
+    except FlysearchError as exc:
+        raise _usage(exc) from None
