@@ -41,8 +41,9 @@ from flysearch.errors import InputFormatError, UnknownArchError
 from flysearch.evaluators.base import Outcome
 from flysearch.kernels.aiter_hgemm import SPACE_NAME, aiter_hgemm_space
 from flysearch.kernels.aiter_names import build_kernel_name, parse_kernel_name
+from flysearch.shapes import Shape
 from flysearch.space import Config
-from flysearch.tables import GroundTruth, Row, TableMeta
+from flysearch.tables import GroundTruth, Row, TableMeta, TableStore
 
 __all__ = [
     "KEY_COLUMNS",
@@ -50,7 +51,9 @@ __all__ = [
     "TUNED_HEADER",
     "AiterRecord",
     "best_flydsl_record",
+    "check_flydsl_records",
     "export_tuned_csv",
+    "import_into_store",
     "read_aiter_csv",
     "read_profile_csv",
     "read_tuned_csv",
@@ -424,3 +427,53 @@ def export_tuned_csv(tables: Iterable[GroundTruth], path: str | Path) -> list[Ai
     records.sort(key=lambda r: (r.gfx, r.cu_num, r.M, r.N, r.K, str(r.key)))
     write_aiter_csv(path, records)
     return records
+
+
+# -- store and check -------------------------------------------------------------------------------
+
+
+def import_into_store(
+    path: str | Path, store: TableStore, *, profile: bool = False, err_ratio_limit: float = 0.05,
+    replace: bool = False,
+) -> list[str]:
+    """Import a tuned CSV (or, with *profile*, a tuner profile) into *store*; return the table names.
+
+    Raises:
+        InputFormatError: the CSV is malformed, or a table exists and *replace* is false.
+    """
+    if profile:
+        tables = read_profile_csv(path, err_ratio_limit=err_ratio_limit)
+    else:
+        tables = read_tuned_csv(path)
+    for meta, rows in tables:
+        store.write(meta, rows, replace=replace)
+    return [meta.name for meta, _ in tables]
+
+
+def check_flydsl_records(records: Iterable[AiterRecord]) -> tuple[int, list[str]]:
+    """Parse every FlyDSL record and check it against the space's constraints at its own shape.
+
+    Returns the number of FlyDSL records and one line per record that fails (empty when all
+    pass); rows for archs flysearch has no profile of are checked by name only.
+    """
+    space = aiter_hgemm_space()
+    count, failures = 0, []
+    for r in records:
+        if r.libtype != "flydsl":
+            continue
+        count += 1
+        where = f"{r.gfx}/{r.cu_num} {r.M}x{r.N}x{r.K} {r.kernelName}"
+        try:
+            config = parse_kernel_name(r.kernelName, arch=r.gfx).config
+            arch = get_arch(r.gfx)
+        except UnknownArchError:
+            continue
+        except InputFormatError as exc:
+            failures.append(f"{where}: {exc}")
+            continue
+        reason = space.reject_reason(config, Shape(r.M, r.N, r.K), arch)
+        if reason is not None:
+            failures.append(f"{where}: rejected by {reason}")
+        elif config["split_k"] != r.splitK:
+            failures.append(f"{where}: splitK column {r.splitK} differs from the name's split_k")
+    return count, failures

@@ -11,6 +11,7 @@ import pytest
 from flysearch.aiter_csv import (
     TUNED_HEADER,
     AiterRecord,
+    check_flydsl_records,
     export_tuned_csv,
     read_aiter_csv,
     read_profile_csv,
@@ -254,3 +255,29 @@ def test_write_refuses_duplicate_keys_and_is_atomic(shipped: list[AiterRecord], 
     assert path.read_text() == before and list(tmp_path.iterdir()) == [path]
     with path.open() as fh:
         assert len(list(csv.DictReader(fh))) == 3
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+
+
+def test_cli_import_check_export(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from flysearch.cli import main
+
+    tuned = _tuned_files()[0]
+    db, out = str(tmp_path / "t.db"), str(tmp_path / "out.csv")
+    runner = CliRunner()
+    result = runner.invoke(main, ["aiter", "import", str(tuned), "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "imported 232 tables" in result.output
+    result = runner.invoke(main, ["aiter", "check", *map(str, _tuned_files())])
+    assert result.exit_code == 0 and "341 FlyDSL rows checked, 0 failed" in result.output
+    result = runner.invoke(main, ["aiter", "export", out, "--db", db])
+    assert result.exit_code == 0, result.output
+    _, failures = check_flydsl_records(read_aiter_csv(out))
+    assert failures == []
+    bad = tmp_path / "bad.csv"
+    bad.write_text(Path(out).read_text().replace("_block_k_warp1_", "_block_k_warp8_", 1))
+    result = runner.invoke(main, ["aiter", "check", str(bad)])
+    assert result.exit_code == 2 and "1 failed" in result.output
