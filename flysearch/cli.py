@@ -244,9 +244,5 @@ from flysearch.aiter_cli import aiter  # noqa: E402
 
 main.add_command(aiter)
 
-from flysearch.aiter_cli import aiter  # noqa: E402
-
-main.add_command(aiter)
-
 if __name__ == "__main__":  # pragma: no cover
     main()
