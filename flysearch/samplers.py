@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -27,9 +28,40 @@ if TYPE_CHECKING:
     from optuna.study import Study
     from optuna.trial import FrozenTrial
 
-__all__ = ["SAMPLERS", "FeasibleGridSampler", "make_sampler"]
+    from flysearch.arch import ArchProfile
+    from flysearch.shapes import Shape
+    from flysearch.space import Config, Encoding, Space
+
+__all__ = ["SAMPLERS", "FeasibleGridSampler", "SearchContext", "make_sampler"]
 
 SAMPLERS: tuple[str, ...] = ("grid", "random", "tpe", "gp", "cmaes", "qmc")
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What a sampler may know about the search before it starts.
+
+    Attributes:
+        space: The space searched.
+        encoding: How trial parameters encode configs (``space.decode``/``space.encode``).
+        feasible: The feasible configs, in the study's seeded order.
+        shape: The GEMM shape, when the table has one.
+        arch: The arch profile, when known.
+    """
+
+    space: Space
+    encoding: Encoding
+    feasible: list[Config]
+    shape: Shape | None = None
+    arch: ArchProfile | None = None
+    distributions: dict[str, BaseDistribution] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "distributions", self.space.distributions(self.encoding))
+
+    def encoded(self) -> list[dict[str, Any]]:
+        """The feasible configs as trial parameters."""
+        return [self.space.encode(c, self.encoding) for c in self.feasible]
+
 
 def _params_key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
@@ -91,25 +123,26 @@ def make_sampler(
     name: str,
     *,
     seed: int | None = None,
-    candidates: Sequence[Mapping[str, Any]] | None = None,
-    distributions: Mapping[str, BaseDistribution] | None = None,
+    context: SearchContext | None = None,
+    prior: Any = None,
 ) -> BaseSampler:
     """Build the sampler called *name*.
 
     Args:
         name: One of :data:`SAMPLERS`.
-        seed: Seed of the sampler's random state (``grid`` takes its order from the candidates).
-        candidates: Encoded feasible candidates, in the order ``grid`` should race them.
-        distributions: The study's distributions (needed by ``grid``).
+        seed: Seed of the sampler's random state (``grid`` takes its order from *context*).
+        context: The space, its feasible configs and the shape/arch (needed by ``grid`` and the
+            model-based samplers).
+        prior: A trained cost model for the model-based samplers (``None``: cold start).
 
     Raises:
         UnknownSamplerError: *name* is not a known sampler.
     """
     name = name.strip().lower()
     if name == "grid":
-        if candidates is None or distributions is None:
-            raise ValueError("The grid sampler needs the feasible candidates and distributions.")
-        return FeasibleGridSampler(candidates, distributions)
+        if context is None:
+            raise ValueError("The grid sampler needs the search context (its feasible configs).")
+        return FeasibleGridSampler(context.encoded(), context.distributions)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "tpe":

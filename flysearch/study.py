@@ -31,7 +31,7 @@ from optuna.trial import TrialState
 
 from flysearch.errors import FlysearchError, StudyMismatchError
 from flysearch.evaluators.base import Measurement, Outcome
-from flysearch.samplers import make_sampler
+from flysearch.samplers import SearchContext, make_sampler
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -264,6 +264,7 @@ def run_study(
     arch: ArchProfile | None = None,
     storage: str | optuna.storages.BaseStorage | None = None,
     progress: Callable[[int, int], None] | None = None,
+    prior: Any = None,
 ) -> StudySummary:
     """Run (or resume) a study until its budget of unique compiles is spent.
 
@@ -276,17 +277,16 @@ def run_study(
         arch: The arch profile, if the constraints need one.
         storage: Optuna storage URL or object; ``None`` means :data:`DEFAULT_STORAGE`.
         progress: Called as ``progress(compiles, budget)`` after each trial.
+        prior: A trained cost model, for the model-based samplers.
 
     Raises:
         EmptySpaceError: the constraints leave no config (raised before any storage is touched).
         StudyMismatchError: the stored study was started with other settings.
     """
     enumeration = space.enumerate(shape, arch)
-    distributions = space.distributions(settings.encoding)
-    candidates = [space.encode(c, settings.encoding) for c in enumeration.shuffled(settings.seed)]
-    sampler = make_sampler(
-        settings.sampler, seed=settings.seed, candidates=candidates, distributions=distributions,
-    )
+    context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch)
+    distributions = context.distributions
+    sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior)
     study = _open_study(study_name, open_storage(storage), settings, sampler)
     history = _History()
     _recover(study, history)
@@ -342,9 +342,12 @@ def _answer(
         measurement = Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
     history.compiles += 1
     history.cost_s += measurement.cost_s
+    # A compiled config whose resources fail (spills, LDS) is rejected like a constraint would.
+    rejected_by = measurement.detail if measurement.outcome is Outcome.REJECTED else None
     return TrialRecord(
         key, measurement.outcome.value, measurement.time_ms, compile_index=history.compiles,
-        cost_s=history.cost_s, compile_s=measurement.compile_s, detail=measurement.detail,
+        rejected_by=rejected_by, cost_s=history.cost_s, compile_s=measurement.compile_s,
+        detail=measurement.detail,
     )
 
 
