@@ -2,10 +2,17 @@
 
 Example:
     >>> from flysearch.export import triton_configs_source
-    >>> print(triton_configs_source([{"table": "t", "shape": "1x8x8", "time_ms": 0.01,
-    ...     "params": {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}}]))
-    ... # doctest: +ELLIPSIS
-    "...triton.Config({'BLOCK_M': 16, 'BLOCK_N': 32}, num_warps=4, num_stages=3),  # t: 1x8x8 ...
+    >>> src = triton_configs_source([{"table": "t", "shape": "1x8x8", "time_ms": 0.01,
+    ...     "params": {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}}])
+    >>> print(src.split("CONFIGS = [")[1])
+    <BLANKLINE>
+        # t: 0.01 ms
+        triton.Config(
+            {'BLOCK_M': 16, 'BLOCK_N': 32},
+            num_warps=4, num_stages=3,
+        ),
+    ]
+    <BLANKLINE>
 """
 
 from __future__ import annotations
@@ -57,8 +64,8 @@ def _split(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") -> str:
     """Python source of a ``triton.autotune`` config list, one ``triton.Config`` per distinct config.
 
-    Tile sizes go in the kwargs dict; ``num_warps``/``num_stages`` are keyword arguments. Each line
-    names the tables (shapes) where that config won.
+    Tile sizes go in the kwargs dict; ``num_warps``/``num_stages`` are keyword arguments. Comments
+    above each config name the tables (shapes) where it won and its time there.
     """
     by_key: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
@@ -72,9 +79,12 @@ def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") 
     ]
     for key, group in by_key.items():
         kwargs, options = _split(json.loads(key))
-        opts = "".join(f", {k}={v!r}" for k, v in options.items())
-        where = "; ".join(f"{e['table']}: {e['shape']} {e['time_ms']:.4g} ms" for e in group)
-        lines.append(f"    triton.Config({kwargs!r}{opts}),  # {where}")
+        lines.extend(f"    # {e['table']}: {e['time_ms']:.4g} ms" for e in group)
+        lines.append("    triton.Config(")
+        lines.append(f"        {kwargs!r},")
+        if options:
+            lines.append("        " + ", ".join(f"{k}={v!r}" for k, v in options.items()) + ",")
+        lines.append("    ),")
     lines.append("]")
     return "\n".join(lines) + "\n"
 
