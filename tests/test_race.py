@@ -125,3 +125,26 @@ class _FakeTriton:
     class Config:
         def __init__(self, kwargs, num_warps=4, num_stages=3):
             self.kwargs, self.num_warps, self.num_stages = kwargs, num_warps, num_stages
+
+
+def test_committed_h200_tables_cover_the_whole_feasible_space() -> None:
+    from pathlib import Path
+
+    from flysearch.arch import get_arch
+    from flysearch.race import race_summary
+
+    files = sorted(Path(__file__).resolve().parents[1].glob("benchmarks/data/h200/*.table.json.gz"))
+    assert len(files) >= 12
+    store = TableStore(":memory:")
+    regimes = set()
+    for path in files:
+        meta, rows = read_table_file(path)
+        shape = meta.shape()
+        feasible = make_space().enumerate(shape, get_arch("sm_90")).feasible
+        assert {r.key for r in rows} == {c.key for c in feasible}, path.name
+        assert meta.device == "NVIDIA H200" and meta.versions["triton"] and meta.date
+        assert vendor_ms(meta) is not None
+        regimes.add(shape.regime)
+        store.write(meta, rows)
+    assert regimes == {"decode", "small_m", "k_heavy", "prefill", "square"}
+    assert all(r["winner"] in ("triton", "cublas") for r in race_summary(store))
