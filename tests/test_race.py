@@ -18,7 +18,7 @@ NAME = "triton_gemm/H200/4x576x7168"
 
 
 def _settings(**kw) -> RaceSettings:
-    base = dict(workers=3, compile_timeout_s=3.0, launch_timeout_s=20.0, compile_fn=fakes.fake_compile,
+    base = dict(workers=3, compile_timeout_s=10.0, launch_timeout_s=30.0, compile_fn=fakes.fake_compile,
                 timer_fn=fakes.fake_timer, batch_rows=7)
     base.update(kw)
     return RaceSettings(**base)
