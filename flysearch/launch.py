@@ -191,7 +191,7 @@ def launch(
     )
     summary = run_study(
         spec.study_name, space, ReplayEvaluator(table), settings, shape=shape, arch=arch,
-        storage=spec.storage, progress=progress,
+        storage=spec.storage, progress=progress, problem=table.meta.problem,
     )
     ok = table.ok_rows()
     return summary, (table.best().time_ms if ok else None)

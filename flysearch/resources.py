@@ -12,7 +12,8 @@ Occupancy (waves per SIMD) on CDNA (gfx90a/gfx942/gfx950) is the least of three 
 * registers: VGPRs and AGPRs share one file of ``arch.vgprs_per_simd_lane`` (512) registers per lane;
   a wave allocates ``align(vgpr, 4) + agpr`` (just ``vgpr`` when it uses no AGPR) in granules of 8;
 * LDS: ``arch.lds_bytes // lds_per_workgroup`` workgroups fit on a CU, each of
-  ``ceil(threads / wave_size)`` waves spread over the CU's ``arch.simds_per_cu`` SIMDs;
+  ``ceil(threads / wave_size)`` waves spread over the CU's ``arch.simds_per_cu`` SIMDs (at least one
+  wave per SIMD when one workgroup fits at all);
 * SGPRs: 800 per SIMD on gfx9, allocated in granules of 16;
 
 capped at ``arch.max_waves_per_simd``. This is the CDNA3 ISA guide's occupancy arithmetic; it is
@@ -102,7 +103,8 @@ def occupancy(res: KernelResources, arch: ArchProfile, threads: int | None = Non
     if res.lds_bytes > 0:
         groups = arch.lds_bytes // res.lds_bytes
         waves_per_group = math.ceil(threads / arch.wave_size)
-        by_lds = (groups * waves_per_group) // arch.simds_per_cu
+        # A workgroup runs on one CU; fewer waves than SIMDs still occupy one slot of each used SIMD.
+        by_lds = max(1, (groups * waves_per_group) // arch.simds_per_cu) if groups else 0
     return max(0, min(cap, by_vgpr, by_sgpr, by_lds))
 
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SAMPLERS", "FeasibleGridSampler", "SearchContext", "make_sampler"]
 
-SAMPLERS: tuple[str, ...] = ("grid", "random", "tpe", "gp", "cmaes", "qmc")
+SAMPLERS: tuple[str, ...] = ("grid", "random", "tpe", "gp", "cmaes", "qmc", "costmodel", "surrogate")
 
 @dataclass(frozen=True)
 class SearchContext:
@@ -46,6 +46,8 @@ class SearchContext:
         feasible: The feasible configs, in the study's seeded order.
         shape: The GEMM shape, when the table has one.
         arch: The arch profile, when known.
+        problem: The problem sizes the cost model sees (a GEMM's M, N, K, dtype, or a
+            benchmark's ``problem_size``); defaults to the shape's.
     """
 
     space: Space
@@ -53,10 +55,14 @@ class SearchContext:
     feasible: list[Config]
     shape: Shape | None = None
     arch: ArchProfile | None = None
+    problem: dict[str, Any] | None = None
     distributions: dict[str, BaseDistribution] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "distributions", self.space.distributions(self.encoding))
+        if self.problem is None:
+            problem = self.shape.as_dict() if self.shape is not None else {}
+            object.__setattr__(self, "problem", problem)
 
     def encoded(self) -> list[dict[str, Any]]:
         """The feasible configs as trial parameters."""
@@ -99,9 +105,11 @@ class FeasibleGridSampler(BaseSampler):
     ) -> dict[str, Any]:
         trials = study.get_trials(deepcopy=False)
         for t in trials[self._n_trials_read:]:
+            if not t.state.is_finished():
+                break
+            self._n_trials_read += 1
             if t.params:
                 self._seen.add(_params_key(t.params))
-        self._n_trials_read = len(trials)
         while self._next < len(self._candidates):
             candidate = self._candidates[self._next]
             self._next += 1
@@ -157,4 +165,15 @@ def make_sampler(
             return optuna.samplers.QMCSampler(
                 seed=seed, scramble=True, warn_independent_sampling=False
             )
+    if name in ("costmodel", "surrogate"):
+        from flysearch.model_sampler import CostModelSampler
+
+        if context is None:
+            raise ValueError(f"The {name} sampler needs the search context (its feasible configs).")
+        if name == "costmodel" and prior is None:
+            raise UnknownSamplerError(
+                "The costmodel sampler needs a prior trained on other tables; use 'surrogate' for a "
+                "cold start or train one with 'flysearch model train'."
+            )
+        return CostModelSampler(context, prior if name == "costmodel" else None, seed=seed)
     raise UnknownSamplerError(f"Unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}.")

@@ -265,6 +265,7 @@ def run_study(
     storage: str | optuna.storages.BaseStorage | None = None,
     progress: Callable[[int, int], None] | None = None,
     prior: Any = None,
+    problem: dict[str, Any] | None = None,
 ) -> StudySummary:
     """Run (or resume) a study until its budget of unique compiles is spent.
 
@@ -278,13 +279,15 @@ def run_study(
         storage: Optuna storage URL or object; ``None`` means :data:`DEFAULT_STORAGE`.
         progress: Called as ``progress(compiles, budget)`` after each trial.
         prior: A trained cost model, for the model-based samplers.
+        problem: The problem sizes a cost model sees (defaults to the shape's).
 
     Raises:
         EmptySpaceError: the constraints leave no config (raised before any storage is touched).
         StudyMismatchError: the stored study was started with other settings.
     """
     enumeration = space.enumerate(shape, arch)
-    context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch)
+    context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
+                            problem)
     distributions = context.distributions
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior)
     study = _open_study(study_name, open_storage(storage), settings, sampler)

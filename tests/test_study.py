@@ -61,7 +61,7 @@ def test_tpe_spends_at_most_its_budget_and_never_compiles_twice(conv_mi250x: Gro
             assert trial.constraints == {"flysearch": 1.0}
 
 
-@pytest.mark.parametrize("sampler", [s for s in SAMPLERS if s != "grid"])
+@pytest.mark.parametrize("sampler", [s for s in SAMPLERS if s not in ("grid", "costmodel")])
 def test_every_sampler_is_seeded(conv_a100: GroundTruth, sampler: str) -> None:
     space = space_for_table(conv_a100)
     budget = 15 if sampler == "gp" else 40
@@ -145,3 +145,25 @@ def test_empty_space_raises_before_any_storage(conv_mi250x: GroundTruth, tmp_pat
 def test_unknown_sampler() -> None:
     with pytest.raises(UnknownSamplerError, match="choose one of: grid, random, tpe"):
         make_sampler("hyperband")
+
+
+def test_costmodel_sampler_proposes_only_new_feasible_configs(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    from flysearch.costmodel import fit_prior
+
+    prior = fit_prior([conv_a100], max_iter=30)
+    assert prior.provenance["tables"] == ["convolution_milo/A100"]
+    space = space_for_table(conv_mi250x)
+    runs = []
+    for _ in range(2):
+        storage = optuna.storages.InMemoryStorage()
+        summary = run_study("cm", space, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "costmodel", 25),
+                            storage=storage, prior=prior, problem=conv_mi250x.meta.problem)
+        assert summary.compiles == summary.trials == 25  # no duplicate, no infeasible suggestion
+        runs.append(compiled_keys(optuna.load_study(study_name="cm", storage=storage)))
+    assert runs[0] == runs[1]
+    # Its first suggestion is one of the prior's favourites (trees tie).
+    keys = list(conv_mi250x.rows)
+    scores = prior.score([conv_mi250x.rows[k].params for k in keys], conv_mi250x.meta.problem, None)
+    assert scores[keys.index(runs[0][0])] == scores.min()

@@ -66,4 +66,8 @@ def _load_builtin() -> None:
         importlib.import_module(module)
 
 
-_BUILTIN: tuple[str, ...] = ("flysearch.kernels.triton_gemm", "flysearch.kernels.aiter_hgemm")
+_BUILTIN: tuple[str, ...] = (
+    "flysearch.kernels.triton_gemm",
+    "flysearch.kernels.aiter_hgemm",
+    "flysearch.kernels.flydsl_gemm",
+)

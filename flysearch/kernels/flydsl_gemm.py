@@ -196,7 +196,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
 
 def flydsl_gemm_space() -> Space:
     """The ``flydsl_gemm`` space: 432 configs before constraints (see the module docstring)."""
-    return Space(SPACE_NAME, PARAMS, CONSTRAINTS)
+    return Space(SPACE_NAME, PARAMS, CONSTRAINTS, kernel=f"{__name__}:gemm_factory")
 
 
 def check_shape(

@@ -1,0 +1,229 @@
+"""A scikit-learn cost model that ranks configs before they are compiled.
+
+:class:`CostModel` is a regressor over the features of :mod:`flysearch.features`. Its targets are
+built per problem (per table, the ``groups`` argument of :meth:`CostModel.fit`) from raw times:
+
+* ``objective="log_ratio"``: ``log(time / best time of the group)`` — how far from the group's
+  optimum, comparable across problems of very different scale;
+* ``objective="rank"``: ``log1p(rank) / log1p(n)`` within the group — a pointwise ranking target
+  that weighs the top of each problem most and ignores how slow the slow configs are.
+
+Failed configs are given a time of twice their group's worst success before the targets are built,
+so the model learns where kernels fail. :class:`Prior` bundles a fitted model with its feature
+schema and provenance (tables, date, versions); :func:`fit_prior` trains one on ground-truth tables
+and :func:`Prior.save` / :func:`load_prior` keep it on disk.
+
+Example:
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([1.0, 2.0, 4.0, 8.0])
+    >>> CostModel(max_iter=20).fit(X, y).predict(X).argmin()
+    0
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from flysearch.arch import get_arch
+from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.features import config_features, feature_matrix
+
+if TYPE_CHECKING:
+    from flysearch.arch import ArchProfile
+    from flysearch.tables import GroundTruth
+
+__all__ = ["OBJECTIVES", "CostModel", "Prior", "fit_prior", "load_prior", "table_arch", "training_data"]
+
+OBJECTIVES = ("log_ratio", "rank")
+
+
+def _group_targets(y: np.ndarray, objective: str) -> np.ndarray:
+    if objective == "log_ratio":
+        return np.log(y / y.min())
+    order = np.argsort(np.argsort(y, kind="stable"), kind="stable")
+    return np.log1p(order) / np.log1p(max(len(y) - 1, 1))
+
+
+class CostModel(RegressorMixin, BaseEstimator):
+    """Gradient-boosted regression of a config's distance from its problem's optimum.
+
+    Parameters
+    ----------
+    objective : {"log_ratio", "rank"}, default="log_ratio"
+        How raw times become targets within each group (see the module docstring).
+    max_iter : int, default=300
+        Boosting iterations.
+    learning_rate : float, default=0.08
+        Shrinkage.
+    max_leaf_nodes : int, default=31
+        Leaves per tree.
+    l2_regularization : float, default=0.0
+        L2 penalty on leaf values.
+    random_state : int, RandomState instance or None, default=0
+        Seed of the booster.
+
+    Attributes
+    ----------
+    model_ : HistGradientBoostingRegressor
+        The fitted booster.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "objective": [StrOptions(set(OBJECTIVES))],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")],
+        "l2_regularization": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, objective: str = "log_ratio", max_iter: int = 300, learning_rate: float = 0.08,
+                 max_leaf_nodes: int = 31, l2_regularization: float = 0.0, random_state: Any = 0) -> None:
+        self.objective = objective
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.l2_regularization = l2_regularization
+        self.random_state = random_state
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.target_tags.positive_only = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any, groups: Any = None) -> CostModel:
+        """Fit on features *X* and positive times *y*, one group per problem (``None``: one group)."""
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", y_numeric=True)
+        y = np.asarray(y, dtype=float)
+        if np.any(y <= 0):
+            raise ValueError("CostModel needs positive times; give failed configs a penalty time first.")
+        groups = np.zeros(len(y)) if groups is None else np.asarray(groups)
+        if groups.shape != y.shape:
+            raise ValueError(f"groups has shape {groups.shape}, y has {y.shape}.")
+        target = np.empty_like(y)
+        for g in np.unique(groups):
+            mask = groups == g
+            target[mask] = _group_targets(y[mask], self.objective)
+        self.model_ = HistGradientBoostingRegressor(
+            max_iter=self.max_iter, learning_rate=self.learning_rate, max_leaf_nodes=self.max_leaf_nodes,
+            l2_regularization=self.l2_regularization, random_state=self.random_state,
+            early_stopping=False,
+        ).fit(X, target)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted target (lower is faster) for each row of *X*."""
+        check_is_fitted(self)
+        X = validate_data(self, X, ensure_all_finite="allow-nan", reset=False)
+        return self.model_.predict(X)
+
+
+def table_arch(table: GroundTruth) -> ArchProfile | None:
+    """The arch profile a table names, or ``None``."""
+    return get_arch(table.meta.arch) if table.meta.arch else None
+
+
+def _penalized_times(table: GroundTruth) -> tuple[list[Any], np.ndarray]:
+    rows = list(table.rows.values())
+    ok = [r.time_ms for r in rows if r.ok]
+    if not ok:
+        raise FlysearchError(f"Table {table.name!r} has no successful row to train on.")
+    penalty = 2.0 * max(ok)
+    return rows, np.array([r.time_ms if r.ok else penalty for r in rows], dtype=float)
+
+
+def training_data(
+    tables: Sequence[GroundTruth], *, resources: bool = False
+) -> tuple[list[dict[str, float]], np.ndarray, np.ndarray]:
+    """Feature dicts, times (failures penalized) and group ids of every row of *tables*.
+
+    With *resources*, compile-time resources recorded in the rows become features too (useful
+    for ranking compiled configs; a prior that ranks *before* compiling leaves them out).
+    """
+    feats: list[dict[str, float]] = []
+    times, groups = [], []
+    for gid, table in enumerate(tables):
+        arch = table_arch(table)
+        rows, y = _penalized_times(table)
+        feats.extend(
+            config_features(r.params, table.meta.problem, arch, r.extra if resources else None) for r in rows
+        )
+        times.append(y)
+        groups.append(np.full(len(rows), gid))
+    return feats, np.concatenate(times), np.concatenate(groups)
+
+
+@dataclass
+class Prior:
+    """A fitted :class:`CostModel` with its feature schema and provenance."""
+
+    model: CostModel
+    schema: list[str]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def score(self, params: Sequence[Mapping[str, Any]], problem: Mapping[str, Any],
+              arch: ArchProfile | None, resources: Sequence[Mapping[str, Any]] | None = None) -> np.ndarray:
+        """Predicted targets (lower is faster) of configs *params* on (*problem*, *arch*)."""
+        res = resources or [{}] * len(params)
+        rows = [config_features(p, problem, arch, r) for p, r in zip(params, res, strict=True)]
+        return self.model.predict(feature_matrix(rows, self.schema))
+
+    def save(self, path: str | Path) -> None:
+        import joblib
+
+        joblib.dump({"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
+                     "provenance": self.provenance}, path)
+
+
+def load_prior(path: str | Path) -> Prior:
+    """Load a prior written by :meth:`Prior.save`."""
+    import joblib
+
+    try:
+        doc = joblib.load(path)
+    except FileNotFoundError:
+        raise InputFormatError(f"Model file {path} does not exist.") from None
+    except Exception as exc:
+        raise InputFormatError(f"{path} is not a flysearch model file: {exc}.") from None
+    if not isinstance(doc, dict) or doc.get("format") != "flysearch-prior/1":
+        raise InputFormatError(f"{path} is not a flysearch model file.")
+    return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]))
+
+
+def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "log_ratio", **params: Any) -> Prior:
+    """Train a prior on *tables* (all their rows, failures penalized)."""
+    if not tables:
+        raise FlysearchError("A prior needs at least one table to train on.")
+    feats, times, groups = training_data(tables)
+    schema = sorted({name for row in feats for name in row})
+    model = CostModel(objective=objective, **params).fit(feature_matrix(feats, schema), times, groups)
+    provenance = {
+        "tables": [t.name for t in tables], "objective": objective,
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "versions": {pkg: _version(pkg) for pkg in ("flysearch", "scikit-learn", "numpy")},
+        "rows": len(times),
+    }
+    return Prior(model, schema, provenance)
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
