@@ -244,5 +244,9 @@ from flysearch.aiter_cli import aiter  # noqa: E402
 
 main.add_command(aiter)
 
+from flysearch.compare_cli import compare  # noqa: E402
+
+main.add_command(compare)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

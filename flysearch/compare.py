@@ -1,0 +1,556 @@
+"""Run an experiment: seeds x samplers x tables through the replay evaluator, in worker processes.
+
+Each run is one :func:`~flysearch.study.run_study` against a replayed table, in an in-memory Optuna
+storage inside a worker. Its compile trajectory (best-so-far time and simulated seconds after each
+unique compile) is written to the experiment's results database (``<output>/results.db``, SQLite
+through sqlite-utils) in one transaction when the run is done. Running the experiment again skips
+the finished runs, so an interrupted experiment resumes where it stopped.
+
+The ``costmodel`` sampler is trained leave-one-table-out: for the table it is scored on, its prior
+is fitted on the experiment's *other* tables (and its ``[[prior_table]]`` entries), never on that
+table nor on a restriction of it (:func:`training_tables`).
+
+Example:
+    >>> from flysearch.experiment import Experiment, SamplerSpec, TableSpec
+    >>> exp = Experiment("doc", (TableSpec("../shared/data/benchmark_hub/dedispersion_milo/A100.json.gz"),),
+    ...                  (SamplerSpec("random"),), seeds=(0,), budget=5, workers=1, output=str(tmp))
+    >>> run_experiment(exp).done  # doctest: +SKIP
+    1
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.experiment import MODEL_SAMPLERS, Experiment, SamplerSpec, TableSpec
+from flysearch.metrics import Trajectory
+from flysearch.space import Param, Space
+from flysearch.tables import GroundTruth, TableStore
+
+__all__ = [
+    "CompareResult",
+    "RunTask",
+    "TableInfo",
+    "load_runs",
+    "load_table",
+    "load_table_infos",
+    "model_samplers_available",
+    "plan_runs",
+    "restricted_space",
+    "run_experiment",
+    "training_tables",
+]
+
+RESULTS_DB = "results.db"
+# Rough relative cost of one run per sampler, to start the slow ones first (better packing).
+_COST_ORDER = {"gp": 0, "costmodel": 1, "surrogate": 1, "tpe": 2, "cmaes": 3}
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+def load_table(spec: TableSpec, db: str) -> GroundTruth:
+    """The table *spec* names: read from its file, or loaded from the table database *db*."""
+    if spec.is_file:
+        from flysearch.launch import read_any_table
+
+        meta, rows = read_any_table(spec.source)
+        return GroundTruth(meta, {r.key: r for r in rows})
+    store = TableStore(db, create=False)
+    try:
+        return store.load(spec.source)
+    finally:
+        store.close()
+
+
+def restricted_space(space: Space, restrict: Sequence[tuple[str, Sequence[Any]]]) -> Space:
+    """*space* with the domains of some parameters cut to the allowed values (constraints kept).
+
+    Raises:
+        InputFormatError: a parameter is not in the space or a value is outside its domain.
+    """
+    if not restrict:
+        return space
+    allowed = dict(restrict)
+    names = {p.name for p in space.params}
+    unknown = set(allowed) - names
+    if unknown:
+        raise InputFormatError(
+            f"restrict names parameters {sorted(unknown)} that space {space.name!r} lacks; "
+            f"its parameters are {sorted(names)}."
+        )
+    params = []
+    for p in space.params:
+        if p.name not in allowed:
+            params.append(p)
+            continue
+        values = tuple(v for v in p.values if v in set(allowed[p.name]))
+        outside = [v for v in allowed[p.name] if v not in p.values]
+        if outside or not values:
+            raise InputFormatError(
+                f"restrict gives {p.name} values {outside or list(allowed[p.name])} outside its "
+                f"domain {list(p.values)}; pick values from the domain."
+            )
+        params.append(Param(p.name, values))
+    tag = ",".join(f"{k}={'|'.join(map(str, v))}" for k, v in restrict)
+    return Space(f"{space.name}[{tag}]", params, space.constraints, kernel=space.kernel)
+
+
+def _group_of(spec: TableSpec, table: GroundTruth) -> str:
+    if spec.group:
+        return spec.group
+    shape = table.meta.shape()
+    if shape is not None:
+        return f"{table.meta.arch or table.meta.device}/{shape.regime}"
+    return f"{table.meta.kernel}/{table.meta.device}"
+
+
+def _label_of(spec: TableSpec, table: GroundTruth) -> str:
+    if spec.label:
+        return spec.label
+    tag = ",".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.restrict)
+    return f"{table.name}[{tag}]" if tag else table.name
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What the report needs to know about a table of an experiment."""
+
+    label: str
+    name: str
+    kernel: str
+    arch: str
+    device: str
+    shape: str
+    regime: str
+    group: str
+    n_feasible: int
+    n_ok: int
+    optimum_ms: float
+    space_optimum_ms: float
+    source: str
+    date: str
+    restrict: str
+    ok_times: list[float] = field(repr=False, default_factory=list)
+    row_times: list[float | None] = field(repr=False, default_factory=list)
+    costs: list[float] = field(repr=False, default_factory=list)
+
+
+def _table_info(spec: TableSpec, table: GroundTruth) -> TableInfo:
+    from flysearch.kernels import space_for_table
+
+    space = restricted_space(space_for_table(table), spec.restrict)
+    arch, shape = _arch_of(table), table.meta.shape()
+    feasible = space.enumerate(shape, arch).feasible
+    rows = [table.rows[c.key] for c in feasible if c.key in table.rows]
+    ok = [r for r in rows if r.ok]
+    if not ok:
+        raise FlysearchError(f"Table {table.name!r} has no successful config in the searched space.")
+    return TableInfo(
+        label=_label_of(spec, table),
+        name=table.name,
+        kernel=table.meta.kernel,
+        arch=table.meta.arch,
+        device=table.meta.device,
+        shape=shape.key if shape else json.dumps(table.meta.problem),
+        regime=shape.regime if shape else "",
+        group=_group_of(spec, table),
+        n_feasible=len(feasible),
+        n_ok=len(ok),
+        optimum_ms=table.best().time_ms or math.nan,
+        space_optimum_ms=min(r.time_ms for r in ok if r.time_ms is not None),
+        source=table.meta.source,
+        date=table.meta.date,
+        restrict=json.dumps(dict(spec.restrict)),
+        ok_times=[float(r.time_ms) for r in ok if r.time_ms is not None],
+        row_times=[float(r.time_ms) if r.ok and r.time_ms is not None else None for r in rows],
+        costs=[(r.compile_s or 0.0) + (r.bench_s or 0.0) for r in rows],
+    )
+
+
+def _arch_of(table: GroundTruth) -> Any:
+    from flysearch.arch import get_arch
+
+    return get_arch(table.meta.arch) if table.meta.arch else None
+
+
+def training_tables(scored: GroundTruth, candidates: Sequence[GroundTruth]) -> list[GroundTruth]:
+    """The tables a ``costmodel`` prior may train on when scored on *scored*: all others.
+
+    A table is excluded when it has *scored*'s name or is the same object (a restricted variant
+    of the scored table is the scored table), so a prior never sees the answers it is scored on.
+    """
+    out, seen = [], set()
+    for t in candidates:
+        if t is scored or t.name == scored.name or t.name in seen:
+            continue
+        seen.add(t.name)
+        out.append(t)
+    return out
+
+
+def model_samplers_available() -> str | None:
+    """``None`` when ``flysearch.costmodel`` imports, else why the model-based samplers are skipped."""
+    try:
+        import flysearch.costmodel  # noqa: F401
+    except ImportError as exc:
+        return f"flysearch.costmodel is not importable yet ({exc}); costmodel/surrogate runs are skipped"
+    return None
+
+
+# -- runs -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run: a table, a sampler, a seed, a budget; picklable for a worker process."""
+
+    experiment: str
+    table: TableSpec
+    sampler: SamplerSpec
+    seed: int
+    budget: int
+    db: str
+    priors: tuple[TableSpec, ...] = ()
+
+    @property
+    def table_label(self) -> str:
+        return self.table.label
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.table.label}|{self.sampler.label}|seed={self.seed}|budget={self.budget}"
+
+    @property
+    def fingerprint(self) -> str:
+        sampler = {k: v for k, v in asdict(self.sampler).items() if k != "seeds"}
+        text = json.dumps([asdict(self.table), sampler, self.budget], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_TABLES: dict[tuple[str, str], GroundTruth] = {}
+_PRIORS: dict[tuple[str, str], Any] = {}
+
+
+def _cached_table(spec: TableSpec, db: str) -> GroundTruth:
+    key = (spec.source, db)
+    if key not in _TABLES:
+        _TABLES[key] = load_table(spec, db)
+    return _TABLES[key]
+
+
+def _prior_for(task: RunTask, scored: GroundTruth) -> Any:
+    key = (scored.name, task.sampler.label)
+    if key not in _PRIORS:
+        from flysearch.costmodel import fit_prior  # type: ignore[import-not-found]
+
+        candidates = [_cached_table(s, task.db) for s in task.priors]
+        _PRIORS[key] = fit_prior(training_tables(scored, candidates))
+    return _PRIORS[key]
+
+
+def execute_run(task: RunTask) -> dict[str, Any]:
+    """Run one task and return its results record (what :func:`run_experiment` stores)."""
+    import optuna
+
+    from flysearch.evaluators.replay import ReplayEvaluator
+    from flysearch.kernels import space_for_table
+    from flysearch.study import StudySettings, run_study, trial_records
+
+    table = _cached_table(task.table, task.db)
+    space = restricted_space(space_for_table(table), task.table.restrict)
+    arch, shape = _arch_of(table), table.meta.shape()
+    prior = _prior_for(task, table) if task.sampler.needs_prior else None
+    settings = StudySettings(
+        task.sampler.name,
+        task.budget,
+        task.seed,
+        task.sampler.encoding,  # type: ignore[arg-type]
+        space=space.name,
+        table=table.name,
+        arch=arch.name if arch else None,
+        shape=shape.key if shape else None,
+        max_idle=task.sampler.max_idle,
+    )
+    storage = optuna.storages.InMemoryStorage()
+    start = time.perf_counter()
+    summary = run_study(
+        task.run_id,
+        space,
+        ReplayEvaluator(table),
+        settings,
+        shape=shape,
+        arch=arch,
+        storage=storage,
+        prior=prior,
+    )
+    wall = time.perf_counter() - start
+    study = optuna.load_study(study_name=task.run_id, storage=storage)
+    steps = sorted(
+        (rec.compile_index, rec.time_ms if rec.outcome == "ok" else None, rec.cost_s)
+        for _t, rec in trial_records(study)
+        if rec.compile_index is not None
+    )
+    traj = Trajectory.from_steps([(ms, cost) for _i, ms, cost in steps])
+    return {
+        "id": task.run_id,
+        "fingerprint": task.fingerprint,
+        "experiment": task.experiment,
+        "table_label": task.table.label,
+        "table_name": table.name,
+        "sampler": task.sampler.label,
+        "sampler_name": task.sampler.name,
+        "encoding": task.sampler.encoding,
+        "seed": task.seed,
+        "budget": task.budget,
+        "compiles": summary.compiles,
+        "trials": summary.trials,
+        "duplicates": summary.duplicates,
+        "rejected": summary.rejected,
+        "failed": summary.failed,
+        "stopped": summary.stopped,
+        "best_ms": summary.best_ms,
+        "best_key": summary.best_key,
+        "n_feasible": summary.n_feasible,
+        "wall_s": wall,
+        "ms_per_trial": 1000.0 * wall / max(summary.trials, 1),
+        "best_json": json.dumps([None if math.isnan(x) else x for x in traj.best_ms]),
+        "cost_json": json.dumps([round(x, 6) for x in traj.cost_s]),
+        "finished": _dt.datetime.now().isoformat(timespec="seconds"),
+        "versions": json.dumps(_versions()),
+    }
+
+
+def _versions() -> dict[str, str]:
+    import optuna
+
+    import flysearch
+
+    return {"flysearch": flysearch.__version__, "optuna": optuna.__version__}
+
+
+def _init_worker() -> None:
+    """Keep each worker to one thread: torch (Optuna's GP) and OpenMP (scikit-learn's boosted trees)
+    oversubscribe 2 cores 10x otherwise (measured: a GP run took 282 s instead of 21 s)."""
+    import warnings
+
+    import optuna
+    from threadpoolctl import threadpool_limits
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threadpool_limits(1)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore")
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - torch comes with optuna's GP only
+        pass
+
+
+# -- the experiment -------------------------------------------------------------------------------
+
+
+@dataclass
+class CompareResult:
+    """What :func:`run_experiment` did.
+
+    Attributes:
+        results_db: The results database.
+        total: Runs planned; done: finished now; skipped_done: found finished already.
+        skipped: Why some planned sampler settings were not run (one line each).
+        wall_s: Seconds the runs took here.
+    """
+
+    results_db: Path
+    total: int = 0
+    done: int = 0
+    skipped_done: int = 0
+    skipped: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def _labelled(exp: Experiment) -> tuple[list[TableSpec], list[TableSpec], list[TableInfo]]:
+    tables, infos = [], []
+    for spec in exp.tables:
+        table = _cached_table(spec, exp.db)
+        spec = TableSpec(spec.source, _label_of(spec, table), spec.restrict, _group_of(spec, table))
+        tables.append(spec)
+        infos.append(_table_info(spec, table))
+    labels = [s.label for s in tables]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise InputFormatError(
+            f"Tables {dup} appear twice in experiment {exp.name!r}; give them distinct labels."
+        )
+    priors = [
+        TableSpec(s.source, s.label or _cached_table(s, exp.db).name, s.restrict) for s in exp.prior_tables
+    ]
+    return tables, priors, infos
+
+
+def plan_runs(exp: Experiment) -> tuple[list[RunTask], list[TableInfo], list[str]]:
+    """The runs of *exp* (slowest samplers first), its tables' infos, and the skipped settings."""
+    exp.validate()
+    tables, priors, infos = _labelled(exp)
+    skipped, samplers = [], list(exp.samplers)
+    missing = model_samplers_available()
+    if missing and any(s.name in MODEL_SAMPLERS for s in samplers):
+        names = [s.label for s in samplers if s.name in MODEL_SAMPLERS]
+        skipped.append(f"{', '.join(names)}: {missing}")
+        samplers = [s for s in samplers if s.name not in MODEL_SAMPLERS]
+    every = tuple(tables) + tuple(priors)
+    tasks = [
+        RunTask(exp.name, t, s, seed, exp.budget, exp.db, every if s.needs_prior else ())
+        for s in sorted(samplers, key=lambda s: _COST_ORDER.get(s.name, 9))
+        for t in tables
+        for seed in (s.seeds if s.seeds is not None else exp.seeds)
+    ]
+    return tasks, infos, skipped
+
+
+def open_results(path: str | Path) -> sqlite_utils.Database:
+    """The results database of an experiment (created on first use)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite_utils.Database(path)
+    if "runs" not in db.table_names():
+        db["runs"].create({"id": str, "fingerprint": str}, pk="id")  # type: ignore[union-attr]
+    return db
+
+
+def _finished(db: sqlite_utils.Database, tasks: list[RunTask]) -> set[str]:
+    stored = {r["id"]: r["fingerprint"] for r in db.query("select id, fingerprint from runs")}
+    for task in tasks:
+        if task.run_id in stored and stored[task.run_id] != task.fingerprint:
+            raise FlysearchError(
+                f"Results in {db.conn.execute('pragma database_list').fetchone()[2]} hold run "
+                f"{task.run_id!r} with other settings; give the changed table or sampler a new label "
+                "or a new output folder."
+            )
+    return set(stored) & {t.run_id for t in tasks}
+
+
+def _store_infos(db: sqlite_utils.Database, infos: list[TableInfo]) -> None:
+    with db.atomic():
+        for info in infos:
+            rec = {k: v for k, v in asdict(info).items() if k not in ("ok_times", "row_times", "costs")}
+            db["tables"].insert(rec, pk="label", replace=True, alter=True)  # type: ignore[union-attr]
+
+
+def run_experiment(
+    exp: Experiment,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> CompareResult:
+    """Run (or resume) every unfinished run of *exp* and store each one when it is done.
+
+    Args:
+        exp: The experiment.
+        workers: Worker processes (default ``exp.workers``); 1 runs in this process.
+        progress: Called as ``progress(done, total, last_run_id)`` after each stored run.
+
+    Raises:
+        FlysearchError: a table is missing, a restriction is invalid, or stored results disagree.
+    """
+    tasks, infos, skipped = plan_runs(exp)
+    result = CompareResult(Path(exp.output) / RESULTS_DB, total=len(tasks), skipped=skipped)
+    db = open_results(result.results_db)
+    try:
+        _store_infos(db, infos)
+        finished = _finished(db, tasks)
+        todo = [t for t in tasks if t.run_id not in finished]
+        result.skipped_done = len(tasks) - len(todo)
+        start = time.perf_counter()
+
+        def store(rec: dict[str, Any]) -> None:
+            with db.atomic():
+                db["runs"].insert(rec, pk="id", replace=True, alter=True)  # type: ignore[union-attr]
+            result.done += 1
+            if progress is not None:
+                progress(result.skipped_done + result.done, result.total, rec["id"])
+
+        if progress is not None:
+            progress(result.skipped_done, result.total, "")
+        _dispatch(todo, workers or exp.workers, store)
+        result.wall_s = time.perf_counter() - start
+    finally:
+        db.close()
+    return result
+
+
+def _dispatch(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]], None]) -> None:
+    if workers <= 1 or len(todo) <= 1:
+        _serial(todo, store)
+        return
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker)
+    try:
+        pending = {pool.submit(execute_run, t) for t in todo}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                store(fut.result())
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _serial(todo: list[RunTask], store: Callable[[dict[str, Any]], None]) -> None:
+    """Run in this process, one thread, restoring the caller's thread settings afterwards."""
+    import optuna
+    from threadpoolctl import threadpool_limits
+
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        import torch
+
+        threads = torch.get_num_threads()
+    except ImportError:  # pragma: no cover
+        torch, threads = None, 0
+    try:
+        with threadpool_limits(1):
+            if torch is not None:
+                torch.set_num_threads(1)
+            for task in todo:
+                store(execute_run(task))
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+        if torch is not None:
+            torch.set_num_threads(threads)
+
+
+def load_runs(results_db: str | Path) -> list[dict[str, Any]]:
+    """Every stored run of a results database, with its trajectory as a :class:`Trajectory`."""
+    if not Path(results_db).is_file():
+        raise FlysearchError(f"No results database at {results_db}; run the experiment first.")
+    db = sqlite_utils.Database(results_db)
+    try:
+        runs = list(db.query("select * from runs order by table_label, sampler, seed"))
+    finally:
+        db.close()
+    for r in runs:
+        best = [math.nan if x is None else float(x) for x in json.loads(r["best_json"])]
+        r["trajectory"] = Trajectory(tuple(best), tuple(json.loads(r["cost_json"])))
+    return runs
+
+
+def load_table_infos(exp: Experiment) -> list[TableInfo]:
+    """The infos (optimum, valid times, costs) of *exp*'s tables, read from the tables themselves."""
+    return _labelled(exp)[2]

@@ -1,0 +1,255 @@
+"""Experiment files: which tables, samplers, seeds and budget a comparison runs (TOML in ``studies/``).
+
+An experiment file::
+
+    [experiment]
+    name = "hub-convolution-MI250X"          # names the results; rerunning resumes
+    kind = "search"                          # or "key_mistake" (a matrix computed from the tables)
+    budget = 200                             # unique compiles per run
+    seeds = 20                               # 0..19, or an explicit list [0, 1, 2]
+    workers = 2                              # worker processes
+    output = "../benchmarks/results/compare/hub-convolution-MI250X"
+    db = "../flysearch.db"                   # table database, for tables given by name
+
+    [[table]]
+    source = "../../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz"   # a file, or a table name
+    label = "convolution/MI250X"             # optional
+    restrict = { BLOCK_M = [16, 32] }        # optional: a sub-space (allowed values per parameter)
+    group = "decode-shaped"                  # optional: the aggregate group (default: arch/regime)
+
+    [[sampler]]
+    name = "tpe"
+    encoding = "categorical"                 # "ordinal" (default) or "categorical"
+    label = "tpe-categorical"                # optional
+
+``[[prior_table]]`` entries (same keys as ``[[table]]``) add training tables for the ``costmodel``
+sampler; it is always trained leave-one-table-out. Relative paths are read from the file's folder.
+A ``[[prior_table]]`` source may be a glob (``"../benchmarks/data/h200/*.table.json.gz"``). A
+sampler may run fewer seeds than the experiment (``seeds = 2`` on a slow one, such as ``gp``).
+Unknown keys are rejected with the list of allowed ones.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flysearch.errors import InputFormatError
+from flysearch.samplers import SAMPLERS
+from flysearch.space import ENCODINGS
+from flysearch.tables import DEFAULT_DB
+
+__all__ = [
+    "KINDS",
+    "MODEL_SAMPLERS",
+    "Experiment",
+    "SamplerSpec",
+    "TableSpec",
+    "load_experiment",
+]
+
+KINDS: tuple[str, ...] = ("search", "key_mistake")
+# Samplers of flysearch.costmodel / flysearch.model_sampler; skipped while that module is absent.
+MODEL_SAMPLERS: tuple[str, ...] = ("costmodel", "surrogate")
+_TABLE_SUFFIXES = (".json", ".json.gz")
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """One sampler setting of an experiment.
+
+    Attributes:
+        name: Sampler name (:data:`flysearch.samplers.SAMPLERS` or :data:`MODEL_SAMPLERS`).
+        label: Name in the results (default ``name``, or ``name-encoding`` when not ordinal).
+        encoding: ``"ordinal"`` (tiles as log2 ordinals) or ``"categorical"`` (Optuna's default style).
+        max_idle: Suggestions in a row without a new compile after which a run stops.
+        seeds: Seeds of this sampler when it should run fewer than the experiment's (a slow one).
+    """
+
+    name: str
+    label: str = ""
+    encoding: str = "ordinal"
+    max_idle: int = 1000
+    seeds: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            label = self.name if self.encoding == "ordinal" else f"{self.name}-{self.encoding}"
+            object.__setattr__(self, "label", label)
+
+    @property
+    def needs_prior(self) -> bool:
+        return self.name == "costmodel"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of an experiment.
+
+    Attributes:
+        source: A table file (Kernel Tuner cache, ``*.table.json.gz``) or a table name in the database.
+        label: Name in the results (default: the table's name, plus the restriction if any).
+        restrict: Allowed values per parameter: the run searches that sub-space of the table.
+        group: Aggregate group (default: ``arch/regime`` for GEMM tables, ``kernel/device`` otherwise).
+    """
+
+    source: str
+    label: str = ""
+    restrict: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    group: str = ""
+
+    @property
+    def is_file(self) -> bool:
+        return self.source.endswith(_TABLE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A comparison: seeds x samplers x tables, or a key-mistake matrix over tables."""
+
+    name: str
+    tables: tuple[TableSpec, ...]
+    samplers: tuple[SamplerSpec, ...] = ()
+    seeds: tuple[int, ...] = (0,)
+    budget: int = 200
+    workers: int = 2
+    output: str = "compare-results"
+    db: str = DEFAULT_DB
+    kind: str = "search"
+    title: str = ""
+    prior_tables: tuple[TableSpec, ...] = field(default=())
+
+    def validate(self) -> None:
+        """Raise a one-line :class:`InputFormatError` for a mistake (touches no file)."""
+        if self.kind not in KINDS:
+            raise InputFormatError(
+                f"Unknown experiment kind {self.kind!r}; choose one of: {', '.join(KINDS)}."
+            )
+        if not self.tables:
+            raise InputFormatError(f"Experiment {self.name!r} names no [[table]]; add at least one.")
+        if self.kind == "key_mistake":
+            return
+        if not self.samplers:
+            raise InputFormatError(f"Experiment {self.name!r} names no [[sampler]]; add at least one.")
+        if not isinstance(self.budget, int) or self.budget < 1:
+            raise InputFormatError(f"The budget must be a positive number of compiles, got {self.budget!r}.")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise InputFormatError(f"workers must be a positive integer, got {self.workers!r}.")
+        for s in self.samplers:
+            if s.name not in SAMPLERS + MODEL_SAMPLERS:
+                known = ", ".join(SAMPLERS + MODEL_SAMPLERS)
+                raise InputFormatError(f"Unknown sampler {s.name!r}; choose one of: {known}.")
+            if s.encoding not in ENCODINGS:
+                raise InputFormatError(
+                    f"Unknown encoding {s.encoding!r} of sampler {s.label!r}; choose one of: "
+                    f"{', '.join(ENCODINGS)}."
+                )
+        _unique("sampler label", [s.label for s in self.samplers])
+        if len(set(self.seeds)) != len(self.seeds) or not self.seeds:
+            raise InputFormatError(f"Seeds must be a non-empty list without repeats, got {list(self.seeds)}.")
+
+
+def _unique(what: str, labels: list[str]) -> None:
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise InputFormatError(f"Each {what} must be unique, but {dup} repeat; give them distinct labels.")
+
+
+_EXP_KEYS = {"name", "kind", "budget", "seeds", "workers", "output", "db", "title"}
+_TABLE_KEYS = {"source", "label", "restrict", "group"}
+_SAMPLER_KEYS = {"name", "label", "encoding", "max_idle", "seeds"}
+_TOP_KEYS = {"experiment", "table", "sampler", "prior_table"}
+
+
+def _check_keys(path: Path, where: str, raw: Any, allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise InputFormatError(f"Experiment file {path}: {where} must be a table of keys.")
+    unknown = set(raw) - allowed
+    if unknown:
+        raise InputFormatError(
+            f"Experiment file {path}: {where} has unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}."
+        )
+    return raw
+
+
+def _table_spec(path: Path, where: str, raw: Any) -> TableSpec:
+    raw = _check_keys(path, where, raw, _TABLE_KEYS)
+    if not isinstance(raw.get("source"), str):
+        raise InputFormatError(f"Experiment file {path}: {where} needs a source (a table file or name).")
+    source = raw["source"]
+    if source.endswith(_TABLE_SUFFIXES):
+        source = str((path.parent / source).resolve())
+    restrict = raw.get("restrict", {})
+    if not isinstance(restrict, dict) or not all(isinstance(v, list) and v for v in restrict.values()):
+        raise InputFormatError(
+            f"Experiment file {path}: {where} restrict must map parameters to non-empty lists of values."
+        )
+    items = tuple(sorted((str(k), tuple(v)) for k, v in restrict.items()))
+    return TableSpec(source, str(raw.get("label", "")), items, str(raw.get("group", "")))
+
+
+def _expand(spec: TableSpec) -> list[TableSpec]:
+    """A prior table source with a ``*`` stands for every file it matches (sorted)."""
+    if "*" not in spec.source:
+        return [spec]
+    matches = sorted(Path("/").glob(spec.source.lstrip("/")))
+    if not matches:
+        raise InputFormatError(f"[[prior_table]] source {spec.source} matches no file; fix the pattern.")
+    return [TableSpec(str(m), "", spec.restrict, spec.group) for m in matches]
+
+
+def _seeds(path: Path, raw: Any) -> tuple[int, ...]:
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+        return tuple(range(raw))
+    if isinstance(raw, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in raw):
+        return tuple(raw)
+    raise InputFormatError(
+        f"Experiment file {path}: seeds must be a count or a list of integers, got {raw!r}."
+    )
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate an experiment file (see the module docstring)."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputFormatError(f"Experiment file {path} does not exist.") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputFormatError(f"Experiment file {path} is not valid TOML: {exc}.") from None
+    _check_keys(path, "the top level", doc, _TOP_KEYS)
+    exp = dict(_check_keys(path, "[experiment]", doc.get("experiment", {}), _EXP_KEYS))
+    tables = tuple(_table_spec(path, f"[[table]] #{i + 1}", t) for i, t in enumerate(doc.get("table", [])))
+    priors = tuple(
+        spec
+        for i, t in enumerate(doc.get("prior_table", []))
+        for spec in _expand(_table_spec(path, f"[[prior_table]] #{i + 1}", t))
+    )
+    samplers = []
+    for i, raw in enumerate(doc.get("sampler", [])):
+        raw = _check_keys(path, f"[[sampler]] #{i + 1}", raw, _SAMPLER_KEYS)
+        if not isinstance(raw.get("name"), str):
+            raise InputFormatError(f"Experiment file {path}: [[sampler]] #{i + 1} needs a name.")
+        raw = dict(raw)
+        if "seeds" in raw:
+            raw["seeds"] = _seeds(path, raw["seeds"])
+        try:
+            samplers.append(SamplerSpec(**raw))
+        except TypeError as exc:
+            raise InputFormatError(
+                f"Experiment file {path}: [[sampler]] #{i + 1} is malformed: {exc}."
+            ) from None
+    values: dict[str, Any] = {k: v for k, v in exp.items() if k not in ("seeds", "output", "db")}
+    values["name"] = str(exp.get("name") or path.stem)
+    if "seeds" in exp:
+        values["seeds"] = _seeds(path, exp["seeds"])
+    values["output"] = str(
+        (path.parent / str(exp.get("output", f"compare-results/{values['name']}"))).resolve()
+    )
+    if "db" in exp:
+        values["db"] = str((path.parent / str(exp["db"])).resolve())
+    experiment = Experiment(tables=tables, samplers=tuple(samplers), prior_tables=priors, **values)
+    experiment.validate()
+    return experiment
