@@ -141,6 +141,7 @@ def study() -> None:
 @click.option("--encoding", default=None, help=f"One of: {', '.join(ENCODINGS)} (default ordinal).")
 @click.option("--name", default=None, help="Study name (default <table>:<sampler>:seed<seed>).")
 @click.option("--db", default=None, help=f"Ground-truth table database (default {DEFAULT_DB}).")
+@click.option("--prior", default=None, help="Model file for --sampler costmodel ('flysearch model train').")
 @storage_option
 @_user_errors
 def study_run(study_file: str | None, **options: Any) -> None:
@@ -247,6 +248,10 @@ main.add_command(aiter)
 from flysearch.compare_cli import compare  # noqa: E402
 
 main.add_command(compare)
+
+from flysearch.model_cli import model  # noqa: E402
+
+main.add_command(model)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -10,7 +10,10 @@ handle missing values natively), so one model can train on tables of different k
 * **GEMM analytics** (when the space names tiles; names are matched through :data:`GEMM_ROLES`):
   output tiles, blocks launched (tiles x split-K), waves over the CUs and wave-quantization
   efficiency, K iterations per tile, split-K work per block, arithmetic intensity per tile, LDS
-  bytes, an occupancy estimate (blocks per CU by LDS and by threads), tile padding waste in M and N.
+  bytes, an occupancy estimate (blocks per CU by LDS and by threads), tile padding waste in M and N,
+  and a roofline-style pair: the tiled algorithm's memory traffic (A re-read per tile column, B
+  per tile row, fp32 partials under split-K) and the flops on the critical path (whole waves of
+  blocks times the flops of one block), also per CU.
 * **compile-time resources** recorded in a table row's ``extra`` (``vgpr``, ``agpr``, ``sgpr``,
   ``lds_bytes``, ``spills``, ``occupancy``).
 
@@ -114,8 +117,17 @@ def _gemm_features(roles: Mapping[str, float], problem: Mapping[str, Any],
         "g_pad_n": 1.0 - n / (math.ceil(n / tn) * tn),
         "g_lds_kib": roles.get("stages", 1.0) * (tm + tn) * tk * elem / 1024.0,
     }
+    # Traffic of the tiled algorithm: A is read once per column of tiles, B once per row of tiles,
+    # C written (fp32 partials under split-K); the critical path is whole waves of blocks.
+    traffic = (m * k * elem * math.ceil(n / tn) + n * k * elem * math.ceil(m / tm)
+               + m * n * (4 * split if split > 1 else elem))
+    flops_per_block = 2 * tm * tn * k / split
+    out.update({"g_log2_traffic": _log2(traffic), "g_log2_block_flops": _log2(flops_per_block),
+                "g_log2_useful_frac": _log2(m * n / (tiles * tm * tn))})
     if arch is not None:
         cus = float(arch.compute_units)
+        out["g_log2_path_flops"] = _log2(math.ceil(blocks / cus) * flops_per_block)
+        out["g_log2_traffic_per_cu"] = _log2(traffic / min(blocks, cus))
         waves = blocks / cus
         out["g_waves"] = waves
         out["g_wave_eff"] = blocks / (math.ceil(waves) * cus)

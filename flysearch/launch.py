@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from flysearch.arch import get_arch
+from flysearch.costmodel import load_prior
 from flysearch.errors import InputFormatError, MissingTableError, UnknownSamplerError
 from flysearch.evaluators.replay import ReplayEvaluator
 from flysearch.importers.kernel_tuner import read_kernel_tuner_cache
@@ -55,6 +56,7 @@ class StudySpec:
         db: Table database file.
         import_path: A Kernel Tuner cache imported as *table* when the database lacks it.
         max_idle: Suggestions in a row without a new compile before the study stops.
+        prior: A model file (``flysearch model train``) for the ``costmodel`` sampler.
     """
 
     table: str | None = None
@@ -70,6 +72,7 @@ class StudySpec:
     db: str = DEFAULT_DB
     import_path: str | None = None
     max_idle: int = 1000
+    prior: str | None = None
 
     @property
     def study_name(self) -> str:
@@ -124,6 +127,8 @@ def load_study_file(path: str | Path) -> StudySpec:
         values["import_path"] = str(here / raw["import"])
     if "db" in raw:
         values["db"] = str(here / raw["db"])
+    if "prior" in raw:
+        values["prior"] = str(here / raw["prior"])
     storage = raw.get("storage")
     if isinstance(storage, str) and storage.startswith("sqlite:///") and not storage.startswith("sqlite:////"):
         values["storage"] = "sqlite:///" + str(here / storage.removeprefix("sqlite:///"))
@@ -189,9 +194,10 @@ def launch(
         space=space.name, table=table.name, arch=arch.name if arch else None,
         shape=shape.key if shape else None, max_idle=spec.max_idle,
     )
+    prior = load_prior(spec.prior) if spec.prior else None
     summary = run_study(
         spec.study_name, space, ReplayEvaluator(table), settings, shape=shape, arch=arch,
-        storage=spec.storage, progress=progress, problem=table.meta.problem,
+        storage=spec.storage, progress=progress, problem=table.meta.problem, prior=prior,
     )
     ok = table.ok_rows()
     return summary, (table.best().time_ms if ok else None)

@@ -5,11 +5,13 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
 
 * **Prior**: a :class:`~flysearch.costmodel.Prior` trained on other tables ranks the candidates
   before anything is compiled; with no measurement yet, the first suggestion is the prior's best.
-* **Online correction**: after each measurement it fits a small random forest (extremely
-  randomized trees) on the study's own results — log time against the features *and the prior's
-  score* — and ranks by a lower confidence bound ``mean - kappa * std`` over the trees. A prior
-  that is right keeps winning the forest's splits; a wrong one (the A100 convolution case) stops
-  mattering once the study's own measurements contradict it.
+* **Online correction**: after the first measurements a small random forest (extremely randomized
+  trees) fits the study's own log times against the features and the prior's score, and ranks the
+  candidates by a lower confidence bound ``mean - kappa * std`` over its trees. The suggestion
+  follows a blend of the two rankings in which the prior's weight decays as
+  ``prior_weight / (n + prior_weight)`` after n measurements, so a prior the measurements
+  contradict (the A100 convolution case) stops deciding; every second suggestion refines locally,
+  among the unevaluated configs one parameter step from the best measured one.
 * **Exploration**: with probability *epsilon* a suggestion is a uniformly random unevaluated config.
 
 Without a prior (``"surrogate"``, cold start, in the spirit of SMAC) the first *n_startup*
@@ -50,10 +52,15 @@ class CostModelSampler(BaseSampler):
         kappa: Weight of the forest's spread in the lower confidence bound.
         n_startup: Random suggestions before the forest is used (cold start only).
         n_trees: Trees of the correcting forest.
+        prior_weight: The prior's rank weighs ``prior_weight / (n + prior_weight)`` against the
+            forest's after n measurements.
+        local: Every second suggestion is restricted to the unevaluated configs one parameter step
+            from the best measured one (a local refinement), when any is left.
     """
 
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
-                 epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32) -> None:
+                 epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
+                 prior_weight: float = 32.0, local: bool = True) -> None:
         self._context = context
         self._prior = prior
         self._rng = np.random.default_rng(seed)
@@ -61,6 +68,8 @@ class CostModelSampler(BaseSampler):
         self._epsilon, self._kappa = epsilon, kappa
         self._n_startup = n_startup if prior is None else 0
         self._n_trees = n_trees
+        self._prior_weight = prior_weight
+        self._local = local
         self._keys = [c.key for c in context.feasible]
         self._index = {k: i for i, k in enumerate(self._keys)}
         problem = dict(context.problem or {})
@@ -69,9 +78,10 @@ class CostModelSampler(BaseSampler):
         self._X = np.nan_to_num(feature_matrix(feats, schema), nan=-1.0)
         if prior is not None:
             self._prior_score = prior.score([c.as_dict() for c in context.feasible], problem, context.arch)
-            self._X = np.column_stack([self._X, self._prior_score])
         else:
             self._prior_score = np.zeros(len(self._keys))
+        params = context.space.params
+        self._ordinal = np.array([[p.values.index(c[p.name]) for p in params] for c in context.feasible])
         self._observed: dict[int, float] = {}
         self._seen: set[int] = set()
         self._n_read = 0
@@ -106,14 +116,34 @@ class CostModelSampler(BaseSampler):
         penalty = (y[finite].max() + np.log(2.0)) if finite.any() else 0.0
         return idx, np.where(finite, y, penalty)
 
-    def _scores(self, free: np.ndarray) -> np.ndarray:
-        if len(self._observed) < 2:
-            return self._prior_score[free]
+    def _forest_lcb(self, free: np.ndarray) -> np.ndarray:
+        """Lower confidence bound of log time from a forest on the features (and the prior)."""
         idx, y = self._targets()
+        X = self._X if self._prior is None else np.column_stack([self._X, self._prior_score])
         forest = ExtraTreesRegressor(n_estimators=self._n_trees, min_samples_leaf=1, max_features=0.7,
-                                     random_state=self._seed, n_jobs=1).fit(self._X[idx], y)
-        per_tree = np.stack([tree.predict(self._X[free]) for tree in forest.estimators_])
+                                     random_state=self._seed, n_jobs=1).fit(X[idx], y)
+        per_tree = np.stack([tree.predict(X[free]) for tree in forest.estimators_])
         return per_tree.mean(axis=0) - self._kappa * per_tree.std(axis=0)
+
+    def _scores(self, free: np.ndarray) -> np.ndarray:
+        """Blend of the prior's rank and the forest's rank; the prior's weight decays as
+        ``prior_weight / (n + prior_weight)`` with the n measurements."""
+        n = len(self._observed)
+        if self._prior is None:
+            return self._forest_lcb(free)
+        prior_rank = _rank01(self._prior_score[free])
+        if n < 2:
+            return prior_rank
+        w = self._prior_weight / (n + self._prior_weight)
+        return w * prior_rank + (1 - w) * _rank01(self._forest_lcb(free))
+
+    def _neighbours(self, free: np.ndarray) -> np.ndarray:
+        """Unevaluated configs one parameter step from the best measured config."""
+        idx, y = self._targets()
+        best = self._ordinal[idx[int(np.argmin(y))]]
+        steps = np.abs(self._ordinal[free] - best)
+        near = (steps.sum(axis=1) == 1)
+        return free[near]
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
@@ -124,6 +154,9 @@ class CostModelSampler(BaseSampler):
         if len(self._observed) < self._n_startup or self._rng.random() < self._epsilon:
             pick = int(self._rng.choice(free))
         else:
+            if self._local and len(self._observed) >= 2 and len(self._observed) % 2 == 0:
+                near = self._neighbours(free)
+                free = near if near.size else free
             scores = self._scores(free)
             # Ties (few measurements) are broken by the prior, then by enumeration order.
             order = np.lexsort((free, self._prior_score[free], scores))
@@ -134,3 +167,9 @@ class CostModelSampler(BaseSampler):
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
         raise RuntimeError(f"CostModelSampler has no value for undeclared parameter {param_name!r}.")
+
+
+def _rank01(values: np.ndarray) -> np.ndarray:
+    """Ranks scaled to [0, 1] (0: the lowest value)."""
+    order = np.argsort(np.argsort(values, kind="stable"), kind="stable")
+    return order / max(len(values) - 1, 1)

@@ -1,0 +1,134 @@
+"""Evaluation of the cost model: leave-one-table-out ranking and the sampler that uses it.
+
+For each held-out table, a prior is trained on the *other* tables of the same kernel (never on the
+held-out one) and
+
+* **prior alone**: the held-out table's configs are ranked by the prior; the rank of the first
+  config within 1% (and 5%) of the table's optimum is the number of compiles the prior alone needs;
+  ``hit@16`` says whether that rank is at most 16;
+* **with the sampler**: :class:`~flysearch.model_sampler.CostModelSampler` runs as a replayed study
+  for several seeds; the unique compiles to first reach within 1% and 5% are recorded (``None``
+  when the budget ran out first).
+
+Example::
+
+    flysearch model eval --table-dir benchmarks/data/h200 --seeds 5 --budget 64
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import optuna
+
+from flysearch.costmodel import Prior, fit_prior, table_arch
+from flysearch.evaluators.replay import ReplayEvaluator
+from flysearch.kernels import space_for_table
+from flysearch.study import StudySettings, run_study, trial_records
+from flysearch.tables import GroundTruth, Row
+
+__all__ = [
+    "HeldOut",
+    "compiles_to_within",
+    "leave_one_out",
+    "prior_order",
+    "prior_ranks",
+    "sampler_compiles",
+]
+
+EPSILONS = (0.01, 0.05)
+
+
+@dataclass
+class HeldOut:
+    """The result for one held-out table."""
+
+    table: str
+    configs: int
+    trained_on: list[str]
+    prior_rank: dict[float, int | None]
+    sampler: dict[float, list[int | None]] = field(default_factory=dict)
+
+    @property
+    def hit16(self) -> bool:
+        rank = self.prior_rank.get(0.01)
+        return rank is not None and rank <= 16
+
+    def sampler_median(self, eps: float) -> float | None:
+        """Median compiles over seeds (a failed seed counts as the budget + 1); ``None`` if none ran."""
+        runs = self.sampler.get(eps) or []
+        return statistics.median([r if r is not None else np.inf for r in runs]) if runs else None
+
+
+def _first_within(times: Sequence[float | None], best: float, eps: float) -> int | None:
+    for i, t in enumerate(times, 1):
+        if t is not None and t <= best * (1 + eps):
+            return i
+    return None
+
+
+def prior_order(prior: Prior, table: GroundTruth) -> list[Row]:
+    """The table's rows in the prior's order (best predicted first)."""
+    rows = list(table.rows.values())
+    scores = prior.score([r.params for r in rows], table.meta.problem, table_arch(table))
+    return [rows[j] for j in np.argsort(scores, kind="stable")]
+
+
+def prior_ranks(prior: Prior, table: GroundTruth) -> dict[float, int | None]:
+    """Rank (1-based) of the first config within each epsilon of the optimum, in the prior's order."""
+    times = [r.time_ms if r.ok else None for r in prior_order(prior, table)]
+    best = table.best().time_ms or 0.0
+    return {eps: _first_within(times, best, eps) for eps in EPSILONS}
+
+
+def compiles_to_within(study: optuna.Study, best_ms: float) -> dict[float, int | None]:
+    """Unique compiles a finished study needed to first reach within each epsilon of *best_ms*."""
+    times = [r.time_ms for _, r in trial_records(study) if r.compile_index is not None]
+    return {eps: _first_within(times, best_ms, eps) for eps in EPSILONS}
+
+
+def sampler_compiles(table: GroundTruth, sampler: str, *, prior: Prior | None, seeds: Sequence[int],
+                     budget: int) -> dict[float, list[int | None]]:
+    """Run *sampler* on *table* (replayed, in memory) per seed; compiles to each epsilon."""
+    space = space_for_table(table)
+    out: dict[float, list[int | None]] = {eps: [] for eps in EPSILONS}
+    for seed in seeds:
+        storage = optuna.storages.InMemoryStorage()
+        settings = StudySettings(sampler, budget, seed, space=space.name, table=table.name)
+        run_study("eval", space, ReplayEvaluator(table), settings, shape=table.meta.shape(),
+                  arch=table_arch(table), storage=storage, prior=prior, problem=table.meta.problem)
+        reached = compiles_to_within(optuna.load_study(study_name="eval", storage=storage),
+                                     table.best().time_ms or 0.0)
+        for eps in EPSILONS:
+            out[eps].append(reached[eps])
+    return out
+
+
+def _same_kernel(held: GroundTruth, other: GroundTruth) -> bool:
+    return other.name != held.name and other.meta.kernel == held.meta.kernel
+
+
+def leave_one_out(
+    tables: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4), budget: int = 64,
+    sampler: str | None = "costmodel", objective: str = "rank",
+    progress: Callable[[str], None] | None = None, **model_params: Any,
+) -> list[HeldOut]:
+    """Hold out each table in turn; train on the others of its kernel; rank and search it."""
+    results = []
+    for held in tables:
+        train = [t for t in tables if _same_kernel(held, t)]
+        if not train:
+            continue
+        prior = fit_prior(train, objective=objective, **model_params)
+        result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held))
+        if sampler is not None:
+            result.sampler = sampler_compiles(held, sampler, prior=prior if sampler == "costmodel" else None,
+                                              seeds=seeds, budget=budget)
+        results.append(result)
+        if progress is not None:
+            progress(held.name)
+    return results

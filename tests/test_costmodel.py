@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from flysearch.arch import get_arch
+from flysearch.cli import main
+from flysearch.costmodel import CostModel, fit_prior, load_prior
+from flysearch.errors import InputFormatError
+from flysearch.features import config_features, gemm_roles
+from flysearch.model_eval import leave_one_out, prior_ranks
+from flysearch.tables import GroundTruth, TableStore, read_table_file
+
+from .conftest import REPO
+
+H200 = sorted(glob.glob(str(REPO / "benchmarks" / "data" / "h200" / "*.table.json.gz")))
+
+
+@pytest.fixture(scope="module")
+def h200_tables() -> list[GroundTruth]:
+    if not H200:
+        pytest.skip("the committed H200 tables are missing from benchmarks/data/h200")
+    store = TableStore(":memory:")
+    out = []
+    for path in H200:
+        meta, rows = read_table_file(path)
+        store.write(meta, rows)
+        out.append(store.load(meta.name))
+    return out
+
+
+@parametrize_with_checks([CostModel(max_iter=5), CostModel(objective="rank", max_iter=5)])
+def test_sklearn_estimator_contract(estimator: CostModel, check: object) -> None:
+    check(estimator)  # type: ignore[operator]
+
+
+def test_rank_targets_ignore_scale_within_a_group() -> None:
+    x = np.tile(np.linspace(0, 1, 200), 2)
+    groups = np.repeat([0, 1], 200)
+    y = np.exp(3 * x) * np.where(groups == 1, 10.0, 1.0)  # two groups, 10x apart in scale
+    X = np.column_stack([x, groups])
+    for objective in ("rank", "log_ratio"):
+        pred = CostModel(objective=objective, max_iter=50).fit(X, y, groups).predict(X)
+        assert pred[0] < pred[199] and pred[200] < pred[399]
+        assert abs(pred[0] - pred[200]) < 0.05  # each group's best maps to the same target
+
+
+def test_gemm_features() -> None:
+    sm90 = get_arch("sm_90")
+    params = {"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 3}
+    assert gemm_roles(params) == {"tile_m": 16, "tile_n": 128, "tile_k": 64, "split_k": 2, "stages": 3,
+                                  "warps": 4}
+    f = config_features(params, {"M": 1, "N": 4096, "K": 4096, "dtype": "bf16"}, sm90)
+    assert f["g_tiles"] == 32 and f["g_blocks"] == 64 and f["g_k_iters"] == 32
+    assert f["g_wave_eff"] == pytest.approx(64 / 132)
+    assert f["g_pad_m"] == pytest.approx(15 / 16)
+    assert f["g_lds_kib"] == pytest.approx(3 * (16 + 128) * 64 * 2 / 1024)
+    assert f["p_BLOCK_M"] == 4.0 and f["a_cus"] == 132.0
+    aiter = config_features({"tile_m": 16, "tile_n": 64, "block_m_warp": 1, "block_n_warp": 2,
+                             "block_k_warp": 2}, {"M": 16, "N": 64, "K": 64}, get_arch("gfx950"))
+    assert aiter["g_tiles"] == 1.0 and gemm_roles({"block_m_warp": 1, "block_n_warp": 2,
+                                                   "block_k_warp": 2})["warps"] == 4
+
+
+def test_prior_is_saved_with_schema_and_provenance(h200_tables: list[GroundTruth], tmp_path: Path) -> None:
+    prior = fit_prior(h200_tables[:3], max_iter=20)
+    assert prior.provenance["tables"] == [t.name for t in h200_tables[:3]]
+    assert prior.provenance["objective"] == "rank" and "scikit-learn" in prior.provenance["versions"]
+    prior.save(tmp_path / "p.joblib")
+    again = load_prior(tmp_path / "p.joblib")
+    table = h200_tables[3]
+    rows = list(table.rows.values())[:50]
+    args = ([r.params for r in rows], table.meta.problem, get_arch("sm_90"))
+    assert np.array_equal(prior.score(*args), again.score(*args)) and again.schema == prior.schema
+    (tmp_path / "junk").write_text("not a model")
+    with pytest.raises(InputFormatError, match="not a flysearch model file"):
+        load_prior(tmp_path / "junk")
+    with pytest.raises(InputFormatError, match="does not exist"):
+        load_prior(tmp_path / "absent")
+
+
+def test_leave_one_out_never_trains_on_the_held_out_table(h200_tables: list[GroundTruth]) -> None:
+    tables = h200_tables[:4]
+    results = leave_one_out(tables, sampler=None, max_iter=20)
+    assert [r.table for r in results] == [t.name for t in tables]
+    for r in results:
+        assert r.table not in r.trained_on and len(r.trained_on) == 3
+        assert all(1 <= (rank or 0) <= r.configs for rank in r.prior_rank.values())
+        assert r.prior_rank[0.05] <= r.prior_rank[0.01]
+
+
+def test_a_trained_prior_ranks_better_than_chance(h200_tables: list[GroundTruth]) -> None:
+    """Leave-one-shape-out: the first config within 5% sits in the prior's top 10% on most shapes."""
+    ranks = []
+    for i, held in enumerate(h200_tables[:6]):
+        prior = fit_prior([t for j, t in enumerate(h200_tables) if j != i], max_iter=60)
+        ranks.append(prior_ranks(prior, held)[0.05] / len(held.rows))
+    assert np.median(ranks) < 0.1
+
+
+def test_model_cli(tmp_path: Path) -> None:
+    if not H200:
+        pytest.skip("the committed H200 tables are missing")
+    runner = CliRunner(env={"COLUMNS": "240"})
+    out = tmp_path / "m.prior"
+    res = runner.invoke(main, ["model", "train", "--file", H200[0], "--file", H200[1], "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "trained on 2 tables" in res.output
+    res = runner.invoke(main, ["model", "rank", "--model", str(out), "--file", H200[2], "--top", "3"])
+    assert res.exit_code == 0 and "vs optimum" in res.output
+    res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--file", H200[2],
+                               "--sampler", "none"])
+    assert res.exit_code == 0 and "prior rank 1%" in res.output
+    res = runner.invoke(main, ["model", "rank", "--model", str(tmp_path / "nope"), "--file", H200[2]])
+    assert res.exit_code == 2 and "does not exist" in res.output
