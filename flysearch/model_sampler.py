@@ -9,9 +9,11 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   trees) fits the study's own log times against the features and the prior's score, and ranks the
   candidates by a lower confidence bound ``mean - kappa * std`` over its trees. The suggestion
   follows a blend of the two rankings in which the prior's weight decays as
-  ``prior_weight / (n + prior_weight)`` after n measurements, so a prior the measurements
-  contradict (the A100 convolution case) stops deciding; every second suggestion refines locally,
-  among the unevaluated configs one parameter step from the best measured one.
+  ``prior_weight / (n + prior_weight)`` after n measurements, scaled down further as the rank
+  correlation between the prior and the measured times drops, so a prior the measurements
+  contradict (the A100 convolution case) stops deciding within a few measurements; every second
+  suggestion refines locally, among the unevaluated configs one parameter step from the best
+  measured one.
 * **Exploration**: with probability *epsilon* a suggestion is a uniformly random unevaluated config.
 
 Without a prior (``"surrogate"``, cold start, in the spirit of SMAC) the first *n_startup*
@@ -134,8 +136,19 @@ class CostModelSampler(BaseSampler):
         prior_rank = _rank01(self._prior_score[free])
         if n < 2:
             return prior_rank
-        w = self._prior_weight / (n + self._prior_weight)
+        w = self._prior_weight / (n + self._prior_weight) * self._prior_trust()
         return w * prior_rank + (1 - w) * _rank01(self._forest_lcb(free))
+
+    def _prior_trust(self) -> float:
+        """1 while the measurements agree with the prior's order, falling to 0 as the rank
+        correlation between the prior's scores and the measured times falls from 0.5 to -0.2."""
+        idx, y = self._targets()
+        if len(idx) < 5:
+            return 1.0
+        rho = float(np.corrcoef(_rank01(self._prior_score[idx]), _rank01(y))[0, 1])
+        if not np.isfinite(rho):
+            return 1.0
+        return float(np.clip((rho + 0.2) / 0.7, 0.0, 1.0))
 
     def _neighbours(self, free: np.ndarray) -> np.ndarray:
         """Unevaluated configs one parameter step from the best measured config."""
