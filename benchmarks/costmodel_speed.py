@@ -1,0 +1,63 @@
+"""Speed of the cost-model sampler: milliseconds per suggestion when it scores a whole feasible space.
+
+    OMP_NUM_THREADS=1 python benchmarks/costmodel_speed.py
+
+Replays dedispersion/MI250X (11,130 feasible configs) with a prior trained on dedispersion/A100 and
+times every suggestion of a 100-compile study (the forest is refitted and every unevaluated config
+scored each time). Prints the median, 90th percentile and max, and the number of candidates.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import optuna  # noqa: E402
+
+from flysearch.costmodel import fit_prior, table_arch  # noqa: E402
+from flysearch.evaluators import ReplayEvaluator  # noqa: E402
+from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
+from flysearch.kernels import space_for_table  # noqa: E402
+from flysearch.model_sampler import CostModelSampler  # noqa: E402
+from flysearch.study import StudySettings, run_study  # noqa: E402
+from flysearch.tables import TableStore  # noqa: E402
+
+HUB = ROOT.parent / "shared" / "data" / "benchmark_hub" / "dedispersion_milo"
+
+
+def main() -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    store = TableStore(":memory:")
+    for gpu in ("A100", "MI250X"):
+        store.write(*read_kernel_tuner_cache(HUB / f"{gpu}.json.gz"))
+    train, held = store.load("dedispersion_milo/A100"), store.load("dedispersion_milo/MI250X")
+    prior = fit_prior([train])
+    times: list[float] = []
+    original = CostModelSampler.sample_relative
+
+    def timed(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        out = original(self, *args, **kwargs)
+        times.append(1000 * (time.perf_counter() - start))
+        return out
+
+    CostModelSampler.sample_relative = timed  # type: ignore[method-assign]
+    space = space_for_table(held)
+    run_study("speed", space, ReplayEvaluator(held), StudySettings("costmodel", 100, 0, space=space.name),
+              arch=table_arch(held), storage=":memory:", prior=prior, problem=held.meta.problem)
+    times.sort()
+    print(f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, torch-free CPU replay")
+    print(f"candidates {len(held.rows)}; suggestions {len(times)}; ms per suggestion: median "
+          f"{statistics.median(times):.1f}, p90 {times[int(0.9 * len(times))]:.1f}, max {times[-1]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
