@@ -56,13 +56,15 @@ class CostModelSampler(BaseSampler):
         n_trees: Trees of the correcting forest.
         prior_weight: The prior's rank weighs ``prior_weight / (n + prior_weight)`` against the
             forest's after n measurements.
+        patience: After this many measurements without a better time, the prior is set aside
+            and the forest alone ranks (until a measurement improves again).
         local: Every second suggestion is restricted to the unevaluated configs one parameter step
             from the best measured one (a local refinement), when any is left.
     """
 
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
-                 prior_weight: float = 32.0, local: bool = True) -> None:
+                 prior_weight: float = 32.0, local: bool = True, patience: int = 16) -> None:
         self._context = context
         self._prior = prior
         self._rng = np.random.default_rng(seed)
@@ -72,6 +74,7 @@ class CostModelSampler(BaseSampler):
         self._n_trees = n_trees
         self._prior_weight = prior_weight
         self._local = local
+        self._patience = patience
         self._keys = [c.key for c in context.feasible]
         self._index = {k: i for i, k in enumerate(self._keys)}
         problem = dict(context.problem or {})
@@ -137,7 +140,19 @@ class CostModelSampler(BaseSampler):
         if n < 2:
             return prior_rank
         w = self._prior_weight / (n + self._prior_weight) * self._prior_trust()
+        if self._stalled():
+            w = 0.0
         return w * prior_rank + (1 - w) * _rank01(self._forest_lcb(free))
+
+    def _stalled(self) -> bool:
+        """No better time in the last *patience* measurements: the prior's region is exhausted."""
+        times = list(self._observed.values())
+        if len(times) <= self._patience:
+            return False
+        before = np.array(times[: -self._patience])
+        best_before = before[np.isfinite(before)].min() if np.isfinite(before).any() else np.inf
+        recent = np.array(times[-self._patience:])
+        return not np.any(recent[np.isfinite(recent)] < best_before)
 
     def _prior_trust(self) -> float:
         """1 while the measurements agree with the prior's order, falling to 0 as the rank
