@@ -143,3 +143,72 @@ def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_
             console.print(f"{table_name}: {best.key} ({best.time_ms:.4g} ms) -> {path}")
     except FlysearchError as exc:
         raise _usage(exc) from None
+
+
+@flydsl.command("race")
+@click.option("--space", "space_name", default="flydsl_gemm", show_default=True, help="Registered space.")
+@click.option("--factory", default=None, help="Kernel factory module:function (default: the space's).")
+@click.option("--shape", "shapes", multiple=True, required=True, help="GEMM shape MxNxK (repeatable).")
+@click.option("--db", default="flysearch.db", show_default=True, help="Table database to write.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per compile.")
+def flydsl_race(space_name: str, factory: str | None, shapes: tuple[str, ...], db: str,
+                timeout: float) -> None:
+    """Race a FlyDSL space on this machine's AMD GPU into ground-truth tables (resumable).
+
+    Not yet run on AMD hardware. Example:
+
+        flysearch flydsl race --space flydsl_gemm --shape 4096x4096x4096 --db amd.db
+    """
+    import datetime as dt
+
+    from flysearch.arch import arch_of_device
+    from flysearch.evaluators.flydsl import FlydslLiveEvaluator
+    from flysearch.kernels import get_space
+    from flysearch.shapes import parse_shape
+    from flysearch.sweep import sweep_to_table
+    from flysearch.tables import TableMeta, TableStore
+    from flysearch.toolchain import flydsl_version
+
+    try:
+        device = _amd_device()
+        arch = arch_of_device(device)
+        space = get_space(space_name)
+        kernel = factory or space.kernel
+        if kernel is None:
+            raise FlysearchError(f"Space {space.name!r} names no kernel factory; pass --factory.")
+        evaluator = FlydslLiveEvaluator(kernel, arch.name, space_params=[p.name for p in space.params],
+                                        timeout_s=timeout)
+        store = TableStore(db)
+        for text in shapes:
+            gemm = parse_shape(text)
+            configs = space.enumerate(gemm, arch).feasible
+            meta = TableMeta(
+                name=f"{space.name}/{device.split()[-1]}/{gemm.M}x{gemm.N}x{gemm.K}", kernel=space.name,
+                arch=arch.name, device=device, problem=gemm.as_dict(), space=space.to_json(),
+                source="flysearch flydsl race", date=dt.date.today().isoformat(),
+                versions={"flydsl": flydsl_version() or "", "torch": _torch_version()},
+            )
+            n = sweep_to_table(evaluator, configs, gemm, meta, store)
+            console.print(f"{meta.name}: measured {n} configs ({len(configs)} feasible)")
+    except FlysearchError as exc:
+        raise _usage(exc) from None
+
+
+def _torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
+def _amd_device() -> str:
+    """The name torch gives the first AMD GPU; a clear error where there is none."""
+    try:
+        import torch
+    except ImportError:
+        raise FlysearchError("flysearch flydsl race needs torch with ROCm on an AMD GPU.") from None
+    if not torch.cuda.is_available() or not getattr(torch.version, "hip", None):
+        raise FlysearchError(
+            "flysearch flydsl race needs an AMD GPU (torch with ROCm sees none here); use "
+            "'flysearch flydsl compile' for compile-only checks on a CPU."
+        )
+    return str(torch.cuda.get_device_name(0))

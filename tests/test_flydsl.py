@@ -167,3 +167,31 @@ def test_compile_failures_and_unmapped_parameters_are_caught() -> None:
     slow = FlydslCompileEvaluator(TOY, "gfx942", timeout_s=0.5)
     hung = slow.compile(Config.from_dict({"BLOCK_M": 16, "num_warps": 1}), Shape(256, 256, 1, "fp32"))
     assert hung.outcome is Outcome.COMPILE_FAILED and "timeout" in hung.detail
+
+
+def test_flydsl_race_needs_an_amd_gpu() -> None:
+    from click.testing import CliRunner
+
+    from flysearch.cli import main
+
+    result = CliRunner().invoke(main, ["flydsl", "race", "--shape", "256x256x256"])
+    assert result.exit_code == 2 and "needs an AMD GPU" in result.output
+
+
+def test_sweep_writes_any_evaluator_into_a_resumable_table(conv_a100: Any, tmp_path: Path) -> None:
+    from flysearch.evaluators import ReplayEvaluator
+    from flysearch.kernels import space_for_table
+    from flysearch.sweep import sweep_to_table
+    from flysearch.tables import TableMeta, TableStore
+
+    configs = space_for_table(conv_a100).enumerate().feasible[:120]
+    meta = TableMeta(name="remeasured", kernel="conv", arch="sm_80", device="A100", problem={},
+                     space=conv_a100.meta.space)
+    store = TableStore(tmp_path / "t.db")
+    assert sweep_to_table(ReplayEvaluator(conv_a100), configs[:50], None, meta, store, batch=7) == 50
+    assert sweep_to_table(ReplayEvaluator(conv_a100), configs, None, meta, store, batch=7) == 70
+    table = store.load("remeasured")
+    assert len(table) == 120
+    for key, row in table.rows.items():
+        source = conv_a100.rows[key]
+        assert (row.outcome, row.time_ms) == (source.outcome, source.time_ms)
