@@ -6,7 +6,6 @@ line on stderr and exit code 2.
 
 from __future__ import annotations
 
-import functools
 import json
 import warnings
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flysearch.errors import FlysearchError
+from flysearch.cli_errors import user_errors as _user_errors
 from flysearch.launch import StudySpec, import_table, launch, load_study_file, with_overrides
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
@@ -28,19 +27,6 @@ __all__ = ["main"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
-
-
-def _user_errors(func: F) -> F:
-    """Turn library errors a user caused into one line and exit code 2."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except FlysearchError as exc:
-            raise click.UsageError(str(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def db_option(func: F) -> F:

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-from typing import Any
-
 import click
 
-from flysearch.errors import FlysearchError
+from flysearch.cli_errors import user_errors
 
 __all__ = ["compare"]
-
-
-def _errors(func: Any) -> Any:
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except FlysearchError as exc:
-            raise click.UsageError(str(exc)) from None
-
-    return wrapper
 
 
 @click.command()
@@ -28,7 +14,7 @@ def _errors(func: Any) -> Any:
 @click.option("--workers", type=int, default=None, help="Worker processes (default: the file's workers).")
 @click.option("--report-only", is_flag=True, help="Only rewrite the summary and figures from stored runs.")
 @click.option("--no-plots", is_flag=True, help="Write the markdown and CSV summary only.")
-@_errors
+@user_errors
 def compare(study_file: str, workers: int | None, report_only: bool, no_plots: bool) -> None:
     """Run seeds x samplers x tables of an experiment file through the replay evaluator.
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.cli_errors import user_errors
+from flysearch.errors import InputFormatError
 from flysearch.tables import DEFAULT_DB, TableStore
 
 __all__ = ["export", "race"]
@@ -33,19 +34,6 @@ def _shapes(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[st
     return out
 
 
-def _errors(func: Any) -> Any:
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except FlysearchError as exc:
-            raise click.UsageError(str(exc)) from None
-
-    return wrapper
-
-
 @click.group()
 def race() -> None:
     """Exhaustive races on the GPU: ground-truth tables and the race against cuBLAS."""
@@ -63,7 +51,7 @@ def race() -> None:
 @click.option("--limit", type=int, default=None, help="Race only the first N feasible configs.")
 @click.option("--dump", "dump_dir", default=None, help="Write each table as DIR/*.table.json.gz after.")
 @click.option("--report", "report_path", default=None, help="Write the race report as JSON here.")
-@_errors
+@user_errors
 def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[str, ...],
              space_name: str, db: str, workers: int | None, cache_dir: str | None,
              deadline: float | None, limit: int | None, dump_dir: str | None,
@@ -122,7 +110,7 @@ def _dump(store: TableStore, names: list[str], out_dir: str) -> None:
 @click.option("--db", default=DEFAULT_DB, show_default=True)
 @click.option("--prefix", default="", help="Only tables whose name starts with this.")
 @click.argument("out_dir")
-@_errors
+@user_errors
 def race_dump(db: str, prefix: str, out_dir: str) -> None:
     """Write race tables as OUT_DIR/*.table.json.gz (the committed format).
 
@@ -137,7 +125,7 @@ def race_dump(db: str, prefix: str, out_dir: str) -> None:
 @race.command("load")
 @click.option("--db", default=DEFAULT_DB, show_default=True)
 @click.argument("files", nargs=-1, required=True)
-@_errors
+@user_errors
 def race_load(db: str, files: tuple[str, ...]) -> None:
     """Load *.table.json.gz files into the database (replacing tables of the same name).
 
@@ -158,7 +146,7 @@ def race_load(db: str, files: tuple[str, ...]) -> None:
 @click.option("--db", default=DEFAULT_DB, show_default=True)
 @click.option("--prefix", default="", help="Only tables whose name starts with this.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
-@_errors
+@user_errors
 def race_summary_cmd(db: str, prefix: str, as_json: bool) -> None:
     """Best Triton config per race table against cuBLAS: times, ratio and winner (libtype).
 
@@ -194,7 +182,7 @@ def export() -> None:
 @click.option("--top", type=int, default=1, show_default=True, help="Best configs per table.")
 @click.option("--out", "out_py", default=None, help="Write the triton.Config list here (else stdout).")
 @click.option("--json", "out_json", default=None, help="Also write the configs as JSON here.")
-@_errors
+@user_errors
 def export_triton(db: str, prefix: str, top: int, out_py: str | None, out_json: str | None) -> None:
     """Best configs per shape as a Triton autotune config list (Python) and as JSON.
 
