@@ -54,7 +54,7 @@ def main() -> None:
     run_study("speed", space, ReplayEvaluator(held), StudySettings("costmodel", 100, 0, space=space.name),
               arch=table_arch(held), storage=":memory:", prior=prior, problem=held.meta.problem)
     times.sort()
-    print(f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, torch-free CPU replay")
+    print(f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, CPU replay")
     print(f"candidates {len(held.rows)}; suggestions {len(times)}; ms per suggestion: median "
           f"{statistics.median(times):.1f}, p90 {times[int(0.9 * len(times))]:.1f}, max {times[-1]:.1f}")
 
