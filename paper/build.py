@@ -84,6 +84,24 @@ def costmodel_section(tables: list[GroundTruth]) -> tuple[str, dict[str, str]]:
     return "\n".join(lines), facts
 
 
+def compare_section() -> str:
+    """Per (arch, regime) group of every compare summary: samplers by median compiles to 1%."""
+    import csv
+
+    lines = ["| experiment | group | sampler | runs | median compiles to 1% | success within budget |",
+             "|---|---|---|---:|---:|---:|"]
+    for path in sorted(glob.glob(str(ROOT / "benchmarks" / "results" / "compare" / "*" / "summary.csv"))):
+        with open(path, newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if r["level"] == "group"]
+        rows.sort(key=lambda r: (r["group"], float(r["compiles_1pct_median"]), r["sampler"]))
+        for r in rows:
+            median = float(r["compiles_1pct_median"])
+            lines.append(f"| {Path(path).parent.name} | {r['group']} | {r['sampler']} | {r['runs']} | "
+                         f"{'>budget' if median == float('inf') else f'{median:g}'} | "
+                         f"{100 * float(r['compiles_1pct_success']):.0f}% |")
+    return "\n".join(lines) if len(lines) > 2 else "(no compare experiment has been run)"
+
+
 def main() -> None:
     store, tables = load_h200()
     race_table, facts = race_section(store)
@@ -91,6 +109,7 @@ def main() -> None:
     facts.update(cm_facts)
     facts["RACE_TABLE"] = race_table
     facts["COSTMODEL_TABLE"] = cm_table
+    facts["COMPARE_TABLE"] = compare_section()
     facts["BUILT"] = dt.date.today().isoformat()
     text = TEMPLATE.read_text()
     for key, value in facts.items():
