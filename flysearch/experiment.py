@@ -31,7 +31,6 @@ Unknown keys are rejected with the list of allowed ones.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from flysearch.errors import InputFormatError
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
 from flysearch.tables import DEFAULT_DB
+from flysearch.tomlfile import read_toml
 
 __all__ = [
     "KINDS",
@@ -213,12 +213,7 @@ def _seeds(path: Path, raw: Any) -> tuple[int, ...]:
 def load_experiment(path: str | Path) -> Experiment:
     """Read and validate an experiment file (see the module docstring)."""
     path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputFormatError(f"Experiment file {path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputFormatError(f"Experiment file {path} is not valid TOML: {exc}.") from None
+    doc = read_toml(path, "Experiment file")
     _check_keys(path, "the top level", doc, _TOP_KEYS)
     exp = dict(_check_keys(path, "[experiment]", doc.get("experiment", {}), _EXP_KEYS))
     tables = tuple(_table_spec(path, f"[[table]] #{i + 1}", t) for i, t in enumerate(doc.get("table", [])))

@@ -16,7 +16,6 @@ Unknown keys are rejected with the list of allowed ones.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -33,6 +32,7 @@ from flysearch.shapes import parse_shape
 from flysearch.space import ENCODINGS
 from flysearch.study import DEFAULT_STORAGE, StudySettings, StudySummary, run_study
 from flysearch.tables import DEFAULT_DB, Row, TableMeta, TableStore, read_table_file
+from flysearch.tomlfile import read_toml
 
 __all__ = ["StudySpec", "import_table", "launch", "load_study_file"]
 
@@ -105,12 +105,7 @@ _FILE_KEYS = {f.name for f in fields(StudySpec)} - {"import_path"} | {"import"}
 def load_study_file(path: str | Path) -> StudySpec:
     """Read a study file (see the module docstring)."""
     path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputFormatError(f"Study file {path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputFormatError(f"Study file {path} is not valid TOML: {exc}.") from None
+    doc = read_toml(path, "Study file")
     raw = doc.get("study")
     if not isinstance(raw, dict) or set(doc) - {"study"}:
         raise InputFormatError(f"Study file {path} must hold exactly one [study] table.")

@@ -25,11 +25,11 @@ Example:
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from flysearch.errors import InputFormatError
+from flysearch.tomlfile import read_toml
 
 __all__ = ["REGIMES", "CorpusEntry", "Shape", "classify", "load_corpus", "parse_shape"]
 
@@ -121,10 +121,7 @@ _ENTRY_KEYS = {"name", "model", "layer", "M", "N", "K", "dtype"}
 def load_corpus(path: str | Path) -> list[CorpusEntry]:
     """Read a shape corpus (TOML, ``[[shape]]`` tables with name, model, layer, M, N, K, dtype)."""
     path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise InputFormatError(f"Cannot read shape corpus {path}: {exc}.") from None
+    doc = read_toml(path, "Shape corpus")
     entries = []
     for i, raw in enumerate(doc.get("shape", [])):
         unknown = set(raw) - _ENTRY_KEYS

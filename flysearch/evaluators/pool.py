@@ -220,13 +220,21 @@ class WorkerPool:
         slot = self._slots[i]
         assert slot is not None and slot.task_id is not None
         result = TaskResult(slot.task_id, status, None, detail, time.monotonic() - slot.started)
+        self._drop(i)
+        return result
+
+    def _drop(self, i: int, grace_s: float = 0.0) -> None:
+        """End slot *i*'s worker (after *grace_s* seconds to exit on its own) and free the slot."""
+        slot = self._slots[i]
+        assert slot is not None
+        if grace_s:
+            slot.process.join(grace_s)
         if slot.process.is_alive():
             slot.process.kill()
         slot.process.join()
         slot.conn.close()
         self._slots[i] = None
         self.restarts += 1
-        return result
 
     def poll(self, timeout: float | None = 0.0) -> list[TaskResult]:
         """Dispatch queued tasks and return the results ready within *timeout* seconds."""
@@ -257,13 +265,7 @@ class WorkerPool:
                 elapsed = time.monotonic() - slot.started
                 slot.task_id = None
                 if retire:
-                    slot.process.join(5.0)
-                    if slot.process.is_alive():
-                        slot.process.kill()
-                        slot.process.join()
-                    slot.conn.close()
-                    self._slots[i] = None
-                    self.restarts += 1
+                    self._drop(i, grace_s=5.0)
                 return TaskResult(task_id, status, value, detail, elapsed)
         except (EOFError, OSError):
             pass
