@@ -90,6 +90,7 @@ class CostModelSampler(BaseSampler):
         self._observed: dict[int, float] = {}
         self._seen: set[int] = set()
         self._n_read = 0
+        self._read: set[int] = set()
 
     def reseed_rng(self) -> None:
         self._rng = np.random.default_rng()
@@ -97,12 +98,21 @@ class CostModelSampler(BaseSampler):
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         return dict(self._context.distributions)
 
-    def _read_history(self, study: Study) -> None:
+    def _read_history(self, study: Study) -> set[int]:
+        """Fold newly finished trials into the history; return the candidates other trials are
+        evaluating right now (asked, not yet told: a batch, or another worker)."""
+        pending: set[int] = set()
         trials = study.get_trials(deepcopy=False)
         for t in trials[self._n_read:]:
             if not t.state.is_finished():
-                break  # read it once it is finished (its record is written just before)
-            self._n_read += 1
+                if t.params:
+                    i = self._index.get(self._key_of(t.params))
+                    if i is not None:
+                        pending.add(i)
+                continue
+            if t.number in self._read:
+                continue
+            self._read.add(t.number)
             record = t.user_attrs.get(_ATTR)
             if not isinstance(record, dict):
                 continue
@@ -113,6 +123,16 @@ class CostModelSampler(BaseSampler):
             if record.get("duplicate_of") is None and record.get("outcome") != "rejected":
                 time_ms = record.get("time_ms")
                 self._observed[i] = float(np.log(time_ms)) if time_ms else np.nan
+        while self._n_read < len(trials) and trials[self._n_read].number in self._read:
+            self._read.discard(trials[self._n_read].number)
+            self._n_read += 1
+        return pending
+
+    def _key_of(self, params: dict[str, Any]) -> str:
+        try:
+            return self._context.space.decode(params, self._context.encoding).key
+        except (KeyError, ValueError, IndexError):
+            return ""
 
     def _targets(self) -> tuple[np.ndarray, np.ndarray]:
         idx = np.fromiter(self._observed, dtype=int)
@@ -175,8 +195,9 @@ class CostModelSampler(BaseSampler):
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        self._read_history(study)
-        free = np.setdiff1d(np.arange(len(self._keys)), np.fromiter(self._seen, dtype=int))
+        pending = self._read_history(study)
+        taken = self._seen | pending
+        free = np.setdiff1d(np.arange(len(self._keys)), np.fromiter(taken, dtype=int))
         if free.size == 0:
             free = np.arange(len(self._keys))
         if len(self._observed) < self._n_startup or self._rng.random() < self._epsilon:

@@ -110,10 +110,12 @@ class FeasibleGridSampler(BaseSampler):
             self._n_trials_read += 1
             if t.params:
                 self._seen.add(_params_key(t.params))
+        # Candidates other trials are evaluating now (a batch, another worker) are skipped too.
+        running = {_params_key(t.params) for t in trials[self._n_trials_read:] if t.params}
         while self._next < len(self._candidates):
             candidate = self._candidates[self._next]
             self._next += 1
-            if _params_key(candidate) not in self._seen:
+            if _params_key(candidate) not in self._seen | running:
                 return candidate
         return self._candidates[0] if self._candidates else {}
 
@@ -133,6 +135,7 @@ def make_sampler(
     seed: int | None = None,
     context: SearchContext | None = None,
     prior: Any = None,
+    batch: bool = False,
 ) -> BaseSampler:
     """Build the sampler called *name*.
 
@@ -142,6 +145,8 @@ def make_sampler(
         context: The space, its feasible configs and the shape/arch (needed by ``grid`` and the
             model-based samplers).
         prior: A trained cost model for the model-based samplers (``None``: cold start).
+        batch: Several trials will be asked before the first is told (a live study's pipeline,
+            several workers): TPE then uses its constant liar.
 
     Raises:
         UnknownSamplerError: *name* is not a known sampler.
@@ -154,7 +159,8 @@ def make_sampler(
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
+        # The constant liar keeps a batch of asks (or several workers) from proposing one config.
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=batch)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed)
     if name == "cmaes":
