@@ -129,6 +129,16 @@ def study() -> None:
 @click.option("--db", default=None, help=f"Ground-truth table database (default {DEFAULT_DB}).")
 @click.option("--prior", default=None, help="Model file for --sampler costmodel ('flysearch model train').")
 @storage_option
+@click.option("--evaluator", default="replay", show_default=True,
+              help="replay (a table, in process), or live: triton, flydsl, simulated (a table in real time).")
+@click.option("--gpus", default=None, help="Live: GPUs to time on, one worker each (e.g. 0,1).")
+@click.option("--compile-workers", type=int, default=None, help="Live: compile processes per worker.")
+@click.option("--depth", type=int, default=None, help="Live: trials in flight per worker.")
+@click.option("--finalists", type=int, default=5, show_default=True, help="Live: configs re-timed last.")
+@click.option("--rounds", type=int, default=5, show_default=True, help="Live: re-timing rounds.")
+@click.option("--scale", type=float, default=1.0, show_default=True, help="Simulated: time scale.")
+@click.option("--noise", type=float, default=0.0, show_default=True, help="Simulated: log-normal sigma.")
+@click.option("--json", "json_out", default=None, help="Live: write the worker reports to this JSON file.")
 @_user_errors
 def study_run(study_file: str | None, **options: Any) -> None:
     """Run (or resume) a study from a study file or from flags.
@@ -141,6 +151,12 @@ def study_run(study_file: str | None, **options: Any) -> None:
 
         flysearch study run --kernel convolution_kernel --arch gfx90a --sampler random
     """
+    live_keys = ("evaluator", "gpus", "compile_workers", "depth", "finalists", "rounds", "scale", "noise",
+                 "json_out")
+    live = {k: options.pop(k) for k in live_keys}
+    if live["evaluator"] != "replay":
+        _run_live(study_file, options, live)
+        return
     if study_file is not None:
         spec = with_overrides(load_study_file(study_file), **options)
     elif not any(options[k] for k in ("table", "kernel", "arch", "shape")):
@@ -159,6 +175,47 @@ def study_run(study_file: str | None, **options: Any) -> None:
 
         summary, optimum = launch(spec, progress=progress)
     _print_summary(summary, optimum)
+
+
+def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, Any]) -> None:
+    from flysearch.live import LiveSettings
+    from flysearch.live_launch import LiveJob, run_workers
+
+    base = load_study_file(study_file) if study_file is not None else StudySpec()
+    spec = with_overrides(base, **options)
+    name = spec.name or ":".join(
+        str(x) for x in (live["evaluator"], spec.table or spec.shape, spec.sampler, f"seed{spec.seed}") if x)
+    job = LiveJob(
+        name, live["evaluator"], spec.sampler, spec.budget, spec.seed, spec.encoding, spec.shape, spec.arch,
+        None, spec.table, spec.storage, spec.db, spec.prior, live["scale"], live["noise"],
+        live=LiveSettings(compile_workers=live["compile_workers"], depth=live["depth"],
+                          finalists=live["finalists"], rounds=live["rounds"]),
+    )
+    gpus = [g.strip() for g in live["gpus"].split(",")] if live["gpus"] else None
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
+    ) as bar:
+        task = bar.add_task(name, total=spec.budget)
+        reports = run_workers(job, gpus, progress=lambda done, total: bar.update(task, completed=done,
+                                                                                   total=total))
+    _print_summary(reports[-1].summary, None)
+    for r in reports:
+        console.print(
+            f"  worker {r.worker}: {r.compiled} compiled, {r.timed} timed in {r.wall_s:.1f} s; "
+            f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%}; rows in {r.table}"
+        )
+    final = next((r.finalists for r in reports if r.finalists), None)
+    if final:
+        console.print(
+            f"  finalists re-timed: winner {final['winner_ms']:.5g} ms (spread {final['spread']:.2%}, "
+            f"noise {final['noise']:.2%}) {final['winner']}"
+        )
+        if len(final["tie_set"]) > 1:
+            console.print(f"  tied within the noise: {len(final['tie_set'])} configs")
+    if live["json_out"]:
+        with open(live["json_out"], "w") as fh:
+            json.dump([r.as_dict() for r in reports], fh, indent=2, default=str)
 
 
 @study.command("show")

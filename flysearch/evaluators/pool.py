@@ -200,6 +200,18 @@ class WorkerPool:
         """Tasks submitted and not yet returned by :meth:`poll`."""
         return self.queued + self.running
 
+    def handles(self) -> list[Any]:
+        """What to wait on (with :func:`multiprocessing.connection.wait`) for this pool's next
+        result: the pipes and process sentinels of its busy workers. Dispatches queued tasks first."""
+        self._dispatch()
+        busy = [s for s in self._slots if s is not None and s.task_id is not None]
+        return [s.conn for s in busy] + [s.process.sentinel for s in busy]
+
+    def next_deadline(self) -> float | None:
+        """The :func:`time.monotonic` time at which the first running task times out."""
+        busy = [s for s in self._slots if s is not None and s.task_id is not None]
+        return min(s.started + s.timeout_s for s in busy) if busy else None
+
     def _dispatch(self) -> None:
         for i in range(self.workers):
             if not self._queue:

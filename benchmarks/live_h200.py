@@ -1,0 +1,153 @@
+"""Live studies on the H200 through the pipelined, claim-based runner (``flysearch.live``).
+
+    python benchmarks/live_h200.py --out benchmarks/results/live_h200.json            # one GPU
+    python benchmarks/live_h200.py --two-gpu 4096x4096x4096 --out ...two_gpu.json     # two GPUs
+
+Part 1 (``--shapes``): for shapes with exhaustive tables in benchmarks/data/h200, a live study per
+sampler (``tpe``; ``costmodel`` with a prior trained on the *other* committed tables), cold Triton
+cache, SQLite storage: compiles, wall-clock seconds, the share of wall-clock during which neither a
+compile nor a timing ran (the overhead), the re-timed winner and its tie set, and the winner's time
+in the exhaustive table against the table's optimum. With ``--race`` each shape is also raced
+exhaustively from a cold cache on the same machine, for the wall-clock comparison.
+
+Part 2 (``--two-gpu SHAPE``): the same study (random sampler, so both runs ask alike; budget
+``--two-gpu-budget``) with one worker on one GPU and with two workers on two GPUs sharing one
+SQLite study; each worker gets the same number of compile processes in both runs. Reports
+configs/s and the speed-up, and checks that no config was compiled twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from flysearch.costmodel import fit_prior  # noqa: E402
+from flysearch.live import LiveSettings  # noqa: E402
+from flysearch.live_launch import LiveJob, run_workers  # noqa: E402
+from flysearch.tables import TableStore, read_table_file  # noqa: E402
+
+
+def _tables() -> TableStore:
+    store = TableStore(":memory:")
+    for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
+        store.write(*read_table_file(path))
+    return store
+
+
+def _race_wall(shape_text: str, workers: int) -> dict:
+    from flysearch.kernels import get_space
+    from flysearch.race import RaceSettings, RaceShape, run_race
+    from flysearch.shapes import parse_shape
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = TableStore(os.path.join(tmp, "race.db"))
+        settings = RaceSettings(workers=workers, cache_dir=os.path.join(tmp, "cache"))
+        shapes = [RaceShape(parse_shape(shape_text))]
+        report = run_race(get_space("triton_gemm_splitk"), shapes, store, settings)
+        return {"race_wall_s": round(report.wall_s, 1), "race_measured": report.measured}
+
+
+def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
+    results = []
+    for text in args.shapes.split(","):
+        name = f"triton_gemm/H200/{text}"
+        table = store.load(name)
+        optimum = table.best().time_ms
+        race = _race_wall(text, args.compile_workers) if args.race else {}
+        for sampler in args.samplers.split(","):
+            with tempfile.TemporaryDirectory() as tmp:
+                prior_path = None
+                if sampler == "costmodel":
+                    prior_path = os.path.join(tmp, "prior.joblib")
+                    fit_prior([store.load(n) for n in store.names() if n != name]).save(prior_path)
+                job = LiveJob(f"live-{sampler}-{text}", "triton", sampler, args.budget, 0, shape=text,
+                              storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", prior=prior_path,
+                              cache_dir=os.path.join(tmp, "cache"),
+                              live=LiveSettings(compile_workers=args.compile_workers))
+                start = time.perf_counter()
+                (rep,) = run_workers(job, ["0"])
+                wall = time.perf_counter() - start
+            final = rep.finalists or {}
+            winner = final.get("winner") or rep.summary.best_key
+            row = table.rows.get(winner or "")
+            results.append({
+                "shape": text, "sampler": sampler, "budget": args.budget, "compiles": rep.summary.compiles,
+                "trials": rep.summary.trials, "wall_s": round(wall, 2), "worker_wall_s": round(rep.wall_s, 2),
+                "busy_s": round(rep.busy_s, 2), "overhead": round(rep.overhead, 4),
+                "compile_busy_s": round(rep.compile_busy_s, 2), "timer_busy_s": round(rep.timer_busy_s, 2),
+                "loop_s": round(rep.loop_s, 2), "winner": winner, "winner_live_ms": final.get("winner_ms"),
+                "winner_spread": final.get("spread"), "tie_set": final.get("tie_set"),
+                "table_ms_of_winner": row.time_ms if row else None, "table_optimum_ms": optimum,
+                "winner_vs_optimum_in_table": (row.time_ms / optimum) if row and row.ok else None,
+                "feasible": rep.summary.n_feasible, **race,
+            })
+            print(json.dumps(results[-1]), flush=True)
+    return results
+
+
+def part_two(args: argparse.Namespace) -> dict:
+    out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget,
+                 "compile_workers_per_worker": args.compile_workers}
+    for label, gpus in (("one_gpu", ["0"]), ("two_gpus", ["0", "1"])):
+        with tempfile.TemporaryDirectory() as tmp:
+            job = LiveJob(f"scale-{label}", "triton", "random", args.two_gpu_budget, 0, shape=args.two_gpu,
+                          storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
+                          cache_dir=os.path.join(tmp, "cache"),
+                          live=LiveSettings(compile_workers=args.compile_workers, finalists=0))
+            start = time.perf_counter()
+            reports = run_workers(replace(job), gpus)
+            wall = time.perf_counter() - start
+            compiled = sum(r.compiled for r in reports)
+            summary = reports[-1].summary
+            out[label] = {
+                "wall_s": round(wall, 2), "compiled": compiled, "configs_per_s": round(compiled / wall, 2),
+                "per_worker": [{"compiled": r.compiled, "timed": r.timed, "wall_s": round(r.wall_s, 2),
+                                "overhead": round(r.overhead, 4)} for r in reports],
+                "claims": reports[-1].claims, "study_compiles": summary.compiles,
+                "double_compiles": compiled - sum(reports[-1].claims.values()),
+            }
+            print(json.dumps({label: out[label]}), flush=True)
+    out["speedup"] = round(out["two_gpus"]["configs_per_s"] / out["one_gpu"]["configs_per_s"], 3)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--shapes", default="1x6144x4096,256x1536x7168,4096x4096x4096")
+    parser.add_argument("--samplers", default="tpe,costmodel")
+    parser.add_argument("--budget", type=int, default=48)
+    parser.add_argument("--compile-workers", type=int, default=14)
+    parser.add_argument("--race", action="store_true", help="Also race each shape exhaustively (cold).")
+    parser.add_argument("--two-gpu", default=None, help="Shape for the one-vs-two GPU comparison.")
+    parser.add_argument("--two-gpu-budget", type=int, default=300)
+    parser.add_argument("--skip-part-one", action="store_true")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    import optuna
+    import torch
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    doc = {"device": torch.cuda.get_device_name(0), "gpus": torch.cuda.device_count(),
+           "torch": torch.__version__, "python": platform.python_version(),
+           "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
+    if not args.skip_part_one:
+        doc["live"] = part_one(args, _tables())
+    if args.two_gpu:
+        doc["two_gpu"] = part_two(args)
+    if args.out:
+        Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

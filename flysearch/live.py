@@ -1,0 +1,616 @@
+"""Live studies: the sampler asks, a pool of CPU processes compiles ahead, one GPU process times.
+
+A live study runs the same Optuna study as a replayed one (:mod:`flysearch.study`: one trial per
+suggestion, constraint rejections and duplicates answered without a compile, the same trial
+records), but its configs are compiled and timed for real, as a pipeline:
+
+* the sampler is asked for several trials at once (up to ``depth`` in flight; TPE runs with its
+  constant liar, the model-based and grid samplers skip what running trials evaluate), so the
+  compile pool is never idle while the GPU times;
+* each config is **claimed** before it is compiled (:mod:`flysearch.claims`): one row per
+  (study, config) taken atomically in the study's database, so several workers (one per GPU, on one
+  host or many, sharing a PostgreSQL or SQLite storage) never compile one config twice, and the
+  study's budget of compiles is shared exactly;
+* compiled configs are timed one at a time by the timer process that owns this worker's GPU;
+* every measurement is written, in this order, to the claim (one transaction), to the
+  ground-truth table (:class:`~flysearch.tables.TableStore`, so live studies grow the data the cost
+  model trains on), to the trial's record, and told to Optuna. A worker killed at any point loses no
+  finished trial and no table row: a rerun completes the trials whose measurement was stored, fails
+  the others, and re-claims (compiles again) only configs whose claim never finished; a config that
+  killed its worker ``max_attempts`` times is recorded as failed. A compile or launch that crashes
+  or hangs only its pool process is a recorded failure at once.
+* When the budget is spent, the worker that finishes last re-times the top configs in interleaved
+  rounds (:mod:`flysearch.finalists`) and reports the winner with its spread and its tie set.
+
+The report separates what the study cost: wall-clock seconds, seconds during which a compile or a
+timing was running (the union of their intervals), and the rest, the **overhead** of the search
+itself (sampler, database, process start-up).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import wait
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.trial import TrialState
+
+from flysearch.arch import get_device
+from flysearch.claims import ClaimRow, ClaimStore
+from flysearch.errors import FlysearchError, UnknownArchError
+from flysearch.evaluators.base import Outcome
+from flysearch.evaluators.pool import TaskResult, WorkerPool
+from flysearch.finalists import retime
+from flysearch.samplers import SearchContext, make_sampler
+from flysearch.study import (
+    _ATTR,
+    CONSTRAINT_AWARE,
+    DEFAULT_STORAGE,
+    StudySettings,
+    StudySummary,
+    TrialRecord,
+    _History,
+    _open_study,
+    _tell,
+    open_storage,
+    summarize,
+)
+from flysearch.tables import DEFAULT_DB, Row, TableMeta, TableStore
+
+if TYPE_CHECKING:
+    from flysearch.arch import ArchProfile
+    from flysearch.live_backends import LiveBackend
+    from flysearch.shapes import Shape
+    from flysearch.space import Config, Space
+
+__all__ = ["LiveReport", "LiveSettings", "busy_seconds", "run_live_study"]
+
+_WORKER = "flysearch_worker"
+_FINALISTS = "flysearch_finalists"
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How one live worker runs.
+
+    Attributes:
+        compile_workers: Compile processes (default: CPU count minus 2, at least 1).
+        depth: Trials in flight at once (compiling, compiled, timing); default compile_workers + 2.
+        gpu: The GPU this worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``).
+        table: Name of the table the measurements land in (default ``live/<kernel>/<device>/<MxNxK>``).
+        finalists: Configs re-timed before the winner is named (0: none).
+        rounds: Re-timing rounds of the finalists.
+        noise_floor: Relative noise below which two finalists are tied.
+        lease_s: Another host's worker is dead when its heartbeat is older than this.
+        max_attempts: A config whose worker died this many times is recorded as failed.
+    """
+
+    compile_workers: int | None = None
+    depth: int | None = None
+    gpu: str | None = None
+    table: str | None = None
+    finalists: int = 5
+    rounds: int = 5
+    noise_floor: float = 0.01
+    lease_s: float = 120.0
+    max_attempts: int = 3
+
+    def workers(self) -> int:
+        return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
+
+
+@dataclass
+class LiveReport:
+    """What one live worker did, and the study's state when it stopped."""
+
+    study_name: str
+    worker: str
+    summary: StudySummary
+    table: str = ""
+    device: str = ""
+    wall_s: float = 0.0
+    busy_s: float = 0.0
+    compile_busy_s: float = 0.0
+    timer_busy_s: float = 0.0
+    loop_s: float = 0.0
+    compiled: int = 0
+    timed: int = 0
+    claims: dict[str, int] = field(default_factory=dict)
+    finalists: dict[str, Any] | None = None
+    stopped: str = ""
+
+    @property
+    def overhead(self) -> float:
+        """Share of the wall-clock time during which neither a compile nor a timing ran."""
+        return 1.0 - self.busy_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["overhead"] = self.overhead
+        return out
+
+
+def busy_seconds(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of ``(start, end)`` intervals."""
+    total, end = 0.0, -math.inf
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+@dataclass
+class _Item:
+    trial: optuna.trial.Trial
+    config: Config
+    claim: ClaimRow
+    compiled: dict[str, Any] | None = None
+
+
+class _Live:
+    """One worker's pipeline state."""
+
+    def __init__(self, study: optuna.Study, space: Space, backend: LiveBackend, settings: StudySettings,
+                 live: LiveSettings, claims: ClaimStore, store: TableStore, context: SearchContext,
+                 n_feasible: int, progress: Callable[[int, int], None] | None) -> None:
+        self.study, self.space, self.backend, self.s, self.live = study, space, backend, settings, live
+        self.claims, self.store, self.context = claims, store, context
+        self.shape, self.arch = context.shape, context.arch
+        self.target = min(settings.budget, n_feasible)
+        self.progress = progress
+        self.history = _History()
+        self.items: dict[str, _Item] = {}
+        self.ready: collections.deque[str] = collections.deque()
+        self.timing: str | None = None
+        self.waiting: dict[str, list[optuna.trial.Trial]] = {}
+        self.last_wait_check = 0.0
+        self.meta: TableMeta | None = None
+        self.rows: list[Row] = []
+        self.report = LiveReport(study.study_name, claims.worker, StudySummary(study.study_name))
+        self.compile_intervals: list[tuple[float, float]] = []
+        self.timer_intervals: list[tuple[float, float]] = []
+        env = dict(backend.env)
+        self.compiler = WorkerPool(backend.compile_fn, workers=live.workers(),
+                                   timeout_s=backend.compile_timeout_s, env=env)
+        self.timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
+                                env={**env, **backend.timer_env})
+        self.uses_constraints = settings.sampler in CONSTRAINT_AWARE
+
+    def close(self) -> None:
+        self.compiler.close()
+        self.timer.close()
+
+    # -- trials -----------------------------------------------------------------------------------
+
+    def _record_trial(self, trial: optuna.trial.Trial, record: TrialRecord) -> None:
+        trial.set_user_attr(_ATTR, asdict(record))
+        if self.uses_constraints:
+            trial.set_constraint(_ATTR, record.violation)
+        self.history.add(trial.number, record)
+        _tell(self.study, trial.number, self.history, record)
+        if self.progress is not None:
+            self.progress(self.history.compiles, self.target)
+
+    def _duplicate(self, trial: optuna.trial.Trial, key: str) -> None:
+        number, prior = self.history.by_key[key]
+        self._record_trial(trial, TrialRecord(
+            key, prior.outcome, prior.time_ms, duplicate_of=number, rejected_by=prior.rejected_by,
+            cost_s=self.history.cost_s, detail=prior.detail))
+
+    def _learn(self, row: ClaimRow) -> None:
+        """Fold another worker's finished claim into the history (so it answers duplicates)."""
+        if row.key in self.history.by_key or row.result is None:
+            return
+        self.history.add(row.trial if row.trial is not None else -1, _record_of(row, row.result))
+
+    def ask_one(self) -> str:
+        """Ask one trial and start answering it: ``"compile"``, ``"answered"``, ``"waiting"`` or
+        ``"full"``."""
+        trial = self.study.ask(self.context.distributions)
+        trial.set_user_attr(_WORKER, self.claims.worker)
+        config = self.space.decode(trial.params, self.s.encoding)
+        key = config.key
+        if key in self.history.by_key:
+            self._duplicate(trial, key)
+            return "answered"
+        reason = self.space.reject_reason(config, self.shape, self.arch)
+        if reason is not None:
+            self._record_trial(trial, TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason,
+                                                  cost_s=self.history.cost_s))
+            return "answered"
+        if key in self.items:
+            self.waiting.setdefault(key, []).append(trial)
+            return "waiting"
+        claim = self.claims.claim(key, budget=self.target, params=dict(trial.params), trial=trial.number)
+        if claim.status in ("granted", "compiled"):
+            assert claim.row is not None
+            item = self.items[key] = _Item(trial, config, claim.row)
+            if claim.status == "compiled" and claim.row.result is not None:
+                item.compiled = claim.row.result
+                self.ready.append(key)
+            else:
+                self.compiler.submit(key, self.backend.compile_payload(config, self.shape))
+            return "compile"
+        if claim.status in ("done", "failed"):
+            assert claim.row is not None
+            self._learn(claim.row)
+            self._duplicate(trial, key)
+            return "answered"
+        if claim.status == "busy":
+            self.waiting.setdefault(key, []).append(trial)
+            return "waiting"
+        self.study.tell(trial.number, state=TrialState.FAIL)  # the budget is spent: nothing to do
+        return "full"
+
+    # -- results ----------------------------------------------------------------------------------
+
+    def on_compiled(self, res: TaskResult) -> None:
+        now = time.monotonic()
+        self.compile_intervals.append((now - res.elapsed_s, now))
+        item = self.items[res.task_id]
+        self.report.compiled += 1
+        if res.ok and res.value.get("ok"):
+            item.compiled = dict(res.value)
+            self.claims.compiled(item.config.key, item.compiled)
+            self.ready.append(item.config.key)
+            return
+        if res.ok:
+            outcome = res.value.get("outcome", Outcome.COMPILE_FAILED.value)
+            result = {"outcome": outcome, "time_ms": None, "compile_s": res.value.get("compile_s"),
+                      "bench_s": 0.0, "detail": res.value.get("detail", ""),
+                      "extra": res.value.get("extra", {})}
+        else:
+            result = {"outcome": Outcome.COMPILE_FAILED.value, "time_ms": None, "compile_s": res.elapsed_s,
+                      "bench_s": 0.0, "detail": f"compile {res.status}: {res.detail}", "extra": {}}
+        self.finish(item, result)
+
+    def on_timed(self, res: TaskResult) -> None:
+        now = time.monotonic()
+        self.timer_intervals.append((now - res.elapsed_s, now))
+        if res.task_id == "info":
+            self.on_info(res)
+            return
+        item = self.items[res.task_id]
+        self.timing = None
+        self.report.timed += 1
+        compiled = item.compiled or {}
+        extra = dict(compiled.get("extra", {}))
+        if not res.ok:
+            result = {"outcome": Outcome.RUNTIME_FAILED.value, "time_ms": None,
+                      "compile_s": compiled.get("compile_s"), "bench_s": res.elapsed_s,
+                      "detail": f"timer {res.status}: {res.detail}", "extra": extra}
+        else:
+            v = res.value
+            outcome = Outcome(v["outcome"])
+            time_ms = v.get("time_ms") if outcome is Outcome.OK else None
+            result = {"outcome": outcome.value, "time_ms": time_ms,
+                      "compile_s": compiled.get("compile_s"), "bench_s": v.get("bench_s"),
+                      "detail": v.get("detail", ""), "extra": {**extra, **dict(v.get("extra", {}))}}
+        self.finish(item, result)
+
+    def on_info(self, res: TaskResult) -> None:
+        if not res.ok or "device" not in (res.value or {}):
+            detail = res.detail if not res.ok else str(res.value)[:200]
+            raise FlysearchError(
+                f"The {self.backend.name} timer could not start ({res.status}: {detail}); a live study "
+                "needs the GPU its backend times on.")
+        self.meta = self._table_meta(res.value)
+        self._sync_table()
+
+    def finish(self, item: _Item, result: dict[str, Any]) -> None:
+        """Store one measurement: claim, table row, trial record, tell (in that order)."""
+        key = item.config.key
+        failed = result["outcome"] != Outcome.OK.value
+        self.claims.finish(key, result, failed=failed)
+        self._add_row(item.config, result)
+        self.history.compiles = max(self.history.compiles, item.claim.compile_index)
+        self.history.cost_s += (result.get("compile_s") or 0.0) + (result.get("bench_s") or 0.0)
+        record = _record_of(item.claim, result)
+        record.compile_index = item.claim.compile_index
+        record.cost_s = self.history.cost_s
+        del self.items[key]
+        self._record_trial(item.trial, record)
+        for trial in self.waiting.pop(key, []):
+            self._duplicate(trial, key)
+
+    def _add_row(self, config: Config, result: dict[str, Any]) -> None:
+        row = Row(config.key, config.as_dict(), result["outcome"], result.get("time_ms"),
+                  result.get("compile_s"), result.get("bench_s"), result.get("detail", ""),
+                  dict(result.get("extra") or {}))
+        if self.meta is None:
+            self.rows.append(row)
+        else:
+            self.store.add_rows(self.meta, [row])
+
+    def _table_meta(self, info: dict[str, Any]) -> TableMeta:
+        try:
+            device = get_device(info["device"]).name
+        except UnknownArchError:
+            device = str(info["device"]).replace(" ", "_")
+        shape = self.shape
+        where = f"{shape.M}x{shape.N}x{shape.K}" if shape is not None else self.space.name
+        name = self.live.table or f"live/{self.backend.kernel}/{device}/{where}"
+        problem = dict(self.context.problem or {})
+        notes = {"study": self.study.study_name, "sampler": self.s.sampler, "backend": self.backend.name}
+        return TableMeta(name=name, kernel=self.backend.kernel, arch=self.arch.name if self.arch else "",
+                         device=str(info["device"]), problem=problem, space=self.space.to_json(),
+                         source=f"flysearch live study {self.study.study_name}",
+                         versions=dict(info.get("versions", {})), notes=json.dumps(notes, sort_keys=True))
+
+    def _sync_table(self) -> None:
+        """Write buffered rows, and the study's finished claims the table lacks (all workers')."""
+        assert self.meta is not None
+        have = self.store.done_keys(self.meta.name) if self.meta.name in self.store else set()
+        rows = [r for r in self.rows if r.key not in have]
+        have |= {r.key for r in rows}
+        for claim in self.claims.rows(finished_only=True):
+            if claim.key not in have and claim.result is not None:
+                res = claim.result
+                config = self.space.decode(claim.params, self.s.encoding)
+                rows.append(Row(claim.key, config.as_dict(), res["outcome"], res.get("time_ms"),
+                                res.get("compile_s"), res.get("bench_s"), res.get("detail", ""),
+                                dict(res.get("extra") or {})))
+        self.store.add_rows(self.meta, rows)
+        self.rows.clear()
+        self.report.table = self.meta.name
+        self.report.device = self.meta.device
+
+    def check_waiting(self) -> None:
+        """Answer trials waiting on another worker's claim once it finished; take over a claim
+        whose worker died."""
+        for key in [k for k in self.waiting if k not in self.items]:
+            trials = self.waiting[key]
+            row = self.claims.get(key)
+            if row is not None and row.finished:
+                self._learn(row)
+                del self.waiting[key]
+                for trial in trials:
+                    self._duplicate(trial, key)
+                continue
+            claim = self.claims.claim(key, budget=self.target, params=dict(trials[0].params),
+                                      trial=trials[0].number)
+            if claim.status in ("granted", "compiled"):
+                assert claim.row is not None
+                first = trials.pop(0)
+                if not trials:
+                    del self.waiting[key]
+                item = self.items[key] = _Item(first, self.space.decode(first.params, self.s.encoding),
+                                               claim.row)
+                if claim.status == "compiled" and claim.row.result is not None:
+                    item.compiled = claim.row.result
+                    self.ready.append(key)
+                else:
+                    self.compiler.submit(key, self.backend.compile_payload(item.config, self.shape))
+            elif claim.status in ("done", "failed"):
+                assert claim.row is not None
+                self._learn(claim.row)
+                del self.waiting[key]
+                for trial in trials:
+                    self._duplicate(trial, key)
+
+    def dispatch_timer(self) -> None:
+        if self.timing is not None or not self.ready or self.meta is None:
+            return
+        key = self.ready.popleft()
+        item = self.items[key]
+        best = _best_ms(self.history)
+        self.timer.submit(key, self.backend.time_payload(item.config, self.shape, best))
+        self.timing = key
+
+    def wait(self, timeout: float) -> None:
+        """Block until a compile or a timing finishes (or *timeout* seconds), then handle it."""
+        handles = self.compiler.handles() + self.timer.handles()
+        deadlines = [d for d in (self.compiler.next_deadline(), self.timer.next_deadline()) if d is not None]
+        if deadlines:
+            timeout = max(0.0, min(timeout, min(deadlines) - time.monotonic()))
+        if handles:
+            wait(handles, timeout)
+        elif timeout > 0:
+            time.sleep(timeout)
+        start = time.monotonic()
+        for res in self.compiler.poll(0):
+            self.on_compiled(res)
+        for res in self.timer.poll(0):
+            self.on_timed(res)
+        self.report.loop_s += time.monotonic() - start
+
+
+def _best_ms(history: _History) -> float | None:
+    times = [r.time_ms for _n, r in history.by_key.values() if r.outcome == Outcome.OK.value and r.time_ms]
+    return min(times) if times else None
+
+
+def _record_of(claim: ClaimRow, result: dict[str, Any]) -> TrialRecord:
+    outcome = result["outcome"]
+    return TrialRecord(
+        claim.key, outcome, result.get("time_ms") if outcome == Outcome.OK.value else None,
+        rejected_by=result.get("detail") if outcome == Outcome.REJECTED.value else None,
+        compile_s=result.get("compile_s"), detail=result.get("detail", ""),
+    )
+
+
+def _recover(live: _Live) -> None:
+    """Load the history; settle the trials that dead workers left RUNNING; queue the configs
+    whose claims dead workers left unfinished."""
+    study, claims = live.study, live.claims
+    known = {w.worker: w for w in claims.workers()}
+    requeue: dict[str, dict[str, Any]] = {}
+    for t in study.get_trials(deepcopy=False):
+        record = TrialRecord.from_trial(t)
+        if t.state != TrialState.RUNNING:
+            if record is not None and t.state in (TrialState.COMPLETE, TrialState.FAIL):
+                live.history.add(t.number, record)
+            continue
+        owner = t.user_attrs.get(_WORKER)
+        if owner is not None and claims.alive(str(owner), known=known):
+            continue  # a live worker's trial in flight
+        if record is not None:
+            live.history.add(t.number, record)
+            _tell(study, t.number, live.history, record)
+            continue
+        row = _claim_of(live, t.params)
+        if row is not None and row.finished and row.trial == t.number and row.result is not None:
+            record = _record_of(row, row.result)
+            record.compile_index = row.compile_index
+            study._storage.set_trial_user_attr(t._trial_id, _ATTR, asdict(record))
+            live.history.add(t.number, record)
+            _tell(study, t.number, live.history, record)
+            continue
+        study.tell(t.number, state=TrialState.FAIL)
+    for row in claims.stale():
+        requeue[row.key] = row.params
+    for params in requeue.values():
+        study.enqueue_trial(params, skip_if_exists=False)
+    for row in claims.rows(finished_only=True):
+        live._learn(row)
+    live.history.compiles = max(live.history.compiles, max((r.compile_index for r in claims.rows(
+        finished_only=True)), default=0))
+
+
+def _claim_of(live: _Live, params: dict[str, Any]) -> ClaimRow | None:
+    try:
+        key = live.space.decode(params, live.s.encoding).key
+    except (KeyError, ValueError, IndexError):
+        return None
+    return live.claims.get(key)
+
+
+def run_live_study(
+    study_name: str,
+    space: Space,
+    backend: LiveBackend,
+    settings: StudySettings,
+    *,
+    shape: Shape | None = None,
+    arch: ArchProfile | None = None,
+    storage: str | None = None,
+    db: str = DEFAULT_DB,
+    live: LiveSettings | None = None,
+    problem: dict[str, Any] | None = None,
+    prior: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LiveReport:
+    """Run (or resume, or join) a live study as one worker; see the module docstring.
+
+    Args:
+        study_name: The study; workers that give the same name (and storage) share it.
+        space: The space searched, pruned for (*shape*, *arch*) before anything is compiled.
+        backend: What compiles and times (:mod:`flysearch.live_backends`).
+        settings: Sampler, budget (unique compiles, shared by all workers), seed, encoding.
+        storage: Database URL shared by the workers (``sqlite:///...``, ``postgresql://...``).
+        db: The ground-truth table database the measurements land in.
+        live: Pool size, pipeline depth, GPU, finalists.
+        problem: The problem sizes the cost model sees (defaults to the shape's).
+        prior: A trained cost model for the ``costmodel`` sampler.
+        progress: Called as ``progress(compiles, budget)`` after each trial.
+
+    Raises:
+        EmptySpaceError: the constraints leave no config.
+        FlysearchError: the storage is not a database URL, or the timer cannot start.
+    """
+    live = live or LiveSettings()
+    url = storage or DEFAULT_STORAGE
+    if "://" not in url:
+        raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
+    t0 = time.monotonic()
+    enumeration = space.enumerate(shape, arch)
+    context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
+                            problem)
+    sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior, batch=True)
+    study = _open_study(study_name, open_storage(url), settings, sampler)
+    claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
+                        max_attempts=live.max_attempts)
+    store = TableStore(db)
+    runner = _Live(study, space, backend, settings, live, claims, store, context,
+                   len(enumeration.feasible), progress)
+    try:
+        runner.compiler.start()
+        runner.timer.submit("info", dict(backend.info_payload))
+        _recover(runner)
+        stopped = _run(runner)
+        report = runner.report
+        if live.finalists > 0:
+            report.finalists = _finalists(runner)
+    finally:
+        runner.close()
+        loop_end = time.monotonic()
+        claims_counts = claims.counts()
+        claims.close()
+        store.close()
+    report.wall_s = loop_end - t0
+    report.compile_busy_s = busy_seconds(runner.compile_intervals)
+    report.timer_busy_s = busy_seconds(runner.timer_intervals)
+    report.busy_s = busy_seconds(runner.compile_intervals + runner.timer_intervals)
+    report.claims = claims_counts
+    report.stopped = stopped
+    summary = summarize(study)
+    summary.n_feasible = len(enumeration.feasible)
+    summary.stopped = stopped
+    report.summary = summary
+    return report
+
+
+def _run(r: _Live) -> str:
+    idle = 0
+    stop = ""
+    depth = r.live.depth or r.live.workers() + 2
+    while True:
+        r.claims.heartbeat()
+        while not stop and len(r.items) + sum(len(v) for v in r.waiting.values()) < depth:
+            start = time.monotonic()
+            outcome = r.ask_one()
+            r.report.loop_s += time.monotonic() - start
+            if outcome == "full":
+                stop = "budget spent" if r.target < len(r.context.feasible) else "feasible space exhausted"
+            idle = 0 if outcome in ("compile", "waiting") else idle + 1
+            if not stop and idle >= r.s.max_idle:
+                stop = f"{r.s.max_idle} suggestions in a row needed no compile"
+        r.dispatch_timer()
+        if r.waiting and time.monotonic() - r.last_wait_check > 0.5:
+            r.check_waiting()
+            r.last_wait_check = time.monotonic()
+        if stop and not r.items and not r.waiting and r.timing is None and r.meta is not None:
+            return stop
+        r.wait(0.25 if r.waiting else 2.0)
+
+
+def _finalists(r: _Live) -> dict[str, Any] | None:
+    """Re-time the study's top configs, if this worker finished last; store and return the report."""
+    if any(not row.finished for row in r.claims.rows()):
+        return None  # another worker is still measuring; the last one to finish re-times
+    ok = [row for row in r.claims.rows(finished_only=True)
+          if row.result and row.result.get("outcome") == Outcome.OK.value and row.result.get("time_ms")]
+    # One lock per state of the study: a study resumed with a larger budget re-times again.
+    if len(ok) < 2 or not r.claims.try_lock(f"finalists@{len(r.claims.rows())}"):
+        return r.study.user_attrs.get(_FINALISTS)
+    ok.sort(key=lambda row: (row.result["time_ms"], row.key))  # type: ignore[index]
+    top = ok[: r.live.finalists]
+    configs = {row.key: r.space.decode(row.params, r.s.encoding) for row in top}
+
+    def time_one(key: str) -> float | None:
+        r.timer.submit(("final", key), r.backend.time_payload(configs[key], r.shape, None))
+        (res,) = r.timer.drain()
+        now = time.monotonic()
+        r.timer_intervals.append((now - res.elapsed_s, now))
+        if not res.ok or res.value.get("outcome") != Outcome.OK.value:
+            return None
+        return float(res.value["time_ms"])
+
+    search = {row.key: float(row.result["time_ms"]) for row in top}  # type: ignore[index]
+    try:
+        report = retime(list(configs), time_one, rounds=r.live.rounds, seed=r.s.seed,
+                        noise_floor=r.live.noise_floor, search_ms=search)
+    except ValueError:
+        return None
+    doc = report.as_dict()
+    r.study.set_user_attr(_FINALISTS, doc)
+    return doc

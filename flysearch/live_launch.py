@@ -1,0 +1,184 @@
+"""Launch live studies: one worker in this process, or one worker process per GPU.
+
+A :class:`LiveJob` is plain data (it crosses process boundaries), naming the evaluator and what it
+needs: ``triton`` (a GEMM shape and a CUDA arch), ``flydsl`` (a GEMM shape, an AMD arch and the
+space's kernel factory) or ``simulated`` (a ground-truth table played back in real time).
+:func:`run_workers` starts one worker per GPU; all of them join the same study through its
+database, so the same job can also be started by hand on several hosts against one PostgreSQL URL.
+
+Example (one H200, three-quarters of the CPU cores compiling)::
+
+    from flysearch.live_launch import LiveJob, run_workers
+    job = LiveJob("tpe-4096", "triton", sampler="tpe", budget=64, shape="4096x4096x4096",
+                  storage="sqlite:///live.db")
+    (report,) = run_workers(job, gpus=["0"])
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from queue import Empty
+from typing import TYPE_CHECKING, Any
+
+from flysearch.arch import get_arch
+from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.live import LiveReport, LiveSettings, run_live_study
+from flysearch.study import DEFAULT_STORAGE, StudySettings
+from flysearch.tables import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["EVALUATORS", "LiveJob", "run_workers"]
+
+EVALUATORS = ("triton", "flydsl", "simulated")
+
+
+@dataclass(frozen=True)
+class LiveJob:
+    """One live study, as every worker of it runs it.
+
+    Attributes:
+        name: Study name (workers with the same name and storage share the study).
+        evaluator: ``"triton"``, ``"flydsl"`` or ``"simulated"``.
+        sampler, budget, seed, encoding: As for any study (the budget is shared by all workers).
+        shape: GEMM shape ``MxNxK`` (``triton``, ``flydsl``).
+        arch: Target arch (default ``sm_90`` for Triton; required for FlyDSL).
+        space: Space name (default ``triton_gemm_splitk`` / ``flydsl_gemm``).
+        table: The table a ``simulated`` study plays back (from *db*).
+        storage: Database URL the workers share.
+        db: Table database the measurements land in (and *table* is read from).
+        prior: Model file for the ``costmodel`` sampler.
+        scale, noise: ``simulated`` only: time scale and log-normal noise of the playback.
+        cache_dir: Triton cache directory (default: a fresh one per worker).
+        live: Pool size, depth, finalists; the GPU is set per worker.
+    """
+
+    name: str
+    evaluator: str = "triton"
+    sampler: str = "tpe"
+    budget: int = 64
+    seed: int | None = 0
+    encoding: str = "ordinal"
+    shape: str | None = None
+    arch: str | None = None
+    space: str | None = None
+    table: str | None = None
+    storage: str = DEFAULT_STORAGE
+    db: str = DEFAULT_DB
+    prior: str | None = None
+    scale: float = 1.0
+    noise: float = 0.0
+    cache_dir: str | None = None
+    live: LiveSettings = field(default_factory=LiveSettings)
+
+    def validate(self) -> None:
+        if self.evaluator not in EVALUATORS:
+            raise InputFormatError(
+                f"Unknown evaluator {self.evaluator!r}; choose one of: replay, {', '.join(EVALUATORS)}.")
+        if self.evaluator in ("triton", "flydsl") and not self.shape:
+            raise InputFormatError(f"A live {self.evaluator} study needs --shape MxNxK.")
+        if self.evaluator == "flydsl" and not self.arch:
+            raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
+        if self.evaluator == "simulated" and not self.table:
+            raise InputFormatError("A simulated live study needs --table (the table it plays back).")
+
+    def run(self, gpu: str | None = None, progress: Callable[[int, int], None] | None = None) -> LiveReport:
+        """Run this job as one worker, timing on *gpu*."""
+        from flysearch.costmodel import load_prior
+        from flysearch.kernels import get_space, space_for_table
+        from flysearch.live_backends import flydsl_backend, simulated_backend, triton_backend
+        from flysearch.shapes import parse_shape
+        from flysearch.tables import TableStore
+
+        self.validate()
+        live = replace(self.live, gpu=gpu)
+        problem: dict[str, Any] | None = None
+        if self.evaluator == "simulated":
+            store = TableStore(self.db, create=False)
+            try:
+                table = store.load(str(self.table))
+            finally:
+                store.close()
+            space = space_for_table(table)
+            arch = get_arch(table.meta.arch) if table.meta.arch else None
+            shape = table.meta.shape()
+            problem = table.meta.problem
+            backend = simulated_backend(table, scale=self.scale, noise=self.noise)
+            if live.table is None:
+                live = replace(live, table=f"live/{table.name}")
+        else:
+            shape = parse_shape(str(self.shape))
+            if self.evaluator == "triton":
+                arch = get_arch(self.arch or "sm_90")
+                space = get_space(self.space or "triton_gemm_splitk")
+                cache = self.cache_dir or tempfile.mkdtemp(prefix="flysearch-triton-")
+                backend = triton_backend(arch=arch.name, cache_dir=cache, gpu=gpu)
+            else:
+                arch = get_arch(str(self.arch))
+                space = get_space(self.space or "flydsl_gemm")
+                if not space.kernel:
+                    raise FlysearchError(f"Space {space.name!r} names no kernel factory.")
+                backend = flydsl_backend(space.kernel, arch.name, gpu=gpu)
+        settings = StudySettings(
+            self.sampler, self.budget, self.seed, self.encoding,  # type: ignore[arg-type]
+            space=space.name, table=self.table if self.evaluator == "simulated" else None,
+            arch=arch.name if arch else None, shape=shape.key if shape else None,
+        )
+        prior = load_prior(self.prior) if self.prior else None
+        return run_live_study(self.name, space, backend, settings, shape=shape, arch=arch,
+                              storage=self.storage, db=self.db, live=live, problem=problem, prior=prior,
+                              progress=progress)
+
+
+def _worker_main(job: LiveJob, gpu: str, queue: Any) -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        report = job.run(gpu)
+        queue.put((gpu, report, None))
+    except Exception as exc:  # the parent reports it with the GPU it ran on
+        queue.put((gpu, None, f"{type(exc).__name__}: {exc}"))
+
+
+def run_workers(job: LiveJob, gpus: list[str] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
+    """Run *job* with one worker per GPU in *gpus* (in this process when there is one).
+
+    With several GPUs, each worker gets an equal share of the CPU cores for its compile pool
+    (unless the job sets ``compile_workers``).
+
+    Raises:
+        FlysearchError: a worker failed (its error, with its GPU).
+    """
+    job.validate()
+    gpus = list(gpus or [""])
+    if len(gpus) == 1:
+        return [job.run(gpus[0] or None, progress)]
+    if job.live.compile_workers is None:
+        share = max(1, ((os.cpu_count() or 2) - len(gpus)) // len(gpus))
+        job = replace(job, live=replace(job.live, compile_workers=share))
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_worker_main, args=(job, gpu, queue)) for gpu in gpus]
+    for p in procs:
+        p.start()
+    results: list[tuple[str, LiveReport | None, str | None]] = []
+    while len(results) < len(procs):
+        try:
+            results.append(queue.get(timeout=1.0))
+        except Empty:
+            answered = {gpu for gpu, _r, _e in results}
+            for gpu, p in zip(gpus, procs, strict=True):
+                if gpu not in answered and not p.is_alive() and queue.empty():
+                    results.append((gpu, None, f"worker died (exit code {p.exitcode})"))
+    for p in procs:
+        p.join()
+    errors = [f"GPU {gpu}: {err}" for gpu, _r, err in results if err]
+    if errors:
+        raise FlysearchError("; ".join(errors))
+    return [r for _g, r, _e in sorted(results, key=lambda x: x[0])]
