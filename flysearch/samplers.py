@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SAMPLERS", "FeasibleGridSampler", "SearchContext", "make_sampler"]
 
-SAMPLERS: tuple[str, ...] = ("grid", "random", "tpe", "gp", "cmaes", "qmc", "costmodel", "surrogate")
+SAMPLERS: tuple[str, ...] = (
+    "grid", "random", "tpe", "gp", "fastgp", "cmaes", "qmc", "costmodel", "surrogate"
+)
 
 @dataclass(frozen=True)
 class SearchContext:
@@ -163,6 +165,12 @@ def make_sampler(
         return optuna.samplers.TPESampler(seed=seed, constant_liar=batch)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed)
+    if name == "fastgp":
+        from flysearch.gp_sampler import FeasibleGPSampler
+
+        if context is None:
+            raise ValueError("The fastgp sampler needs the search context (its feasible configs).")
+        return FeasibleGPSampler(context, seed=seed)
     if name == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     if name == "qmc":
