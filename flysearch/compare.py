@@ -10,6 +10,11 @@ The ``costmodel`` sampler is trained leave-one-table-out: for the table it is sc
 is fitted on the experiment's *other* tables (and its ``[[prior_table]]`` entries), never on that
 table nor on a restriction of it (:func:`training_tables`).
 
+With ``Experiment.stop_at_optimum`` (the default) a run ends once it has compiled the best config of
+its searched space: its trajectory is then shorter than the budget, and every metric reads it as
+keeping its last best time (:meth:`~flysearch.metrics.Trajectory.best_at`), exactly what the full
+run would have reported. The run's ``stopped`` column says ``target reached``.
+
 Example:
     >>> from flysearch.experiment import Experiment, SamplerSpec, TableSpec
     >>> exp = Experiment("doc", (TableSpec("../shared/data/benchmark_hub/dedispersion_milo/A100.json.gz"),),
@@ -57,7 +62,7 @@ __all__ = [
 
 RESULTS_DB = "results.db"
 # Rough relative cost of one run per sampler, to start the slow ones first (better packing).
-_COST_ORDER = {"gp": 0, "costmodel": 1, "surrogate": 1, "tpe": 2, "cmaes": 3}
+_COST_ORDER = {"gp": 0, "costmodel": 1, "surrogate": 1, "tpe": 2, "fastgp": 3, "cmaes": 3}
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -226,6 +231,7 @@ class RunTask:
     budget: int
     db: str
     priors: tuple[TableSpec, ...] = ()
+    stop_at_optimum: bool = False
 
     @property
     def table_label(self) -> str:
@@ -244,6 +250,7 @@ class RunTask:
 
 _TABLES: dict[tuple[str, str], GroundTruth] = {}
 _PRIORS: dict[tuple[str, str], Any] = {}
+_OPTIMA: dict[tuple[str, str], float] = {}
 
 
 def _cached_table(spec: TableSpec, db: str) -> GroundTruth:
@@ -261,6 +268,19 @@ def _prior_for(task: RunTask, scored: GroundTruth) -> Any:
         candidates = [_cached_table(s, task.db) for s in task.priors]
         _PRIORS[key] = fit_prior(training_tables(scored, candidates))
     return _PRIORS[key]
+
+
+def _space_optimum(task: RunTask, table: GroundTruth, space: Space, shape: Any, arch: Any) -> float:
+    """The best successful time among the feasible configs of the run's space (cached per table)."""
+    key = (task.table.label, task.db)
+    if key not in _OPTIMA:
+        times = [
+            table.rows[c.key].time_ms
+            for c in space.enumerate(shape, arch).feasible
+            if c.key in table.rows and table.rows[c.key].ok
+        ]
+        _OPTIMA[key] = min((t for t in times if t is not None), default=-math.inf)
+    return _OPTIMA[key]
 
 
 def execute_run(task: RunTask) -> dict[str, Any]:
@@ -287,6 +307,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         max_idle=task.sampler.max_idle,
     )
     storage = optuna.storages.InMemoryStorage()
+    target = _space_optimum(task, table, space, shape, arch) if task.stop_at_optimum else None
     start = time.perf_counter()
     summary = run_study(
         task.run_id,
@@ -297,6 +318,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         arch=arch,
         storage=storage,
         prior=prior,
+        target_ms=target,
     )
     wall = time.perf_counter() - start
     study = optuna.load_study(study_name=task.run_id, storage=storage)
@@ -416,7 +438,7 @@ def plan_runs(exp: Experiment) -> tuple[list[RunTask], list[TableInfo], list[str
         samplers = [s for s in samplers if s.name not in MODEL_SAMPLERS]
     every = tuple(tables) + tuple(priors)
     tasks = [
-        RunTask(exp.name, t, s, seed, exp.budget, exp.db, every if s.needs_prior else ())
+        RunTask(exp.name, t, s, seed, exp.budget, exp.db, every if s.needs_prior else (), exp.stop_at_optimum)
         for s in sorted(samplers, key=lambda s: _COST_ORDER.get(s.name, 9))
         for t in tables
         for seed in (s.seeds if s.seeds is not None else exp.seeds)

@@ -268,7 +268,9 @@ def write_markdown(
         "half the seeds succeeded. CI: seeded bootstrap (2000 resamples) of the median. Score: "
         "Willemsen et al. (2024) performance score relative to random search over compiles 1..B "
         "(0 = random search, 1 = optimum). `random (analytic)`: random sampling without replacement "
-        "(median draws, mean (n+1)/(g+1); the to-0/2/5% columns give the means).",
+        "(median draws, mean (n+1)/(g+1); the to-0/2/5% columns give the means). `compiles used` and "
+        "`ms/trial`: what the runs actually spent; a run stops once it has found the best config of its "
+        "space (`stop_at_optimum`), which changes no other column.",
         "",
         "## Tables",
         "",

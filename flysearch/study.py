@@ -266,6 +266,7 @@ def run_study(
     progress: Callable[[int, int], None] | None = None,
     prior: Any = None,
     problem: dict[str, Any] | None = None,
+    target_ms: float | None = None,
 ) -> StudySummary:
     """Run (or resume) a study until its budget of unique compiles is spent.
 
@@ -280,6 +281,8 @@ def run_study(
         progress: Called as ``progress(compiles, budget)`` after each trial.
         prior: A trained cost model, for the model-based samplers.
         problem: The problem sizes a cost model sees (defaults to the shape's).
+        target_ms: Stop as soon as a successful time at most this is found (a replayed table's
+            optimum: nothing after it can change the best time); ``None`` runs the whole budget.
 
     Raises:
         EmptySpaceError: the constraints leave no config (raised before any storage is touched).
@@ -297,7 +300,11 @@ def run_study(
     target = min(settings.budget, n_feasible)
     uses_constraints = settings.sampler in CONSTRAINT_AWARE
     idle = 0
-    while history.compiles < target and idle < settings.max_idle:
+    reached = target_ms is not None and any(
+        r.outcome == Outcome.OK.value and r.time_ms is not None and r.time_ms <= target_ms
+        for _n, r in history.by_key.values()
+    )
+    while history.compiles < target and idle < settings.max_idle and not reached:
         trial = study.ask(distributions)
         config = space.decode(trial.params, settings.encoding)
         record = _answer(config, space, evaluator, history, shape, arch)
@@ -307,11 +314,15 @@ def run_study(
             trial.set_constraint(_ATTR, record.violation)
         history.add(trial.number, record)
         _tell(study, trial.number, history, record)
+        if target_ms is not None and record.outcome == Outcome.OK.value and record.time_ms is not None:
+            reached = reached or record.time_ms <= target_ms
         if progress is not None:
             progress(history.compiles, target)
     summary = summarize(study)
     summary.n_feasible = n_feasible
-    if history.compiles >= n_feasible:
+    if reached:
+        summary.stopped = "target reached"
+    elif history.compiles >= n_feasible:
         summary.stopped = "feasible space exhausted"
     elif history.compiles >= settings.budget:
         summary.stopped = "budget spent"
