@@ -43,8 +43,13 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from flysearch.errors import FlysearchError
+from flysearch.sqlite_tuning import tune_sqlite
 
-__all__ = ["Claim", "ClaimRow", "ClaimStore", "WorkerInfo", "pid_alive"]
+__all__ = ["Claim", "ClaimRow", "ClaimStore", "WorkerInfo", "create_claim_tables", "pid_alive"]
+
+# Workers of this process whose stores are open (another worker with this pid is a dead one whose
+# process id was reused).
+_OPEN_HERE: set[str] = set()
 
 ClaimStatus = Literal["granted", "compiled", "done", "failed", "busy", "full"]
 
@@ -144,13 +149,23 @@ def _engine(url: str) -> sa.Engine:
             dbapi_conn.isolation_level = None  # let the "begin" hook below start transactions
 
         @sa.event.listens_for(engine, "begin")
-        def _begin_immediate(conn: sa.Connection) -> None:
-            # Take SQLite's write lock at BEGIN: a claim reads, then writes, and two readers that
-            # both try to upgrade would deadlock.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        def _begin(conn: sa.Connection) -> None:
+            # A write transaction takes SQLite's write lock at BEGIN: a claim reads, then writes,
+            # and two readers that both try to upgrade would deadlock. Reads begin deferred.
+            immediate = conn.get_execution_options().get("immediate", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
-        return engine
+        return tune_sqlite(engine)
     return sa.create_engine(url, pool_pre_ping=True)
+
+
+def create_claim_tables(url: str) -> None:
+    """Create the claim tables in the database at *url* (idempotent)."""
+    engine = _engine(url)
+    try:
+        _meta.create_all(engine, checkfirst=True)
+    finally:
+        engine.dispose()
 
 
 class ClaimStore:
@@ -166,19 +181,20 @@ class ClaimStore:
     """
 
     def __init__(self, url: str, study: str, *, gpu: str = "", lease_s: float = 120.0,
-                 max_attempts: int = 3) -> None:
+                 max_attempts: int = 5) -> None:
         self.url, self.study = url, study
         self.lease_s, self.max_attempts = lease_s, max_attempts
         try:
             self.engine = _engine(url)
             _meta.create_all(self.engine, checkfirst=True)
+            self._writer = self.engine.execution_options(immediate=True)
         except sa.exc.SQLAlchemyError as exc:
             raise FlysearchError(f"Cannot open the claims of {url!r}: {str(exc).splitlines()[0]}.") from None
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.worker = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         now = time.time()
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             c.execute(_workers.insert().values(worker=self.worker, study=study, host=self.host,
                                                pid=self.pid, started=now, heartbeat=now, gpu=gpu))
             if c.execute(sa.select(_slots.c.granted).where(_slots.c.study == study)).first() is None:
@@ -188,10 +204,12 @@ class ClaimStore:
                 except sa.exc.IntegrityError:
                     pass  # another worker created it first
         self._last_beat = now
+        _OPEN_HERE.add(self.worker)
 
     def close(self) -> None:
         """Unregister this worker (its finished claims stay) and release the connections."""
-        with self.engine.begin() as c:
+        _OPEN_HERE.discard(self.worker)
+        with self._writer.begin() as c:
             c.execute(_workers.delete().where(_workers.c.worker == self.worker))
         self.engine.dispose()
 
@@ -202,15 +220,18 @@ class ClaimStore:
         now = time.time()
         if now - self._last_beat < every_s:
             return
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             c.execute(_workers.update().where(_workers.c.worker == self.worker).values(heartbeat=now))
         self._last_beat = now
 
     def workers(self) -> list[WorkerInfo]:
         """The workers registered on this study (live or dead and not yet cleaned up)."""
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(_workers).where(_workers.c.study == self.study)).all()
-        return [WorkerInfo(r.worker, r.host, r.pid, r.heartbeat, r.gpu) for r in rows]
+            return list(self._known(c).values())
+
+    def _known(self, c: sa.Connection) -> dict[str, WorkerInfo]:
+        rows = c.execute(sa.select(_workers).where(_workers.c.study == self.study)).all()
+        return {r.worker: WorkerInfo(r.worker, r.host, r.pid, r.heartbeat, r.gpu) for r in rows}
 
     def alive(self, worker: str, *, known: dict[str, WorkerInfo] | None = None) -> bool:
         """Whether *worker* is alive: this worker; a process of this host that exists; or a
@@ -221,7 +242,9 @@ class ClaimStore:
         if info is None:
             return False
         if info.host == self.host:
-            return pid_alive(info.pid) and info.pid != self.pid
+            if info.pid == self.pid:  # this process: alive while its store is open
+                return worker in _OPEN_HERE
+            return pid_alive(info.pid)
         return time.time() - info.heartbeat < self.lease_s
 
     # -- claims -----------------------------------------------------------------------------------
@@ -239,13 +262,13 @@ class ClaimStore:
 
     def _claim_once(self, key: str, budget: int, params: dict[str, Any], trial: int | None) -> Claim:
         now = time.time()
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             existing = c.execute(self._select_key(key)).first()
             if existing is not None:
                 row = _row(existing)
                 if row.finished:
                     return Claim(row.state, row)  # type: ignore[arg-type]
-                if self.alive(row.worker):
+                if self.alive(row.worker, known=self._known(c)):
                     return Claim("busy", row)
                 return self._take_over(c, row, now, trial)
             granted = c.execute(
@@ -297,7 +320,7 @@ class ClaimStore:
         values: dict[str, Any] = {"state": state, "result": json.dumps(result, sort_keys=True)}
         if finished:
             values["finished_at"] = time.time()
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             done = c.execute(_claims.update().where(
                 _claims.c.study == self.study, _claims.c.key == key, _claims.c.worker == self.worker,
                 _claims.c.state.in_(("claimed", "compiled")),
@@ -342,7 +365,7 @@ class ClaimStore:
         """Take a one-off study-wide lock called *name* (e.g. the finalists round): True for the
         one worker that gets it, whatever the number of workers asking."""
         try:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 c.execute(_claims.insert().values(
                     study=self.study, key=f"__{name}__", worker=self.worker, state="lock",
                     compile_index=0, attempts=1, claimed_at=time.time(), params="{}"))

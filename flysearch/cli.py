@@ -138,6 +138,7 @@ def study() -> None:
 @click.option("--rounds", type=int, default=5, show_default=True, help="Live: re-timing rounds.")
 @click.option("--scale", type=float, default=1.0, show_default=True, help="Simulated: time scale.")
 @click.option("--noise", type=float, default=0.0, show_default=True, help="Simulated: log-normal sigma.")
+@click.option("--compile-log", default=None, help="Simulated: append each finished compile's key here.")
 @click.option("--json", "json_out", default=None, help="Live: write the worker reports to this JSON file.")
 @_user_errors
 def study_run(study_file: str | None, **options: Any) -> None:
@@ -152,7 +153,7 @@ def study_run(study_file: str | None, **options: Any) -> None:
         flysearch study run --kernel convolution_kernel --arch gfx90a --sampler random
     """
     live_keys = ("evaluator", "gpus", "compile_workers", "depth", "finalists", "rounds", "scale", "noise",
-                 "json_out")
+                 "compile_log", "json_out")
     live = {k: options.pop(k) for k in live_keys}
     if live["evaluator"] != "replay":
         _run_live(study_file, options, live)
@@ -188,6 +189,7 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
     job = LiveJob(
         name, live["evaluator"], spec.sampler, spec.budget, spec.seed, spec.encoding, spec.shape, spec.arch,
         None, spec.table, spec.storage, spec.db, spec.prior, live["scale"], live["noise"],
+        compile_log=live["compile_log"],
         live=LiveSettings(compile_workers=live["compile_workers"], depth=live["depth"],
                           finalists=live["finalists"], rounds=live["rounds"]),
     )

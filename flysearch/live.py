@@ -30,6 +30,8 @@ itself (sampler, database, process start-up).
 from __future__ import annotations
 
 import collections
+import datetime
+import functools
 import json
 import math
 import os
@@ -43,12 +45,13 @@ import optuna
 from optuna.trial import TrialState
 
 from flysearch.arch import get_device
-from flysearch.claims import ClaimRow, ClaimStore
+from flysearch.claims import ClaimRow, ClaimStore, create_claim_tables
 from flysearch.errors import FlysearchError, UnknownArchError
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.pool import TaskResult, WorkerPool
 from flysearch.finalists import retime
 from flysearch.samplers import SearchContext, make_sampler
+from flysearch.sqlite_tuning import tune_sqlite
 from flysearch.study import (
     _ATTR,
     CONSTRAINT_AWARE,
@@ -70,7 +73,7 @@ if TYPE_CHECKING:
     from flysearch.shapes import Shape
     from flysearch.space import Config, Space
 
-__all__ = ["LiveReport", "LiveSettings", "busy_seconds", "run_live_study"]
+__all__ = ["LiveReport", "LiveSettings", "busy_seconds", "prepare_storage", "run_live_study"]
 
 _WORKER = "flysearch_worker"
 _FINALISTS = "flysearch_finalists"
@@ -89,7 +92,9 @@ class LiveSettings:
         rounds: Re-timing rounds of the finalists.
         noise_floor: Relative noise below which two finalists are tied.
         lease_s: Another host's worker is dead when its heartbeat is older than this.
-        max_attempts: A config whose worker died this many times is recorded as failed.
+        max_attempts: A config whose claim outlived this many workers is recorded as failed (a
+            backstop: a compile or launch that crashes is a recorded failure at once, since it
+            runs in a pool process; this catches a config that takes the worker itself down).
     """
 
     compile_workers: int | None = None
@@ -100,7 +105,7 @@ class LiveSettings:
     rounds: int = 5
     noise_floor: float = 0.01
     lease_s: float = 120.0
-    max_attempts: int = 3
+    max_attempts: int = 5
 
     def workers(self) -> int:
         return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
@@ -120,6 +125,7 @@ class LiveReport:
     compile_busy_s: float = 0.0
     timer_busy_s: float = 0.0
     loop_s: float = 0.0
+    startup_s: float = 0.0
     compiled: int = 0
     timed: int = 0
     claims: dict[str, int] = field(default_factory=dict)
@@ -180,10 +186,12 @@ class _Live:
         self.timer_intervals: list[tuple[float, float]] = []
         env = dict(backend.env)
         self.compiler = WorkerPool(backend.compile_fn, workers=live.workers(),
-                                   timeout_s=backend.compile_timeout_s, env=env)
+                                   timeout_s=backend.compile_timeout_s, env=env,
+                                   initializer=functools.partial(_compile_worker_init, backend.warmup))
         self.timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
                                 env={**env, **backend.timer_env})
         self.uses_constraints = settings.sampler in CONSTRAINT_AWARE
+        self.t0 = time.monotonic()
 
     def close(self) -> None:
         self.compiler.close()
@@ -216,7 +224,6 @@ class _Live:
         """Ask one trial and start answering it: ``"compile"``, ``"answered"``, ``"waiting"`` or
         ``"full"``."""
         trial = self.study.ask(self.context.distributions)
-        trial.set_user_attr(_WORKER, self.claims.worker)
         config = self.space.decode(trial.params, self.s.encoding)
         key = config.key
         if key in self.history.by_key:
@@ -227,6 +234,9 @@ class _Live:
             self._record_trial(trial, TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason,
                                                   cost_s=self.history.cost_s))
             return "answered"
+        # A trial that stays RUNNING while others are told names its worker, so that a worker
+        # resuming the study can tell a dead worker's trials from a live one's.
+        trial.set_user_attr(_WORKER, self.claims.worker)
         if key in self.items:
             self.waiting.setdefault(key, []).append(trial)
             return "waiting"
@@ -239,9 +249,13 @@ class _Live:
                 self.ready.append(key)
             else:
                 self.compiler.submit(key, self.backend.compile_payload(config, self.shape))
+                if not self.report.startup_s:
+                    self.report.startup_s = time.monotonic() - self.t0
             return "compile"
         if claim.status in ("done", "failed"):
             assert claim.row is not None
+            if self._gave_up(claim.row, trial, config):
+                return "compile"
             self._learn(claim.row)
             self._duplicate(trial, key)
             return "answered"
@@ -250,6 +264,18 @@ class _Live:
             return "waiting"
         self.study.tell(trial.number, state=TrialState.FAIL)  # the budget is spent: nothing to do
         return "full"
+
+    def _gave_up(self, row: ClaimRow, trial: optuna.trial.Trial, config: Config) -> bool:
+        """If this worker's claim just recorded the config as failed (it outlived
+        ``max_attempts`` workers), finish *trial* as its compile: record, table row, tell."""
+        if row.worker != self.claims.worker or row.trial != trial.number or row.result is None:
+            return False
+        self._add_row(config, row.result)
+        self.history.compiles = max(self.history.compiles, row.compile_index)
+        record = _record_of(row, row.result)
+        record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
+        self._record_trial(trial, record)
+        return True
 
     # -- results ----------------------------------------------------------------------------------
 
@@ -392,6 +418,12 @@ class _Live:
                     self.compiler.submit(key, self.backend.compile_payload(item.config, self.shape))
             elif claim.status in ("done", "failed"):
                 assert claim.row is not None
+                first = trials[0]
+                if self._gave_up(claim.row, first, self.space.decode(first.params, self.s.encoding)):
+                    trials.pop(0)
+                    if not trials:
+                        del self.waiting[key]
+                    continue
                 self._learn(claim.row)
                 del self.waiting[key]
                 for trial in trials:
@@ -424,6 +456,17 @@ class _Live:
         self.report.loop_s += time.monotonic() - start
 
 
+def _compile_worker_init(warmup: Callable[[], None] | None) -> None:
+    """Compile workers yield the CPU to the study loop and the timer (which feed and drain the
+    pipeline), then import what the first compile needs while the study starts."""
+    try:
+        os.nice(5)
+    except OSError:
+        pass
+    if warmup is not None:
+        warmup()
+
+
 def _best_ms(history: _History) -> float | None:
     times = [r.time_ms for _n, r in history.by_key.values() if r.outcome == Outcome.OK.value and r.time_ms]
     return min(times) if times else None
@@ -443,6 +486,7 @@ def _recover(live: _Live) -> None:
     whose claims dead workers left unfinished."""
     study, claims = live.study, live.claims
     known = {w.worker: w for w in claims.workers()}
+    others_alive = any(claims.alive(w, known=known) for w in known if w != claims.worker)
     requeue: dict[str, dict[str, Any]] = {}
     for t in study.get_trials(deepcopy=False):
         record = TrialRecord.from_trial(t)
@@ -453,6 +497,10 @@ def _recover(live: _Live) -> None:
         owner = t.user_attrs.get(_WORKER)
         if owner is not None and claims.alive(str(owner), known=known):
             continue  # a live worker's trial in flight
+        if owner is None and others_alive and t.datetime_start is not None and (
+            _age_s(t.datetime_start) < live.live.lease_s
+        ):
+            continue  # just asked by a live worker, not yet named (it is answered at once)
         if record is not None:
             live.history.add(t.number, record)
             _tell(study, t.number, live.history, record)
@@ -474,6 +522,11 @@ def _recover(live: _Live) -> None:
         live._learn(row)
     live.history.compiles = max(live.history.compiles, max((r.compile_index for r in claims.rows(
         finished_only=True)), default=0))
+
+
+def _age_s(start: datetime.datetime) -> float:
+    now = datetime.datetime.now(start.tzinfo) if start.tzinfo else datetime.datetime.now()
+    return (now - start).total_seconds()
 
 
 def _claim_of(live: _Live, params: dict[str, Any]) -> ClaimRow | None:
@@ -526,12 +579,16 @@ def run_live_study(
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior, batch=True)
-    study = _open_study(study_name, open_storage(url), settings, sampler)
+    storage_obj = _open_shared_storage(url)
+    if isinstance(storage_obj, optuna.storages.RDBStorage):
+        tune_sqlite(storage_obj.engine)
+    study = _open_study(study_name, storage_obj, settings, sampler)
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)
     store = TableStore(db)
     runner = _Live(study, space, backend, settings, live, claims, store, context,
                    len(enumeration.feasible), progress)
+    runner.t0 = t0
     try:
         runner.compiler.start()
         runner.timer.submit("info", dict(backend.info_payload))
@@ -557,6 +614,25 @@ def run_live_study(
     summary.stopped = stopped
     report.summary = summary
     return report
+
+
+def _open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:
+    """Open the study storage; workers that start together may race to create its schema, and
+    the loser retries."""
+    for i in range(attempts):
+        try:
+            return open_storage(url)
+        except FlysearchError:
+            if i == attempts - 1:
+                raise
+            time.sleep(0.5 + i)
+    raise AssertionError("unreachable")
+
+
+def prepare_storage(url: str) -> None:
+    """Create the study storage's tables and the claim tables once, before workers start."""
+    _open_shared_storage(url)
+    create_claim_tables(url)
 
 
 def _run(r: _Live) -> str:

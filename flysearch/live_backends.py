@@ -69,6 +69,7 @@ class LiveBackend:
         compile_timeout_s: Seconds before a compile's worker is killed.
         launch_timeout_s: Seconds before a validate-and-time task's timer is killed.
         info_payload: The timer task that describes the device.
+        warmup: Module-level function each compile worker runs once at start (imports).
     """
 
     name: str
@@ -82,6 +83,7 @@ class LiveBackend:
     compile_timeout_s: float = 120.0
     launch_timeout_s: float = 60.0
     info_payload: dict[str, Any] = field(default_factory=lambda: {"op": "info"})
+    warmup: Callable[[], None] | None = None
 
 
 def gpu_env(gpu: str | int | None) -> dict[str, str]:
@@ -92,6 +94,13 @@ def gpu_env(gpu: str | int | None) -> dict[str, str]:
 
 
 # -- Triton ---------------------------------------------------------------------------------------
+
+
+def warm_triton() -> None:
+    """Import Triton and the kernel in a compile worker before its first task."""
+    import triton  # noqa: F401
+
+    import flysearch.kernels.triton_gemm  # noqa: F401
 
 
 def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: str | int | None = None,
@@ -115,7 +124,7 @@ def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: st
 
     env = {"TRITON_CACHE_DIR": cache_dir} if cache_dir else {}
     return LiveBackend("triton", "triton_gemm", compile_task, timer_task, compile_payload, time_payload,
-                       env, gpu_env(gpu), COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S)
+                       env, gpu_env(gpu), COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S, warmup=warm_triton)
 
 
 # -- FlyDSL ---------------------------------------------------------------------------------------

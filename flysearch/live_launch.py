@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from flysearch.arch import get_arch
 from flysearch.errors import FlysearchError, InputFormatError
-from flysearch.live import LiveReport, LiveSettings, run_live_study
+from flysearch.live import LiveReport, LiveSettings, prepare_storage, run_live_study
 from flysearch.study import DEFAULT_STORAGE, StudySettings
 from flysearch.tables import DEFAULT_DB
 
@@ -53,6 +53,8 @@ class LiveJob:
         db: Table database the measurements land in (and *table* is read from).
         prior: Model file for the ``costmodel`` sampler.
         scale, noise: ``simulated`` only: time scale and log-normal noise of the playback.
+        compile_log: ``simulated`` only: each finished compile appends its key to this file (an
+            audit of what was compiled, across workers and restarts).
         cache_dir: Triton cache directory (default: a fresh one per worker).
         live: Pool size, depth, finalists; the GPU is set per worker.
     """
@@ -73,6 +75,7 @@ class LiveJob:
     scale: float = 1.0
     noise: float = 0.0
     cache_dir: str | None = None
+    compile_log: str | None = None
     live: LiveSettings = field(default_factory=LiveSettings)
 
     def validate(self) -> None:
@@ -107,7 +110,8 @@ class LiveJob:
             arch = get_arch(table.meta.arch) if table.meta.arch else None
             shape = table.meta.shape()
             problem = table.meta.problem
-            backend = simulated_backend(table, scale=self.scale, noise=self.noise)
+            backend = simulated_backend(table, scale=self.scale, noise=self.noise,
+                                        compile_log=self.compile_log)
             if live.table is None:
                 live = replace(live, table=f"live/{table.name}")
         else:
@@ -159,6 +163,7 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
     gpus = list(gpus or [""])
     if len(gpus) == 1:
         return [job.run(gpus[0] or None, progress)]
+    prepare_storage(job.storage)
     if job.live.compile_workers is None:
         share = max(1, ((os.cpu_count() or 2) - len(gpus)) // len(gpus))
         job = replace(job, live=replace(job.live, compile_workers=share))

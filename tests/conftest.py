@@ -46,3 +46,26 @@ def conv_a100(conv_a100_path: Path) -> GroundTruth:
     store = TableStore(":memory:")
     store.write(meta, rows)
     return store.load(meta.name)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server on loopback for this test session (see tests/pgserver.py)."""
+    from tests.pgserver import PostgresServer
+
+    server = PostgresServer()
+    why = server.available
+    if why:
+        pytest.skip(why)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request) -> str:
+    """A fresh database on the session's PostgreSQL server."""
+    import re
+
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:50]
+    return postgres_server.create_database(name)

@@ -1,0 +1,200 @@
+"""Live studies through the real pipeline (pools, pipes, claims, tables), with a table played back
+in real time instead of a GPU; several workers on SQLite and PostgreSQL; SIGKILL at random moments."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from flysearch.arch import get_arch
+from flysearch.claims import ClaimStore
+from flysearch.finalists import decide, retime
+from flysearch.kernels import space_for_table
+from flysearch.live import LiveSettings, busy_seconds, run_live_study
+from flysearch.live_backends import simulated_backend
+from flysearch.live_launch import LiveJob, run_workers
+from flysearch.study import StudySettings
+from flysearch.tables import TableStore, read_table_file
+
+REPO = Path(__file__).resolve().parents[1]
+TABLE_FILE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz"
+TABLE = "triton_gemm/H200/1x6144x4096"
+LIVE_TABLE = "live/" + TABLE
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    path = str(tmp_path / "tables.db")
+    store = TableStore(path)
+    store.write(*read_table_file(TABLE_FILE))
+    store.close()
+    return path
+
+
+def _job(tmp_path, db: str, **kw) -> LiveJob:
+    base = LiveJob("live", "simulated", "tpe", 24, 0, table=TABLE, storage=f"sqlite:///{tmp_path}/study.db",
+                   db=db, scale=0.01, compile_log=str(tmp_path / "compiles.log"),
+                   live=LiveSettings(compile_workers=2, finalists=3, rounds=3))
+    return replace(base, **kw)
+
+
+def _log(tmp_path) -> list[str]:
+    path = tmp_path / "compiles.log"
+    return [ln.split("\t")[0] for ln in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_live_study_compiles_ahead_and_lands_every_measurement(tmp_path, db):
+    (report,) = run_workers(_job(tmp_path, db))
+    s = report.summary
+    assert s.compiles == 24 and report.compiled == 24 and report.timed == 24
+    assert report.claims == {"done": 24}
+    compiled = _log(tmp_path)
+    assert len(compiled) == len(set(compiled)) == 24
+    store = TableStore(db)
+    truth, live = store.load(TABLE), store.load(LIVE_TABLE)
+    assert set(live.rows) == set(compiled)
+    for key, row in live.rows.items():  # noise 0: the played-back times come back exactly
+        assert row.time_ms == pytest.approx(truth.rows[key].time_ms)
+    best = min(live.ok_rows(), key=lambda r: r.time_ms)
+    assert s.best_key == best.key
+    final = report.finalists
+    assert final["winner"] == best.key and final["winner"] in final["tie_set"]
+    assert len(final["finalists"]) == 3 and all(f["rounds"] == 3 for f in final["finalists"])
+    assert 0 < report.busy_s <= report.wall_s and 0 <= report.overhead < 1
+
+
+def test_resume_with_a_larger_budget_compiles_only_new_configs(tmp_path, db):
+    run_workers(_job(tmp_path, db, live=LiveSettings(compile_workers=2, finalists=0)))
+    (report,) = run_workers(_job(tmp_path, db, budget=32, live=LiveSettings(compile_workers=2, finalists=0)))
+    compiled = _log(tmp_path)
+    assert report.summary.compiles == 32 and report.compiled == 8
+    assert len(compiled) == len(set(compiled)) == 32
+
+
+def test_a_compile_that_kills_its_worker_is_a_recorded_failure(tmp_path, db):
+    store = TableStore(db)
+    table = store.load(TABLE)
+    crash = frozenset(k for k in table.rows if "BLOCK_M=16" in k)
+    space = space_for_table(table)
+    backend = simulated_backend(table, scale=0.01, crash_keys=crash)
+    settings = StudySettings("random", 30, 1, space=space.name, table=TABLE)
+    report = run_live_study("crashy", space, backend, settings, shape=table.meta.shape(),
+                            arch=get_arch(table.meta.arch),
+                            storage=f"sqlite:///{tmp_path}/s.db", db=db,
+                            live=LiveSettings(compile_workers=2, finalists=0, table="crashy"))
+    rows = TableStore(db).load("crashy").rows
+    assert report.summary.compiles == 30 == len(rows)
+    crashed = [r for r in rows.values() if r.key in crash]
+    assert crashed and all(r.outcome == "compile_failed" and "crash" in r.detail for r in crashed)
+    assert all(r.outcome == "ok" for r in rows.values() if r.key not in crash)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, backend, request):
+    storage = (f"sqlite:///{tmp_path}/study.db" if backend == "sqlite"
+               else request.getfixturevalue("postgres_url"))
+    job = _job(tmp_path, db, budget=40, storage=storage, scale=0.02,
+               live=LiveSettings(compile_workers=1, finalists=3, rounds=2))
+    reports = run_workers(job, gpus=["0", "1"])
+    compiled = _log(tmp_path)
+    assert len(compiled) == len(set(compiled)) == 40
+    assert sum(r.compiled for r in reports) == 40 and all(r.compiled > 0 for r in reports)
+    assert reports[0].claims == {"done": 40}
+    assert len(TableStore(db).load(LIVE_TABLE).rows) == 40
+    assert sum(1 for r in reports if r.finalists) >= 1  # the last worker to finish re-timed
+    study = optuna.load_study(study_name="live", storage=storage)
+    assert not [t for t in study.get_trials() if t.state == TrialState.RUNNING]
+
+
+def _study_state(storage: str, db: str) -> tuple[dict[int, tuple], dict[str, float | None]]:
+    try:
+        study = optuna.load_study(study_name="live", storage=storage)
+    except KeyError:
+        return {}, {}
+    finished = {t.number: (t.state, t.value, json.dumps(t.user_attrs.get("flysearch"), sort_keys=True))
+                for t in study.get_trials() if t.state in (TrialState.COMPLETE, TrialState.FAIL)}
+    store = TableStore(db)
+    rows = {k: r.time_ms for k, r in store.load(LIVE_TABLE).rows.items()} if LIVE_TABLE in store else {}
+    store.close()
+    return finished, rows
+
+
+def test_kill_and_resume_twenty_times_loses_nothing_and_compiles_nothing_twice(tmp_path, db):
+    """SIGKILL the whole study (process group) 20 times at random moments, then let it finish."""
+    storage = f"sqlite:///{tmp_path}/study.db"
+    log = tmp_path / "compiles.log"
+    cmd = [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
+           "--db", db, "--storage", storage, "--name", "live", "--budget", "60", "--scale", "0.03",
+           "--compile-workers", "2", "--finalists", "0", "--compile-log", str(log)]
+    rng = random.Random(20261129)
+    before: tuple[dict[int, tuple], dict[str, float | None]] = ({}, {})
+    kills = 0
+    for _ in range(20):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=rng.uniform(0.8, 4.0))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        else:
+            assert proc.returncode == 0, proc.stderr.read().decode()[-2000:]
+        now = _study_state(storage, db)
+        for number, state in before[0].items():
+            assert now[0].get(number) == state, f"finished trial {number} changed or was lost"
+        for key, time_ms in before[1].items():
+            assert now[1].get(key) == time_ms, f"table row {key} was lost"
+        before = now
+    assert kills >= 10  # most runs were interrupted
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    finished, rows = _study_state(storage, db)
+    claims = ClaimStore(storage, "live")
+    try:
+        final = {r.key: r for r in claims.rows()}
+    finally:
+        claims.close()
+    assert len(final) == 60 and all(r.finished for r in final.values())
+    assert set(rows) == set(final)  # every finished claim is a table row, and nothing else
+    records = [json.loads(r[2]) for r in finished.values() if r[2] != "null"]
+    indices = [rec["compile_index"] for rec in records if rec and rec.get("compile_index") is not None]
+    assert sorted(set(indices)) == list(range(1, 61))
+    # Compiles: at most one per claim attempt, and never after the config's measurement was stored.
+    counts = collections.Counter()
+    for line in log.read_text().splitlines():
+        key, _pid, stamp = line.split("\t")
+        counts[key] += 1
+        assert float(stamp) <= final[key].finished_at + 1e-3, f"{key} compiled after it was finished"
+    assert all(counts[k] <= final[k].attempts for k in counts)
+    assert set(counts) <= set(final)
+    # A config is given up only after its claim outlived max_attempts (5) workers.
+    for row in final.values():
+        if row.state == "failed":
+            assert row.attempts >= 5 and "died" in row.result["detail"]
+
+
+def test_finalists_tie_set_and_failures():
+    report = decide({"a": [1.0, 1.0], "b": [1.02, 1.02], "c": [1.005, 1.006]}, noise_floor=0.01)
+    assert report.winner == "a" and report.tie_set == ["a", "c"]
+    times = {"a": iter([2.0, 2.1, 2.0]), "b": iter([1.0, None])}
+    report = retime(["a", "b"], lambda k: next(times[k]), rounds=3, seed=0)
+    assert report.winner == "a" and "b" in report.failed
+    with pytest.raises(ValueError, match="No finalist"):
+        decide({"x": []})
+
+
+def test_busy_seconds_is_the_union():
+    assert busy_seconds([(0, 2), (1, 3), (5, 6)]) == 4
+    assert busy_seconds([]) == 0
