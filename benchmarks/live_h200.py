@@ -10,7 +10,7 @@ compile nor a timing ran (the overhead), the re-timed winner and its tie set, an
 in the exhaustive table against the table's optimum. With ``--race`` each shape is also raced
 exhaustively from a cold cache on the same machine, for the wall-clock comparison.
 
-Part 2 (``--two-gpu SHAPE``): the same study (random sampler, so both runs ask alike; budget
+Part 2 (``--two-gpu SHAPE``): the same study (``--two-gpu-sampler``, random by default; budget
 ``--two-gpu-budget``) with one worker on one GPU and with two workers on two GPUs sharing one
 SQLite study; each worker gets the same number of compile processes in both runs. Reports
 configs/s and the speed-up, and checks that no config was compiled twice.
@@ -86,7 +86,8 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
                 "trials": rep.summary.trials, "wall_s": round(wall, 2), "worker_wall_s": round(rep.wall_s, 2),
                 "busy_s": round(rep.busy_s, 2), "overhead": round(rep.overhead, 4),
                 "compile_busy_s": round(rep.compile_busy_s, 2), "timer_busy_s": round(rep.timer_busy_s, 2),
-                "loop_s": round(rep.loop_s, 2), "winner": winner, "winner_live_ms": final.get("winner_ms"),
+                "loop_s": round(rep.loop_s, 2), "startup_s": round(rep.startup_s, 2), "winner": winner,
+                "winner_live_ms": final.get("winner_ms"),
                 "winner_spread": final.get("spread"), "tie_set": final.get("tie_set"),
                 "table_ms_of_winner": row.time_ms if row else None, "table_optimum_ms": optimum,
                 "winner_vs_optimum_in_table": (row.time_ms / optimum) if row and row.ok else None,
@@ -101,7 +102,8 @@ def part_two(args: argparse.Namespace) -> dict:
                  "compile_workers_per_worker": args.compile_workers}
     for label, gpus in (("one_gpu", ["0"]), ("two_gpus", ["0", "1"])):
         with tempfile.TemporaryDirectory() as tmp:
-            job = LiveJob(f"scale-{label}", "triton", "random", args.two_gpu_budget, 0, shape=args.two_gpu,
+            job = LiveJob(f"scale-{label}", "triton", args.two_gpu_sampler, args.two_gpu_budget, 0,
+                          shape=args.two_gpu,
                           storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
                           cache_dir=os.path.join(tmp, "cache"),
                           live=LiveSettings(compile_workers=args.compile_workers, finalists=0))
@@ -112,8 +114,10 @@ def part_two(args: argparse.Namespace) -> dict:
             summary = reports[-1].summary
             out[label] = {
                 "wall_s": round(wall, 2), "compiled": compiled, "configs_per_s": round(compiled / wall, 2),
-                "per_worker": [{"compiled": r.compiled, "timed": r.timed, "wall_s": round(r.wall_s, 2),
-                                "overhead": round(r.overhead, 4)} for r in reports],
+                "per_worker": [{"compiled": r.compiled, "timed": r.timed, "trials": r.summary.trials,
+                                "wall_s": round(r.wall_s, 2), "overhead": round(r.overhead, 4),
+                                "compile_busy_s": round(r.compile_busy_s, 2), "loop_s": round(r.loop_s, 2),
+                                "startup_s": round(r.startup_s, 2)} for r in reports],
                 "claims": reports[-1].claims, "study_compiles": summary.compiles,
                 "double_compiles": compiled - sum(reports[-1].claims.values()),
             }
@@ -131,6 +135,7 @@ def main() -> None:
     parser.add_argument("--race", action="store_true", help="Also race each shape exhaustively (cold).")
     parser.add_argument("--two-gpu", default=None, help="Shape for the one-vs-two GPU comparison.")
     parser.add_argument("--two-gpu-budget", type=int, default=300)
+    parser.add_argument("--two-gpu-sampler", default="random")
     parser.add_argument("--skip-part-one", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()

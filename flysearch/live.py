@@ -95,6 +95,8 @@ class LiveSettings:
         max_attempts: A config whose claim outlived this many workers is recorded as failed (a
             backstop: a compile or launch that crashes is a recorded failure at once, since it
             runs in a pool process; this catches a config that takes the worker itself down).
+        worker_index: This worker's number among the study's workers: its sampler draws from its
+            own random stream (workers with one seed would all propose the same configs).
     """
 
     compile_workers: int | None = None
@@ -106,6 +108,7 @@ class LiveSettings:
     noise_floor: float = 0.01
     lease_s: float = 120.0
     max_attempts: int = 5
+    worker_index: int = 0
 
     def workers(self) -> int:
         return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
@@ -279,9 +282,16 @@ class _Live:
 
     # -- results ----------------------------------------------------------------------------------
 
+    @staticmethod
+    def _interval(res: TaskResult, inner_key: str) -> tuple[float, float]:
+        """When the task ran: from its dispatch for as long as the task itself measured (not
+        until the study loop got round to reading its answer), or dispatch to answer."""
+        start = time.monotonic() - res.elapsed_s
+        inner = res.value.get(inner_key) if res.ok and isinstance(res.value, dict) else None
+        return start, start + (min(float(inner), res.elapsed_s) if inner else res.elapsed_s)
+
     def on_compiled(self, res: TaskResult) -> None:
-        now = time.monotonic()
-        self.compile_intervals.append((now - res.elapsed_s, now))
+        self.compile_intervals.append(self._interval(res, "compile_s"))
         item = self.items[res.task_id]
         self.report.compiled += 1
         if res.ok and res.value.get("ok"):
@@ -300,8 +310,7 @@ class _Live:
         self.finish(item, result)
 
     def on_timed(self, res: TaskResult) -> None:
-        now = time.monotonic()
-        self.timer_intervals.append((now - res.elapsed_s, now))
+        self.timer_intervals.append(self._interval(res, "bench_s"))
         if res.task_id == "info":
             self.on_info(res)
             return
@@ -578,7 +587,10 @@ def run_live_study(
     enumeration = space.enumerate(shape, arch)
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
-    sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior, batch=True)
+    # Workers of one study draw from different random streams (the grid keeps one order).
+    seed = settings.seed if settings.seed is None or not live.worker_index else (
+        settings.seed * 7919 + live.worker_index)
+    sampler = make_sampler(settings.sampler, seed=seed, context=context, prior=prior, batch=True)
     storage_obj = _open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
         tune_sqlite(storage_obj.engine)
@@ -675,8 +687,7 @@ def _finalists(r: _Live) -> dict[str, Any] | None:
     def time_one(key: str) -> float | None:
         r.timer.submit(("final", key), r.backend.time_payload(configs[key], r.shape, None))
         (res,) = r.timer.drain()
-        now = time.monotonic()
-        r.timer_intervals.append((now - res.elapsed_s, now))
+        r.timer_intervals.append(r._interval(res, "bench_s"))
         if not res.ok or res.value.get("outcome") != Outcome.OK.value:
             return None
         return float(res.value["time_ms"])

@@ -169,7 +169,8 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
         job = replace(job, live=replace(job.live, compile_workers=share))
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker_main, args=(job, gpu, queue)) for gpu in gpus]
+    procs = [ctx.Process(target=_worker_main, args=(replace(job, live=replace(job.live, worker_index=i)), gpu,
+                                                    queue)) for i, gpu in enumerate(gpus)]
     for p in procs:
         p.start()
     results: list[tuple[str, LiveReport | None, str | None]] = []
