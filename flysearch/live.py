@@ -593,7 +593,7 @@ def run_live_study(
     sampler = make_sampler(settings.sampler, seed=seed, context=context, prior=prior, batch=True)
     storage_obj = _open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
-        tune_sqlite(storage_obj.engine)
+        tune_sqlite(storage_obj.engine, immediate=True)
     study = _open_study(study_name, storage_obj, settings, sampler)
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)

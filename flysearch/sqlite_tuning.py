@@ -18,8 +18,14 @@ import sqlalchemy as sa
 __all__ = ["tune_sqlite"]
 
 
-def tune_sqlite(engine: sa.Engine, *, busy_timeout_ms: int = 60_000) -> sa.Engine:
-    """Apply the settings to every connection *engine* opens from now on; return *engine*."""
+def tune_sqlite(engine: sa.Engine, *, busy_timeout_ms: int = 60_000, immediate: bool = False) -> sa.Engine:
+    """Apply the settings to every connection *engine* opens from now on; return *engine*.
+
+    With *immediate*, every transaction begins with ``BEGIN IMMEDIATE`` (it takes the write lock
+    at once and waits for it): with write-ahead logging, a transaction that reads and then writes
+    while another process committed would otherwise fail at once with "database is locked" instead
+    of waiting (Optuna's storage reads, then writes, in one transaction).
+    """
     if engine.dialect.name != "sqlite":
         return engine
 
@@ -30,6 +36,14 @@ def tune_sqlite(engine: sa.Engine, *, busy_timeout_ms: int = 60_000) -> sa.Engin
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.close()
+        if immediate:
+            dbapi_conn.isolation_level = None  # transactions start in the "begin" hook below
+
+    if immediate:
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: sa.Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     engine.dispose()  # pooled connections opened before the listener get replaced
     return engine
