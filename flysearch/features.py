@@ -14,6 +14,9 @@ handle missing values natively), so one model can train on tables of different k
   and a roofline-style pair: the tiled algorithm's memory traffic (A re-read per tile column, B
   per tile row, fp32 partials under split-K) and the flops on the critical path (whole waves of
   blocks times the flops of one block), also per CU.
+* **thread blocks** (Kernel Tuner's ``block_size_{x,y,z}`` and ``tile_size_{x,y,z}``): threads per
+  block, outputs per thread, block tile per axis, blocks over ``problem_size``, grid padding,
+  threads per wave and wave alignment, and a power-of-two flag per integer parameter.
 * **compile-time resources** recorded in a table row's ``extra`` (``vgpr``, ``agpr``, ``sgpr``,
   ``lds_bytes``, ``spills``, ``occupancy``).
 
@@ -138,6 +141,40 @@ def _gemm_features(roles: Mapping[str, float], problem: Mapping[str, Any],
     return out
 
 
+_AXES = ("x", "y", "z")
+
+
+def _thread_block_features(params: Mapping[str, Any], problem: Mapping[str, Any],
+                           arch: ArchProfile | None) -> dict[str, float]:
+    """Kernel Tuner's conventions: ``block_size_{x,y,z}`` threads and ``tile_size_{x,y,z}`` outputs
+    per thread; the grid divides ``problem_size`` by their product on each axis. Also whether each
+    integer parameter is a power of two."""
+    block = [params.get(f"block_size_{a}", 1) for a in _AXES]
+    tile = [params.get(f"tile_size_{a}", 1) for a in _AXES]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in block + tile):
+        return {}
+    if not any(f"block_size_{a}" in params for a in _AXES):
+        return {}
+    threads = math.prod(block)
+    # Powers of two: on some GPUs (gfx90a here) a block width that is not one runs 10x slower.
+    out = {f"q_{name}_pow2": float(value & (value - 1) == 0) for name, value in params.items()
+           if isinstance(value, int) and not isinstance(value, bool) and value > 0}
+    out |= {"t_log2_threads": _log2(threads), "t_log2_outputs_per_thread": _log2(math.prod(tile))}
+    for a, b, t in zip(_AXES, block, tile, strict=True):
+        out[f"t_log2_block_tile_{a}"] = _log2(b * t)
+    sizes = [v for v in (problem.get("problem_size") or []) if isinstance(v, int | float)]
+    if sizes:
+        blocks = math.prod(math.ceil(s / (b * t)) for s, b, t in zip(sizes, block, tile, strict=False))
+        out["t_log2_blocks"] = _log2(blocks)
+        out["t_pad"] = 1.0 - math.prod(sizes) / math.prod(
+            math.ceil(s / (b * t)) * b * t for s, b, t in zip(sizes, block, tile, strict=False))
+    if arch is not None:
+        out["t_threads_per_wave"] = threads / arch.wave_size
+        out["t_wave_aligned"] = float(threads % arch.wave_size == 0)
+        out["t_x_wave_aligned"] = float(block[0] % arch.wave_size == 0)
+    return out
+
+
 def config_features(
     params: Mapping[str, Any], problem: Mapping[str, Any], arch: ArchProfile | None,
     resources: Mapping[str, Any] | None = None,
@@ -147,6 +184,7 @@ def config_features(
     out.update(_problem_features(problem))
     out.update(_arch_features(arch))
     out.update(_gemm_features(gemm_roles(params), problem, arch))
+    out.update(_thread_block_features(params, problem, arch))
     for name in RESOURCE_FIELDS:
         value = (resources or {}).get(name)
         if isinstance(value, int | float) and not isinstance(value, bool):

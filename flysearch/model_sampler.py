@@ -5,6 +5,10 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
 
 * **Prior**: a :class:`~flysearch.costmodel.Prior` trained on other tables ranks the candidates
   before anything is compiled; with no measurement yet, the first suggestion is the prior's best.
+* **Diverse start**: the first *n_diverse* suggestions walk down the prior's order but skip any
+  config within Hamming distance *diverse_distance* of one already taken, so the first compiles
+  spread over distinct tile shapes instead of near-duplicates; when the prior is wrong (a kernel
+  on another GPU) the forest then has contrasting measurements to learn from.
 * **Online correction**: after the first measurements a small random forest (extremely randomized
   trees) fits the study's own log times against the features and the prior's score, and ranks the
   candidates by a lower confidence bound ``mean - kappa * std`` over its trees. The suggestion
@@ -13,7 +17,8 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   correlation between the prior and the measured times drops, so a prior the measurements
   contradict (the A100 convolution case) stops deciding within a few measurements; every second
   suggestion refines locally, among the unevaluated configs one parameter step from the best
-  measured one.
+  measured one. While the prior still agrees with the measurements, the other suggestions stay
+  among its top ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
 * **Exploration**: with probability *epsilon* a suggestion is a uniformly random unevaluated config.
 
 Without a prior (``"surrogate"``, cold start, in the spirit of SMAC) the first *n_startup*
@@ -60,11 +65,19 @@ class CostModelSampler(BaseSampler):
             and the forest alone ranks (until a measurement improves again).
         local: Every second suggestion is restricted to the unevaluated configs one parameter step
             from the best measured one (a local refinement), when any is left.
+        n_diverse: With a prior, the first this many suggestions follow the prior's order while
+            skipping configs within *diverse_distance* of those already taken.
+        diverse_distance: Parameters in which a diverse-start pick must differ from every taken
+            config (relaxed one at a time when no candidate is that far).
+        top_region: While the prior is trusted (rank correlation with the measurements >= 0.15),
+            the non-local suggestions stay among its top ``top_region * (n + 1)`` configs after n
+            measurements; 0 turns this off.
     """
 
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
-                 prior_weight: float = 32.0, local: bool = True, patience: int = 16) -> None:
+                 prior_weight: float = 32.0, local: bool = True, patience: int = 16,
+                 n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0) -> None:
         self._context = context
         self._prior = prior
         self._rng = np.random.default_rng(seed)
@@ -75,6 +88,8 @@ class CostModelSampler(BaseSampler):
         self._prior_weight = prior_weight
         self._local = local
         self._patience = patience
+        self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
+        self._top_region = top_region
         self._keys = [c.key for c in context.feasible]
         self._index = {k: i for i, k in enumerate(self._keys)}
         problem = dict(context.problem or {})
@@ -85,6 +100,7 @@ class CostModelSampler(BaseSampler):
             self._prior_score = prior.score([c.as_dict() for c in context.feasible], problem, context.arch)
         else:
             self._prior_score = np.zeros(len(self._keys))
+        self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
         params = context.space.params
         self._ordinal = np.array([[p.values.index(c[p.name]) for p in params] for c in context.feasible])
         self._observed: dict[int, float] = {}
@@ -185,6 +201,23 @@ class CostModelSampler(BaseSampler):
             return 1.0
         return float(np.clip((rho + 0.2) / 0.7, 0.0, 1.0))
 
+    def _trusted(self, n: int) -> bool:
+        """The prior still agrees with the measurements (rank correlation >= 0.15), so a global
+        suggestion stays among its top ``top_region * (n + 1)`` configs."""
+        return self._top_region > 0 and self._prior is not None and n >= 5 and self._prior_trust() >= 0.5
+
+    def _diverse(self, free: np.ndarray, taken: set[int]) -> int:
+        """The prior's best free config at Hamming distance >= diverse_distance from every taken one."""
+        order = free[np.lexsort((free, self._prior_score[free]))]
+        if not taken:
+            return int(order[0])
+        used = self._ordinal[np.fromiter(taken, dtype=int)]
+        for d in range(self._diverse_distance, 0, -1):
+            far = (self._ordinal[order][:, None, :] != used[None, :, :]).sum(axis=2).min(axis=1) >= d
+            if far.any():
+                return int(order[int(np.argmax(far))])
+        return int(order[0])
+
     def _neighbours(self, free: np.ndarray) -> np.ndarray:
         """Unevaluated configs one parameter step from the best measured config."""
         idx, y = self._targets()
@@ -200,12 +233,18 @@ class CostModelSampler(BaseSampler):
         free = np.setdiff1d(np.arange(len(self._keys)), np.fromiter(taken, dtype=int))
         if free.size == 0:
             free = np.arange(len(self._keys))
-        if len(self._observed) < self._n_startup or self._rng.random() < self._epsilon:
+        n = len(self._observed)
+        if n < self._n_startup or self._rng.random() < self._epsilon:
             pick = int(self._rng.choice(free))
+        elif self._prior is not None and n + len(pending) < self._n_diverse:
+            pick = self._diverse(free, taken)
         else:
-            if self._local and len(self._observed) >= 2 and len(self._observed) % 2 == 0:
+            if self._local and n >= 2 and n % 2 == 0:
                 near = self._neighbours(free)
                 free = near if near.size else free
+            elif self._trusted(n):
+                top = free[self._prior_rank[free] < self._top_region * (n + 1)]
+                free = top if top.size else free
             scores = self._scores(free)
             # Ties (few measurements) are broken by the prior, then by enumeration order.
             order = np.lexsort((free, self._prior_score[free], scores))

@@ -118,3 +118,36 @@ def test_model_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "prior rank 1%" in res.output
     res = runner.invoke(main, ["model", "rank", "--model", str(tmp_path / "nope"), "--file", H200[2]])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_thread_block_features() -> None:
+    """Kernel Tuner's block_size_*/tile_size_* names give threads, grid and alignment features."""
+    params = {"block_size_x": 48, "block_size_y": 4, "tile_size_x": 2, "tile_size_y": 1, "use_shmem": 1}
+    f = config_features(params, {"problem_size": [4096, 4096]}, get_arch("gfx90a"))
+    assert f["t_log2_threads"] == pytest.approx(np.log2(192))
+    assert f["t_log2_blocks"] == pytest.approx(np.log2(43 * 1024))
+    assert f["t_wave_aligned"] == 1.0 and f["t_x_wave_aligned"] == 0.0
+    assert f["q_block_size_x_pow2"] == 0.0 and f["q_block_size_y_pow2"] == 1.0
+    assert not any(k.startswith("t_") for k in config_features({"BLOCK_M": 16}, {"M": 1}, None))
+
+
+def test_costmodel_sampler_starts_with_distinct_configs(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    """The first suggestions follow the prior but differ pairwise in at least 3 parameters."""
+    import optuna
+
+    from flysearch.evaluators import ReplayEvaluator
+    from flysearch.kernels import space_for_table
+    from flysearch.study import StudySettings, run_study, trial_records
+
+    prior = fit_prior([conv_a100], max_iter=30)
+    space = space_for_table(conv_mi250x)
+    storage = optuna.storages.InMemoryStorage()
+    run_study("d", space, ReplayEvaluator(conv_mi250x), StudySettings("costmodel", 8, 1, space=space.name),
+              storage=storage, prior=prior, problem=conv_mi250x.meta.problem, arch=get_arch("gfx90a"))
+    keys = [r.key for _, r in trial_records(optuna.load_study(study_name="d", storage=storage))]
+    first = [conv_mi250x.rows[k].params for k in keys[:6]]
+    for i, a in enumerate(first):
+        for b in first[:i]:
+            assert sum(a[p] != b[p] for p in a) >= 3
