@@ -30,7 +30,6 @@ itself (sampler, database, process start-up).
 from __future__ import annotations
 
 import collections
-import datetime
 import functools
 import json
 import math
@@ -68,6 +67,8 @@ from flysearch.study import (
 from flysearch.tables import DEFAULT_DB, Row, TableMeta, TableStore
 
 if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
     from flysearch.arch import ArchProfile
     from flysearch.live_backends import LiveBackend
     from flysearch.shapes import Shape
@@ -168,10 +169,14 @@ class _Item:
 class _Live:
     """One worker's pipeline state."""
 
-    def __init__(self, study: optuna.Study, space: Space, backend: LiveBackend, settings: StudySettings,
-                 live: LiveSettings, claims: ClaimStore, store: TableStore, context: SearchContext,
-                 n_feasible: int, progress: Callable[[int, int], None] | None) -> None:
-        self.study, self.space, self.backend, self.s, self.live = study, space, backend, settings, live
+    def __init__(self, study: optuna.Study, durable: optuna.Study, space: Space, backend: LiveBackend,
+                 settings: StudySettings, live: LiveSettings, claims: ClaimStore, store: TableStore,
+                 context: SearchContext, n_feasible: int,
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.study, self.durable = study, durable
+        self.space, self.backend, self.s, self.live = space, backend, settings, live
+        self.imported: set[int] = set()
+        self.last_pull = 0.0
         self.claims, self.store, self.context = claims, store, context
         self.shape, self.arch = context.shape, context.arch
         self.target = min(settings.budget, n_feasible)
@@ -203,11 +208,15 @@ class _Live:
     # -- trials -----------------------------------------------------------------------------------
 
     def _record_trial(self, trial: optuna.trial.Trial, record: TrialRecord) -> None:
+        """Finish *trial* in the sampler's study and write it to the shared study (one
+        transaction); a trial is finished once it is there."""
         trial.set_user_attr(_ATTR, asdict(record))
+        trial.set_user_attr(_WORKER, self.claims.worker)
         if self.uses_constraints:
             trial.set_constraint(_ATTR, record.violation)
         self.history.add(trial.number, record)
         _tell(self.study, trial.number, self.history, record)
+        self.durable.add_trial(self.study.get_trials(deepcopy=False)[trial.number])
         if self.progress is not None:
             self.progress(self.history.compiles, self.target)
 
@@ -237,9 +246,6 @@ class _Live:
             self._record_trial(trial, TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason,
                                                   cost_s=self.history.cost_s))
             return "answered"
-        # A trial that stays RUNNING while others are told names its worker, so that a worker
-        # resuming the study can tell a dead worker's trials from a live one's.
-        trial.set_user_attr(_WORKER, self.claims.worker)
         if key in self.items:
             self.waiting.setdefault(key, []).append(trial)
             return "waiting"
@@ -399,6 +405,28 @@ class _Live:
         self.report.table = self.meta.name
         self.report.device = self.meta.device
 
+    def pull(self, *, every_s: float = 0.5) -> None:
+        """Bring other workers' finished trials into the sampler's study (and the history)."""
+        now = time.monotonic()
+        if now - self.last_pull < every_s:
+            return
+        self.last_pull = now
+        for t in self.durable.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+            if t.number in self.imported:
+                continue
+            self.imported.add(t.number)
+            if t.user_attrs.get(_WORKER) == self.claims.worker:
+                continue
+            self._import(t)
+
+    def _import(self, t: FrozenTrial) -> None:
+        record = TrialRecord.from_trial(t)
+        if record is None or not t.params:
+            return
+        self.study.add_trial(t)
+        if record.key not in self.history.by_key or record.duplicate_of is None:
+            self.history.add(t.number, record)
+
     def check_waiting(self) -> None:
         """Answer trials waiting on another worker's claim once it finished; take over a claim
         whose worker died."""
@@ -491,59 +519,41 @@ def _record_of(claim: ClaimRow, result: dict[str, Any]) -> TrialRecord:
 
 
 def _recover(live: _Live) -> None:
-    """Load the history; settle the trials that dead workers left RUNNING; queue the configs
-    whose claims dead workers left unfinished."""
-    study, claims = live.study, live.claims
+    """Load the shared study's finished trials into the sampler's study and the history; give a
+    trial to every measurement a killed worker stored but did not write as a trial; queue the
+    configs whose claims dead workers left unfinished."""
+    claims = live.claims
     known = {w.worker: w for w in claims.workers()}
-    others_alive = any(claims.alive(w, known=known) for w in known if w != claims.worker)
-    requeue: dict[str, dict[str, Any]] = {}
-    for t in study.get_trials(deepcopy=False):
+    have: set[int] = set()
+    for t in live.durable.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        live.imported.add(t.number)
         record = TrialRecord.from_trial(t)
-        if t.state != TrialState.RUNNING:
-            if record is not None and t.state in (TrialState.COMPLETE, TrialState.FAIL):
-                live.history.add(t.number, record)
-            continue
-        owner = t.user_attrs.get(_WORKER)
-        if owner is not None and claims.alive(str(owner), known=known):
-            continue  # a live worker's trial in flight
-        if owner is None and others_alive and t.datetime_start is not None and (
-            _age_s(t.datetime_start) < live.live.lease_s
+        if record is not None and record.compile_index is not None and record.duplicate_of is None:
+            have.add(record.compile_index)
+        live._import(t)
+    for row in claims.rows(finished_only=True):
+        if row.compile_index in have or row.result is None or (
+            row.worker != claims.worker and claims.alive(row.worker, known=known)
         ):
-            continue  # just asked by a live worker, not yet named (it is answered at once)
-        if record is not None:
-            live.history.add(t.number, record)
-            _tell(study, t.number, live.history, record)
-            continue
-        row = _claim_of(live, t.params)
-        if row is not None and row.finished and row.trial == t.number and row.result is not None:
-            record = _record_of(row, row.result)
-            record.compile_index = row.compile_index
-            study._storage.set_trial_user_attr(t._trial_id, _ATTR, asdict(record))
-            live.history.add(t.number, record)
-            _tell(study, t.number, live.history, record)
-            continue
-        study.tell(t.number, state=TrialState.FAIL)
+            continue  # has its trial, or its live worker is about to write it
+        record = _record_of(row, row.result)
+        record.compile_index = row.compile_index
+        live._learn(row)
+        value = live.history.value(record)
+        done = not math.isnan(value)
+        trial = optuna.trial.create_trial(
+            params=dict(row.params), distributions={k: live.context.distributions[k] for k in row.params},
+            value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
+            user_attrs={_ATTR: asdict(record), _WORKER: row.worker},
+        )
+        live.durable.add_trial(trial)
+        live.study.add_trial(trial)
     for row in claims.stale():
-        requeue[row.key] = row.params
-    for params in requeue.values():
-        study.enqueue_trial(params, skip_if_exists=False)
+        live.study.enqueue_trial(row.params, skip_if_exists=False)
     for row in claims.rows(finished_only=True):
         live._learn(row)
     live.history.compiles = max(live.history.compiles, max((r.compile_index for r in claims.rows(
         finished_only=True)), default=0))
-
-
-def _age_s(start: datetime.datetime) -> float:
-    now = datetime.datetime.now(start.tzinfo) if start.tzinfo else datetime.datetime.now()
-    return (now - start).total_seconds()
-
-
-def _claim_of(live: _Live, params: dict[str, Any]) -> ClaimRow | None:
-    try:
-        key = live.space.decode(params, live.s.encoding).key
-    except (KeyError, ValueError, IndexError):
-        return None
-    return live.claims.get(key)
 
 
 def run_live_study(
@@ -594,11 +604,16 @@ def run_live_study(
     storage_obj = _open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
         tune_sqlite(storage_obj.engine, immediate=True)
-    study = _open_study(study_name, storage_obj, settings, sampler)
+    # The shared study (in the database) holds every finished trial; the sampler works on a copy
+    # in memory, so that asking costs no database round trips (a trial is one transaction, when it
+    # is finished), and other workers' trials are brought in as they land.
+    durable = _open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler())
+    study = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
+                                direction="minimize", study_name=study_name)
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)
     store = TableStore(db)
-    runner = _Live(study, space, backend, settings, live, claims, store, context,
+    runner = _Live(study, durable, space, backend, settings, live, claims, store, context,
                    len(enumeration.feasible), progress)
     runner.t0 = t0
     try:
@@ -621,7 +636,7 @@ def run_live_study(
     report.busy_s = busy_seconds(runner.compile_intervals + runner.timer_intervals)
     report.claims = claims_counts
     report.stopped = stopped
-    summary = summarize(study)
+    summary = summarize(durable)
     summary.n_feasible = len(enumeration.feasible)
     summary.stopped = stopped
     report.summary = summary
@@ -653,6 +668,7 @@ def _run(r: _Live) -> str:
     depth = r.live.depth or r.live.workers() + 2
     while True:
         r.claims.heartbeat()
+        r.pull()
         while not stop and len(r.items) + sum(len(v) for v in r.waiting.values()) < depth:
             start = time.monotonic()
             outcome = r.ask_one()
@@ -679,7 +695,7 @@ def _finalists(r: _Live) -> dict[str, Any] | None:
           if row.result and row.result.get("outcome") == Outcome.OK.value and row.result.get("time_ms")]
     # One lock per state of the study: a study resumed with a larger budget re-times again.
     if len(ok) < 2 or not r.claims.try_lock(f"finalists@{len(r.claims.rows())}"):
-        return r.study.user_attrs.get(_FINALISTS)
+        return r.durable.user_attrs.get(_FINALISTS)
     ok.sort(key=lambda row: (row.result["time_ms"], row.key))  # type: ignore[index]
     top = ok[: r.live.finalists]
     configs = {row.key: r.space.decode(row.params, r.s.encoding) for row in top}
@@ -699,5 +715,5 @@ def _finalists(r: _Live) -> dict[str, Any] | None:
     except ValueError:
         return None
     doc = report.as_dict()
-    r.study.set_user_attr(_FINALISTS, doc)
+    r.durable.set_user_attr(_FINALISTS, doc)
     return doc

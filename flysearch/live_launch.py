@@ -146,7 +146,11 @@ def _worker_main(job: LiveJob, gpu: str, queue: Any) -> None:
         report = job.run(gpu)
         queue.put((gpu, report, None))
     except Exception as exc:  # the parent reports it with the GPU it ran on
-        queue.put((gpu, None, f"{type(exc).__name__}: {exc}"))
+        if os.environ.get("FLYSEARCH_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        queue.put((gpu, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
 
 
 def run_workers(job: LiveJob, gpus: list[str] | None = None,

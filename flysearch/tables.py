@@ -196,6 +196,8 @@ class TableStore:
                 )
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite_utils.Database(self.path)
+        # Several live workers may write one table database: wait for the lock, do not fail.
+        self.db.execute("PRAGMA busy_timeout = 60000")
         try:
             _migrations.apply(self.db)
         except sqlite3.DatabaseError as exc:
@@ -256,13 +258,24 @@ class TableStore:
             self._insert_rows(meta.name, rows, replace=False)
 
     def add_rows(self, meta: TableMeta, rows: Iterable[Row]) -> None:
-        """Create *meta*'s table if needed and add (or update) *rows*, in one transaction."""
+        """Create *meta*'s table if needed and add (or update) *rows*, in one transaction.
+
+        The transaction takes the write lock first (``BEGIN IMMEDIATE``), so processes adding rows
+        to one database at once wait for each other instead of failing.
+        """
         rows = list(rows)
         _check_rows(meta.name, rows)
-        with self.db.atomic():
-            if meta.name not in self:
-                self.db[_META].insert(meta._record())  # type: ignore[union-attr]
+        conn = self.db.conn
+        if conn.in_transaction:
+            conn.commit()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.db[_META].insert(meta._record(), ignore=True)  # type: ignore[union-attr]
             self._insert_rows(meta.name, rows, replace=True)
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
 
     def done_keys(self, name: str) -> set[str]:
         """Keys already recorded in table *name* (empty when it does not exist)."""
