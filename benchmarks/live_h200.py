@@ -98,13 +98,19 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
 
 
 def part_two(args: argparse.Namespace) -> dict:
-    out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget,
+    out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget, "sampler": args.two_gpu_sampler,
                  "compile_workers_per_worker": args.compile_workers}
     for label, gpus in (("one_gpu", ["0"]), ("two_gpus", ["0", "1"])):
         with tempfile.TemporaryDirectory() as tmp:
+            prior_path = None
+            if args.two_gpu_sampler == "costmodel":
+                store = _tables()
+                name = f"triton_gemm/H200/{args.two_gpu}"
+                prior_path = os.path.join(tmp, "prior.joblib")
+                fit_prior([store.load(n) for n in store.names() if n != name]).save(prior_path)
             job = LiveJob(f"scale-{label}", "triton", args.two_gpu_sampler, args.two_gpu_budget, 0,
                           shape=args.two_gpu,
-                          storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
+                          storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", prior=prior_path,
                           cache_dir=os.path.join(tmp, "cache"),
                           live=LiveSettings(compile_workers=args.compile_workers, finalists=0))
             start = time.perf_counter()
