@@ -168,6 +168,9 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
     if len(gpus) == 1:
         return [job.run(gpus[0] or None, progress)]
     prepare_storage(job.storage)
+    from flysearch.tables import TableStore
+
+    TableStore(job.db).close()  # create the table database once, before the workers race to
     if job.live.compile_workers is None:
         share = max(1, ((os.cpu_count() or 2) - len(gpus)) // len(gpus))
         job = replace(job, live=replace(job.live, compile_workers=share))
