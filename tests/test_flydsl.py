@@ -195,3 +195,21 @@ def test_sweep_writes_any_evaluator_into_a_resumable_table(conv_a100: Any, tmp_p
     for key, row in table.rows.items():
         source = conv_a100.rows[key]
         assert (row.outcome, row.time_ms) == (source.outcome, source.time_ms)
+
+
+@needs_toolchain
+def test_live_flydsl_backend_compiles_in_the_pool_and_reads_resources() -> None:
+    """The live study's FlyDSL compile task, run in a pool process as a live study runs it."""
+    from flysearch.evaluators.pool import WorkerPool
+    from flysearch.live_backends import flydsl_backend
+
+    backend = flydsl_backend(TOY, "gfx942")
+    shape = Shape(256, 256, 1, "fp32")
+    payload = backend.compile_payload(Config.from_dict({"BLOCK_M": 16, "num_warps": 1}), shape)
+    with WorkerPool(backend.compile_fn, workers=1, timeout_s=300) as pool:
+        pool.submit("k", payload)
+        (res,) = pool.drain()
+    assert res.ok and res.value["ok"], res
+    assert res.value["extra"]["vgpr"] > 0 and res.value["compile_s"] > 0
+    timing = backend.time_payload(Config.from_dict({"BLOCK_M": 16, "num_warps": 1}), shape, None)
+    assert timing["op"] == "time" and timing["arch"] == "gfx942"
