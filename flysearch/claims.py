@@ -343,6 +343,13 @@ class ClaimStore:
         with self.engine.connect() as c:
             return [_row(r) for r in c.execute(query).all()]
 
+    def in_flight(self) -> list[ClaimRow]:
+        """Claims not finished yet (being compiled or timed, or left by a dead worker)."""
+        query = sa.select(_claims).where(_claims.c.study == self.study,
+                                         _claims.c.state.in_(("claimed", "compiled")))
+        with self.engine.connect() as c:
+            return [_row(r) for r in c.execute(query).all()]
+
     def stale(self) -> list[ClaimRow]:
         """Unfinished claims whose workers are dead (to re-claim on resume)."""
         known = {w.worker: w for w in self.workers()}

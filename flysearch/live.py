@@ -176,6 +176,7 @@ class _Live:
         self.study, self.durable = study, durable
         self.space, self.backend, self.s, self.live = space, backend, settings, live
         self.imported: set[int] = set()
+        self.placeholders: dict[str, int] = {}
         self.last_pull = 0.0
         self.claims, self.store, self.context = claims, store, context
         self.shape, self.arch = context.shape, context.arch
@@ -418,6 +419,22 @@ class _Live:
             if t.user_attrs.get(_WORKER) == self.claims.worker:
                 continue
             self._import(t)
+        self._mirror_in_flight()
+
+    def _mirror_in_flight(self) -> None:
+        """Show the sampler the configs other workers are evaluating now, as RUNNING trials of its
+        study (TPE's constant liar and the model-based samplers then propose something else);
+        they are dropped (never written to the shared study) once those claims finish."""
+        others = {r.key: r for r in self.claims.in_flight() if r.worker != self.claims.worker}
+        for key, row in others.items():
+            if key in self.placeholders or key in self.history.by_key or not row.params:
+                continue
+            self.study.add_trial(optuna.trial.create_trial(
+                state=TrialState.RUNNING, params=dict(row.params),
+                distributions={k: self.context.distributions[k] for k in row.params}))
+            self.placeholders[key] = len(self.study.get_trials(deepcopy=False)) - 1
+        for key in [k for k in self.placeholders if k not in others]:
+            self.study.tell(self.placeholders.pop(key), state=TrialState.FAIL)
 
     def _import(self, t: FrozenTrial) -> None:
         record = TrialRecord.from_trial(t)
