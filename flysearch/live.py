@@ -65,6 +65,7 @@ from flysearch.study import (
     summarize,
 )
 from flysearch.tables import DEFAULT_DB, Row, TableMeta, TableStore
+from flysearch.trial_writer import add_finished_trial
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -217,7 +218,7 @@ class _Live:
             trial.set_constraint(_ATTR, record.violation)
         self.history.add(trial.number, record)
         _tell(self.study, trial.number, self.history, record)
-        self.durable.add_trial(self.study.get_trials(deepcopy=False)[trial.number])
+        add_finished_trial(self.durable, self.study.get_trials(deepcopy=False)[trial.number])
         if self.progress is not None:
             self.progress(self.history.compiles, self.target)
 
@@ -295,7 +296,7 @@ class _Live:
         until the study loop got round to reading its answer), or dispatch to answer."""
         start = time.monotonic() - res.elapsed_s
         inner = res.value.get(inner_key) if res.ok and isinstance(res.value, dict) else None
-        return start, start + (min(float(inner), res.elapsed_s) if inner else res.elapsed_s)
+        return start, start + (min(float(inner), res.elapsed_s) if inner is not None else res.elapsed_s)
 
     def on_compiled(self, res: TaskResult) -> None:
         self.compile_intervals.append(self._interval(res, "compile_s"))
@@ -563,7 +564,7 @@ def _recover(live: _Live) -> None:
             value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
             user_attrs={_ATTR: asdict(record), _WORKER: row.worker},
         )
-        live.durable.add_trial(trial)
+        add_finished_trial(live.durable, trial)
         live.study.add_trial(trial)
     for row in claims.stale():
         live.study.enqueue_trial(row.params, skip_if_exists=False)

@@ -219,7 +219,7 @@ def simulated_timer_task(payload: dict[str, Any]) -> dict[str, Any]:
     """Answer from the table row: sleep its timing seconds (scaled) and return its time with
     multiplicative log-normal noise seeded by (key, round)."""
     if payload["op"] == "info":
-        return {"device": payload.get("device", "simulated"), "versions": {"simulated": "1"}}
+        return {"device": payload.get("device", "simulated"), "versions": {"simulated": "1"}, "bench_s": 0.0}
     time.sleep(max(0.0, (payload.get("bench_s") or 0.0) * payload.get("scale", 1.0)))
     outcome = payload["outcome"]
     time_ms = payload.get("time_ms")

@@ -155,8 +155,13 @@ class WorkerPool:
             if slot is None:
                 self._slots[i] = self._start()
 
-    def close(self) -> None:
-        """Stop every worker; queued tasks are dropped."""
+    def close(self, grace_s: float = 0.25) -> None:
+        """Stop every worker; queued tasks are dropped.
+
+        Idle workers are asked to exit and killed after *grace_s* seconds (an idle worker holds
+        nothing to lose, and an interpreter with a compiler or a GPU context loaded can take
+        seconds to exit), as are workers still running a task.
+        """
         self._queue.clear()
         for slot in self._slots:
             if slot is None:
@@ -166,7 +171,7 @@ class WorkerPool:
                     slot.conn.send(None)
                 except OSError:
                     pass
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + grace_s
         for i, slot in enumerate(self._slots):
             if slot is None:
                 continue

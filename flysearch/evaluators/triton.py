@@ -89,7 +89,10 @@ def timer_task(payload: dict[str, Any]) -> Any:
     """
     from flysearch.evaluators import gpu_bench
 
+    start = time.perf_counter()
     result = gpu_bench.run_op(payload)
+    if payload.get("op") == "info":
+        result = {**result, "bench_s": time.perf_counter() - start}  # the GPU's start-up
     return Retire(result) if result.get("fatal") else result
 
 
