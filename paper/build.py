@@ -102,6 +102,36 @@ def compare_section() -> str:
     return "\n".join(lines) if len(lines) > 2 else "(no compare experiment has been run)"
 
 
+def live_section() -> tuple[str, dict[str, str]]:
+    """The live studies on the H200 (benchmarks/live_h200.py): per study and the two-GPU runs."""
+    import json
+
+    live = json.loads((ROOT / "benchmarks" / "results" / "live_h200.json").read_text())
+    first = ROOT / "benchmarks" / "results" / "live_h200_first_run.json"
+    races = ({r["shape"]: r.get("race_wall_s") for r in json.loads(first.read_text())["live"]}
+             if first.exists() else {})
+    lines = ["| shape | sampler | trials | wall s | overhead | winner / optimum (table) | tie set | race s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in live["live"]:
+        race = races.get(r["shape"])
+        lines.append(f"| {r['shape']} | {r['sampler']} | {r['trials']} | {r['wall_s']:.1f} | "
+                     f"{100 * r['overhead']:.0f}% | {r['winner_vs_optimum_in_table']:.3f} | "
+                     f"{len(r['tie_set'])} | {race if race is not None else '-'} |")
+    facts = {"LIVE_TABLE": "\n".join(lines), "LIVE_BUDGET": str(live["live"][0]["budget"]),
+             "LIVE_DATE": live["date"]}
+    two = live["two_gpu"]
+    facts.update({"TWO_SHAPE": two["shape"], "TWO_BUDGET": str(two["budget"]),
+                  "TWO_ONE": f"{two['one_gpu']['configs_per_s']:.1f}",
+                  "TWO_TWO": f"{two['two_gpus']['configs_per_s']:.1f}",
+                  "TWO_SPEEDUP": f"{two['speedup']:.2f}"})
+    cm_path = ROOT / "benchmarks" / "results" / "live_h200_two_gpu_costmodel.json"
+    cm = json.loads(cm_path.read_text())["two_gpu"]
+    facts.update({"TWO_CM_ONE": f"{cm['one_gpu']['configs_per_s']:.1f}",
+                  "TWO_CM_TWO": f"{cm['two_gpus']['configs_per_s']:.1f}",
+                  "TWO_CM_SPEEDUP": f"{cm['speedup']:.2f}"})
+    return "\n".join(lines), facts
+
+
 def main() -> None:
     store, tables = load_h200()
     race_table, facts = race_section(store)
@@ -110,6 +140,7 @@ def main() -> None:
     facts["RACE_TABLE"] = race_table
     facts["COSTMODEL_TABLE"] = cm_table
     facts["COMPARE_TABLE"] = compare_section()
+    facts.update(live_section()[1])
     facts["BUILT"] = dt.date.today().isoformat()
     text = TEMPLATE.read_text()
     for key, value in facts.items():
