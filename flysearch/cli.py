@@ -207,14 +207,6 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
             f"  worker {r.worker}: {r.compiled} compiled, {r.timed} timed in {r.wall_s:.1f} s; "
             f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%}; rows in {r.table}"
         )
-    final = next((r.finalists for r in reports if r.finalists), None)
-    if final:
-        console.print(
-            f"  finalists re-timed: winner {final['winner_ms']:.5g} ms (spread {final['spread']:.2%}, "
-            f"noise {final['noise']:.2%}) {final['winner']}"
-        )
-        if len(final["tie_set"]) > 1:
-            console.print(f"  tied within the noise: {len(final['tie_set'])} configs")
     if live["json_out"]:
         with open(live["json_out"], "w") as fh:
             json.dump([r.as_dict() for r in reports], fh, indent=2, default=str)
@@ -273,6 +265,14 @@ def _print_summary(summary: StudySummary, optimum: float | None) -> None:
     if optimum is not None and s.best_ms is not None:
         regret = s.best_ms / optimum - 1.0
         console.print(f"  table optimum {optimum:.5g} ms; regret {regret:+.2%}")
+    final = s.finalists
+    if final:
+        console.print(
+            f"  finalists re-timed ({len(final['finalists'])} configs): winner {final['winner_ms']:.5g} ms "
+            f"(spread {final['spread']:.2%}, noise {final['noise']:.2%}) {final['winner']}"
+        )
+        if len(final["tie_set"]) > 1:
+            console.print(f"  tied within the noise: {len(final['tie_set'])} configs")
 
 
 from flysearch.race_cli import export, race  # noqa: E402

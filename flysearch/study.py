@@ -140,6 +140,7 @@ class StudySummary:
     n_feasible: int | None = None
     stopped: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    finalists: dict[str, Any] | None = None
 
 
 def open_storage(
@@ -367,7 +368,8 @@ def _answer(
 
 def summarize(study: optuna.Study) -> StudySummary:
     """Counts and best config of a stored study, read from its trials' flysearch records."""
-    summary = StudySummary(study.study_name, settings=dict(study.user_attrs.get(_ATTR, {})))
+    summary = StudySummary(study.study_name, settings=dict(study.user_attrs.get(_ATTR, {})),
+                           finalists=study.user_attrs.get("flysearch_finalists"))
     for _t, record in trial_records(study):
         summary.trials += 1
         if record.duplicate_of is not None:
