@@ -38,6 +38,8 @@ from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
 
+from flysearch.sampler_history import CandidateHistory
+
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
     from optuna.study import Study
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FeasibleGPSampler", "matern52"]
 
-_ATTR = "flysearch"
 _SQRT5 = math.sqrt(5.0)
 # NOTE(flysearch): bounds of the log hyperparameters on inputs scaled to [0, 1] and a standardized
 # target: length scales 0.03..30, signal variance 0.05..20, noise variance 1e-6..0.5 (replayed
@@ -132,7 +133,6 @@ class FeasibleGPSampler(BaseSampler):
         self._refit_growth = refit_growth
         self._max_iter = max_iter
         self._keys = [c.key for c in context.feasible]
-        self._index = {k: i for i, k in enumerate(self._keys)}
         self._Xall = _inputs(context)
         n = len(self._keys)
         if n > max_candidates:
@@ -140,10 +140,9 @@ class FeasibleGPSampler(BaseSampler):
         else:
             self._scored = np.arange(n)
         self._Xc = self._Xall[self._scored]
-        self._observed: dict[int, float] = {}  # candidate index -> log time (nan: failed)
-        self._seen: set[int] = set()
-        self._read: set[int] = set()
-        self._n_read = 0
+        self._history = CandidateHistory(context)
+        self._observed = self._history.observed  # candidate index -> log time (nan: failed)
+        self._seen = self._history.seen
         # The model: points in the Cholesky factor, in order, and its caches.
         self._theta: np.ndarray | None = None
         self._next_fit = n_startup
@@ -180,40 +179,8 @@ class FeasibleGPSampler(BaseSampler):
     # -- history ----------------------------------------------------------------------------------
 
     def _read_history(self, study: Study) -> set[int]:
-        """Fold newly finished trials in; return the candidates that running trials evaluate."""
-        pending: set[int] = set()
-        trials = study.get_trials(deepcopy=False)
-        for t in trials[self._n_read:]:
-            if not t.state.is_finished():
-                if t.params:
-                    i = self._index.get(self._key_of(t.params))
-                    if i is not None:
-                        pending.add(i)
-                continue
-            if t.number in self._read:
-                continue
-            self._read.add(t.number)
-            record = t.user_attrs.get(_ATTR)
-            if not isinstance(record, dict):
-                continue
-            i = self._index.get(record.get("key", ""))
-            if i is None:
-                continue
-            self._seen.add(i)
-            new = record.get("duplicate_of") is None and i not in self._observed
-            if new and record.get("outcome") != "rejected":
-                time_ms = record.get("time_ms")
-                self._observed[i] = math.log(time_ms) if time_ms else math.nan
-        while self._n_read < len(trials) and trials[self._n_read].number in self._read:
-            self._read.discard(trials[self._n_read].number)
-            self._n_read += 1
-        return pending
-
-    def _key_of(self, params: dict[str, Any]) -> str:
-        try:
-            return self._context.space.decode(params, self._context.encoding).key
-        except (KeyError, ValueError, IndexError):
-            return ""
+        """Fold newly finished trials in; return the candidates that running trials hold."""
+        return self._history.update(study)
 
     # -- the model --------------------------------------------------------------------------------
 

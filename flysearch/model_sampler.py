@@ -34,6 +34,7 @@ from optuna.samplers import BaseSampler
 from sklearn.ensemble import ExtraTreesRegressor
 
 from flysearch.features import config_features, feature_matrix
+from flysearch.sampler_history import CandidateHistory
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CostModelSampler"]
 
-_ATTR = "flysearch"
 
 
 class CostModelSampler(BaseSampler):
@@ -91,7 +91,6 @@ class CostModelSampler(BaseSampler):
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
         self._keys = [c.key for c in context.feasible]
-        self._index = {k: i for i, k in enumerate(self._keys)}
         problem = dict(context.problem or {})
         feats = [config_features(c.as_dict(), problem, context.arch) for c in context.feasible]
         schema = sorted({name for row in feats for name in row})
@@ -103,10 +102,9 @@ class CostModelSampler(BaseSampler):
         self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
         params = context.space.params
         self._ordinal = np.array([[p.values.index(c[p.name]) for p in params] for c in context.feasible])
-        self._observed: dict[int, float] = {}
-        self._seen: set[int] = set()
-        self._n_read = 0
-        self._read: set[int] = set()
+        self._history = CandidateHistory(context)
+        self._observed = self._history.observed  # candidate index -> log time (nan: failed)
+        self._seen = self._history.seen
 
     def reseed_rng(self) -> None:
         self._rng = np.random.default_rng()
@@ -115,40 +113,8 @@ class CostModelSampler(BaseSampler):
         return dict(self._context.distributions)
 
     def _read_history(self, study: Study) -> set[int]:
-        """Fold newly finished trials into the history; return the candidates other trials are
-        evaluating right now (asked, not yet told: a batch, or another worker)."""
-        pending: set[int] = set()
-        trials = study.get_trials(deepcopy=False)
-        for t in trials[self._n_read:]:
-            if not t.state.is_finished():
-                if t.params:
-                    i = self._index.get(self._key_of(t.params))
-                    if i is not None:
-                        pending.add(i)
-                continue
-            if t.number in self._read:
-                continue
-            self._read.add(t.number)
-            record = t.user_attrs.get(_ATTR)
-            if not isinstance(record, dict):
-                continue
-            i = self._index.get(record.get("key", ""))
-            if i is None:
-                continue
-            self._seen.add(i)
-            if record.get("duplicate_of") is None and record.get("outcome") != "rejected":
-                time_ms = record.get("time_ms")
-                self._observed[i] = float(np.log(time_ms)) if time_ms else np.nan
-        while self._n_read < len(trials) and trials[self._n_read].number in self._read:
-            self._read.discard(trials[self._n_read].number)
-            self._n_read += 1
-        return pending
-
-    def _key_of(self, params: dict[str, Any]) -> str:
-        try:
-            return self._context.space.decode(params, self._context.encoding).key
-        except (KeyError, ValueError, IndexError):
-            return ""
+        """Fold newly finished trials in; return the candidates that running trials hold."""
+        return self._history.update(study)
 
     def _targets(self) -> tuple[np.ndarray, np.ndarray]:
         idx = np.fromiter(self._observed, dtype=int)

@@ -1,0 +1,74 @@
+"""What a study's trials tell a sampler that ranks a fixed list of feasible candidates.
+
+:class:`CandidateHistory` reads the trials' ``"flysearch"`` records incrementally and keeps, per
+candidate index: the measured log time of its first compile (NaN for a failure), whether any trial
+evaluated it, and (per call) which candidates running trials hold: asked and not told yet, in a
+batch or by another worker. Used by the cost-model and the GP samplers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from optuna.study import Study
+
+    from flysearch.samplers import SearchContext
+
+__all__ = ["CandidateHistory"]
+
+_ATTR = "flysearch"
+
+
+class CandidateHistory:
+    """Measurements and evaluated candidates of one study, by index into ``context.feasible``.
+
+    Attributes:
+        observed: Candidate index -> log time of its compile (NaN: it failed), in measurement order.
+        seen: Candidates any finished trial evaluated (compiled, duplicated or rejected).
+    """
+
+    def __init__(self, context: SearchContext) -> None:
+        self._context = context
+        self.index = {c.key: i for i, c in enumerate(context.feasible)}
+        self.observed: dict[int, float] = {}
+        self.seen: set[int] = set()
+        self._n_read = 0
+        self._read: set[int] = set()
+
+    def update(self, study: Study) -> set[int]:
+        """Fold newly finished trials in; return the candidates running trials hold."""
+        pending: set[int] = set()
+        trials = study.get_trials(deepcopy=False)
+        for t in trials[self._n_read:]:
+            if not t.state.is_finished():
+                if t.params:
+                    i = self.index.get(self._key_of(t.params))
+                    if i is not None:
+                        pending.add(i)
+                continue
+            if t.number in self._read:
+                continue
+            self._read.add(t.number)
+            record = t.user_attrs.get(_ATTR)
+            if not isinstance(record, dict):
+                continue
+            i = self.index.get(record.get("key", ""))
+            if i is None:
+                continue
+            self.seen.add(i)
+            first = record.get("duplicate_of") is None and i not in self.observed
+            if first and record.get("outcome") != "rejected":
+                time_ms = record.get("time_ms")
+                self.observed[i] = math.log(time_ms) if time_ms else math.nan
+        while self._n_read < len(trials) and trials[self._n_read].number in self._read:
+            self._read.discard(trials[self._n_read].number)
+            self._n_read += 1
+        return pending
+
+    def _key_of(self, params: dict[str, Any]) -> str:
+        try:
+            return self._context.space.decode(params, self._context.encoding).key
+        except (KeyError, ValueError, IndexError):
+            return ""
