@@ -696,6 +696,11 @@ def _run(r: _Live) -> str:
             idle = 0 if outcome in ("compile", "waiting") else idle + 1
             if not stop and idle >= r.s.max_idle:
                 stop = f"{r.s.max_idle} suggestions in a row needed no compile"
+            # Between suggestions, hand finished compiles to the GPU: a sampler that needs many
+            # suggestions per compile must not leave the GPU (the scarce resource) waiting.
+            if r.timing is None and (r.ready or r.compiler.running):
+                r.wait(0.0)
+                r.dispatch_timer()
         r.dispatch_timer()
         if r.waiting and time.monotonic() - r.last_wait_check > 0.5:
             r.check_waiting()
