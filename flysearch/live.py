@@ -29,549 +29,29 @@ itself (sampler, database, process start-up).
 
 from __future__ import annotations
 
-import collections
-import functools
-import json
-import math
-import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
 import optuna
-from optuna.trial import TrialState
 
-from flysearch.arch import get_device
-from flysearch.claims import ClaimRow, ClaimStore, create_claim_tables
-from flysearch.errors import FlysearchError, UnknownArchError
+from flysearch.claims import ClaimStore, create_claim_tables
+from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
-from flysearch.evaluators.pool import TaskResult, WorkerPool
 from flysearch.finalists import retime
+from flysearch.live_pipeline import FINALISTS_ATTR, LiveReport, LiveSettings, Pipeline, busy_seconds, recover
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.sqlite_tuning import tune_sqlite
-from flysearch.study import (
-    _ATTR,
-    CONSTRAINT_AWARE,
-    DEFAULT_STORAGE,
-    StudySettings,
-    StudySummary,
-    TrialRecord,
-    _History,
-    _open_study,
-    _tell,
-    open_storage,
-    summarize,
-)
-from flysearch.tables import DEFAULT_DB, Row, TableMeta, TableStore
-from flysearch.trial_writer import add_finished_trial
+from flysearch.study import DEFAULT_STORAGE, StudySettings, _open_study, open_storage, summarize
+from flysearch.tables import DEFAULT_DB, TableStore
 
 if TYPE_CHECKING:
-    from optuna.trial import FrozenTrial
-
     from flysearch.arch import ArchProfile
     from flysearch.live_backends import LiveBackend
     from flysearch.shapes import Shape
-    from flysearch.space import Config, Space
+    from flysearch.space import Space
 
 __all__ = ["LiveReport", "LiveSettings", "busy_seconds", "prepare_storage", "run_live_study"]
-
-_WORKER = "flysearch_worker"
-_FINALISTS = "flysearch_finalists"
-
-
-@dataclass(frozen=True)
-class LiveSettings:
-    """How one live worker runs.
-
-    Attributes:
-        compile_workers: Compile processes (default: CPU count minus 2, at least 1).
-        depth: Trials in flight at once (compiling, compiled, timing); default compile_workers + 2.
-        gpu: The GPU this worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``).
-        table: Name of the table the measurements land in (default ``live/<kernel>/<device>/<MxNxK>``).
-        finalists: Configs re-timed before the winner is named (0: none).
-        rounds: Re-timing rounds of the finalists.
-        noise_floor: Relative noise below which two finalists are tied.
-        lease_s: Another host's worker is dead when its heartbeat is older than this.
-        max_attempts: A config whose claim outlived this many workers is recorded as failed (a
-            backstop: a compile or launch that crashes is a recorded failure at once, since it
-            runs in a pool process; this catches a config that takes the worker itself down).
-        worker_index: This worker's number among the study's workers: its sampler draws from its
-            own random stream (workers with one seed would all propose the same configs).
-    """
-
-    compile_workers: int | None = None
-    depth: int | None = None
-    gpu: str | None = None
-    table: str | None = None
-    finalists: int = 5
-    rounds: int = 5
-    noise_floor: float = 0.01
-    lease_s: float = 120.0
-    max_attempts: int = 5
-    worker_index: int = 0
-
-    def workers(self) -> int:
-        return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
-
-
-@dataclass
-class LiveReport:
-    """What one live worker did, and the study's state when it stopped."""
-
-    study_name: str
-    worker: str
-    summary: StudySummary
-    table: str = ""
-    device: str = ""
-    wall_s: float = 0.0
-    busy_s: float = 0.0
-    compile_busy_s: float = 0.0
-    timer_busy_s: float = 0.0
-    loop_s: float = 0.0
-    startup_s: float = 0.0
-    compiled: int = 0
-    timed: int = 0
-    claims: dict[str, int] = field(default_factory=dict)
-    finalists: dict[str, Any] | None = None
-    stopped: str = ""
-
-    @property
-    def overhead(self) -> float:
-        """Share of the wall-clock time during which neither a compile nor a timing ran."""
-        return 1.0 - self.busy_s / self.wall_s if self.wall_s > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["overhead"] = self.overhead
-        return out
-
-
-def busy_seconds(intervals: list[tuple[float, float]]) -> float:
-    """Length of the union of ``(start, end)`` intervals."""
-    total, end = 0.0, -math.inf
-    for a, b in sorted(intervals):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return total
-
-
-@dataclass
-class _Item:
-    trial: optuna.trial.Trial
-    config: Config
-    claim: ClaimRow
-    compiled: dict[str, Any] | None = None
-
-
-class _Live:
-    """One worker's pipeline state."""
-
-    def __init__(self, study: optuna.Study, durable: optuna.Study, space: Space, backend: LiveBackend,
-                 settings: StudySettings, live: LiveSettings, claims: ClaimStore, store: TableStore,
-                 context: SearchContext, n_feasible: int,
-                 progress: Callable[[int, int], None] | None) -> None:
-        self.study, self.durable = study, durable
-        self.space, self.backend, self.s, self.live = space, backend, settings, live
-        self.imported: set[int] = set()
-        self.placeholders: dict[str, int] = {}
-        self.last_pull = 0.0
-        self.claims, self.store, self.context = claims, store, context
-        self.shape, self.arch = context.shape, context.arch
-        self.target = min(settings.budget, n_feasible)
-        self.progress = progress
-        self.history = _History()
-        self.items: dict[str, _Item] = {}
-        self.ready: collections.deque[str] = collections.deque()
-        self.timing: str | None = None
-        self.waiting: dict[str, list[optuna.trial.Trial]] = {}
-        self.last_wait_check = 0.0
-        self.meta: TableMeta | None = None
-        self.rows: list[Row] = []
-        self.report = LiveReport(study.study_name, claims.worker, StudySummary(study.study_name))
-        self.compile_intervals: list[tuple[float, float]] = []
-        self.timer_intervals: list[tuple[float, float]] = []
-        env = dict(backend.env)
-        self.compiler = WorkerPool(backend.compile_fn, workers=live.workers(),
-                                   timeout_s=backend.compile_timeout_s, env=env,
-                                   initializer=functools.partial(_compile_worker_init, backend.warmup))
-        self.timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
-                                env={**env, **backend.timer_env})
-        self.uses_constraints = settings.sampler in CONSTRAINT_AWARE
-        self.t0 = time.monotonic()
-
-    def close(self) -> None:
-        self.compiler.close()
-        self.timer.close()
-
-    # -- trials -----------------------------------------------------------------------------------
-
-    def _record_trial(self, trial: optuna.trial.Trial, record: TrialRecord) -> None:
-        """Finish *trial* in the sampler's study and write it to the shared study (one
-        transaction); a trial is finished once it is there."""
-        trial.set_user_attr(_ATTR, asdict(record))
-        trial.set_user_attr(_WORKER, self.claims.worker)
-        if self.uses_constraints:
-            trial.set_constraint(_ATTR, record.violation)
-        self.history.add(trial.number, record)
-        _tell(self.study, trial.number, self.history, record)
-        add_finished_trial(self.durable, self.study.get_trials(deepcopy=False)[trial.number])
-        if self.progress is not None:
-            self.progress(self.history.compiles, self.target)
-
-    def _duplicate(self, trial: optuna.trial.Trial, key: str) -> None:
-        number, prior = self.history.by_key[key]
-        self._record_trial(trial, TrialRecord(
-            key, prior.outcome, prior.time_ms, duplicate_of=number, rejected_by=prior.rejected_by,
-            cost_s=self.history.cost_s, detail=prior.detail))
-
-    def _learn(self, row: ClaimRow) -> None:
-        """Fold another worker's finished claim into the history (so it answers duplicates)."""
-        if row.key in self.history.by_key or row.result is None:
-            return
-        self.history.add(row.trial if row.trial is not None else -1, _record_of(row, row.result))
-
-    def ask_one(self) -> str:
-        """Ask one trial and start answering it: ``"compile"``, ``"answered"``, ``"waiting"`` or
-        ``"full"``."""
-        trial = self.study.ask(self.context.distributions)
-        config = self.space.decode(trial.params, self.s.encoding)
-        key = config.key
-        if key in self.history.by_key:
-            self._duplicate(trial, key)
-            return "answered"
-        reason = self.space.reject_reason(config, self.shape, self.arch)
-        if reason is not None:
-            self._record_trial(trial, TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason,
-                                                  cost_s=self.history.cost_s))
-            return "answered"
-        if key in self.items:
-            self.waiting.setdefault(key, []).append(trial)
-            return "waiting"
-        claim = self.claims.claim(key, budget=self.target, params=dict(trial.params), trial=trial.number)
-        if claim.status in ("granted", "compiled"):
-            assert claim.row is not None
-            item = self.items[key] = _Item(trial, config, claim.row)
-            if claim.status == "compiled" and claim.row.result is not None:
-                item.compiled = claim.row.result
-                self.ready.append(key)
-            else:
-                self.compiler.submit(key, self.backend.compile_payload(config, self.shape))
-                if not self.report.startup_s:
-                    self.report.startup_s = time.monotonic() - self.t0
-            return "compile"
-        if claim.status in ("done", "failed"):
-            assert claim.row is not None
-            if self._gave_up(claim.row, trial, config):
-                return "compile"
-            self._learn(claim.row)
-            self._duplicate(trial, key)
-            return "answered"
-        if claim.status == "busy":
-            self.waiting.setdefault(key, []).append(trial)
-            return "waiting"
-        self.study.tell(trial.number, state=TrialState.FAIL)  # the budget is spent: nothing to do
-        return "full"
-
-    def _gave_up(self, row: ClaimRow, trial: optuna.trial.Trial, config: Config) -> bool:
-        """If this worker's claim just recorded the config as failed (it outlived
-        ``max_attempts`` workers), finish *trial* as its compile: record, table row, tell."""
-        if row.worker != self.claims.worker or row.trial != trial.number or row.result is None:
-            return False
-        self._add_row(config, row.result)
-        self.history.compiles = max(self.history.compiles, row.compile_index)
-        record = _record_of(row, row.result)
-        record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
-        self._record_trial(trial, record)
-        return True
-
-    # -- results ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _interval(res: TaskResult, inner_key: str) -> tuple[float, float]:
-        """When the task ran: from its dispatch for as long as the task itself measured (not
-        until the study loop got round to reading its answer), or dispatch to answer."""
-        start = time.monotonic() - res.elapsed_s
-        inner = res.value.get(inner_key) if res.ok and isinstance(res.value, dict) else None
-        return start, start + (min(float(inner), res.elapsed_s) if inner is not None else res.elapsed_s)
-
-    def on_compiled(self, res: TaskResult) -> None:
-        self.compile_intervals.append(self._interval(res, "compile_s"))
-        item = self.items[res.task_id]
-        self.report.compiled += 1
-        if res.ok and res.value.get("ok"):
-            item.compiled = dict(res.value)
-            self.claims.compiled(item.config.key, item.compiled)
-            self.ready.append(item.config.key)
-            return
-        if res.ok:
-            outcome = res.value.get("outcome", Outcome.COMPILE_FAILED.value)
-            result = {"outcome": outcome, "time_ms": None, "compile_s": res.value.get("compile_s"),
-                      "bench_s": 0.0, "detail": res.value.get("detail", ""),
-                      "extra": res.value.get("extra", {})}
-        else:
-            result = {"outcome": Outcome.COMPILE_FAILED.value, "time_ms": None, "compile_s": res.elapsed_s,
-                      "bench_s": 0.0, "detail": f"compile {res.status}: {res.detail}", "extra": {}}
-        self.finish(item, result)
-
-    def on_timed(self, res: TaskResult) -> None:
-        self.timer_intervals.append(self._interval(res, "bench_s"))
-        if res.task_id == "info":
-            self.on_info(res)
-            return
-        item = self.items[res.task_id]
-        self.timing = None
-        self.report.timed += 1
-        compiled = item.compiled or {}
-        extra = dict(compiled.get("extra", {}))
-        if not res.ok:
-            result = {"outcome": Outcome.RUNTIME_FAILED.value, "time_ms": None,
-                      "compile_s": compiled.get("compile_s"), "bench_s": res.elapsed_s,
-                      "detail": f"timer {res.status}: {res.detail}", "extra": extra}
-        else:
-            v = res.value
-            outcome = Outcome(v["outcome"])
-            time_ms = v.get("time_ms") if outcome is Outcome.OK else None
-            result = {"outcome": outcome.value, "time_ms": time_ms,
-                      "compile_s": compiled.get("compile_s"), "bench_s": v.get("bench_s"),
-                      "detail": v.get("detail", ""), "extra": {**extra, **dict(v.get("extra", {}))}}
-        self.finish(item, result)
-
-    def on_info(self, res: TaskResult) -> None:
-        if not res.ok or "device" not in (res.value or {}):
-            detail = res.detail if not res.ok else str(res.value)[:200]
-            raise FlysearchError(
-                f"The {self.backend.name} timer could not start ({res.status}: {detail}); a live study "
-                "needs the GPU its backend times on.")
-        self.meta = self._table_meta(res.value)
-        self._sync_table()
-
-    def finish(self, item: _Item, result: dict[str, Any]) -> None:
-        """Store one measurement: claim, table row, trial record, tell (in that order)."""
-        key = item.config.key
-        failed = result["outcome"] != Outcome.OK.value
-        self.claims.finish(key, result, failed=failed)
-        self._add_row(item.config, result)
-        self.history.compiles = max(self.history.compiles, item.claim.compile_index)
-        self.history.cost_s += (result.get("compile_s") or 0.0) + (result.get("bench_s") or 0.0)
-        record = _record_of(item.claim, result)
-        record.compile_index = item.claim.compile_index
-        record.cost_s = self.history.cost_s
-        del self.items[key]
-        self._record_trial(item.trial, record)
-        for trial in self.waiting.pop(key, []):
-            self._duplicate(trial, key)
-
-    def _add_row(self, config: Config, result: dict[str, Any]) -> None:
-        row = Row(config.key, config.as_dict(), result["outcome"], result.get("time_ms"),
-                  result.get("compile_s"), result.get("bench_s"), result.get("detail", ""),
-                  dict(result.get("extra") or {}))
-        if self.meta is None:
-            self.rows.append(row)
-        else:
-            self.store.add_rows(self.meta, [row])
-
-    def _table_meta(self, info: dict[str, Any]) -> TableMeta:
-        try:
-            device = get_device(info["device"]).name
-        except UnknownArchError:
-            device = str(info["device"]).replace(" ", "_")
-        shape = self.shape
-        where = f"{shape.M}x{shape.N}x{shape.K}" if shape is not None else self.space.name
-        name = self.live.table or f"live/{self.backend.kernel}/{device}/{where}"
-        problem = dict(self.context.problem or {})
-        notes = {"study": self.study.study_name, "sampler": self.s.sampler, "backend": self.backend.name}
-        return TableMeta(name=name, kernel=self.backend.kernel, arch=self.arch.name if self.arch else "",
-                         device=str(info["device"]), problem=problem, space=self.space.to_json(),
-                         source=f"flysearch live study {self.study.study_name}",
-                         versions=dict(info.get("versions", {})), notes=json.dumps(notes, sort_keys=True))
-
-    def _sync_table(self) -> None:
-        """Write buffered rows, and the study's finished claims the table lacks (all workers')."""
-        assert self.meta is not None
-        have = self.store.done_keys(self.meta.name) if self.meta.name in self.store else set()
-        rows = [r for r in self.rows if r.key not in have]
-        have |= {r.key for r in rows}
-        for claim in self.claims.rows(finished_only=True):
-            if claim.key not in have and claim.result is not None:
-                res = claim.result
-                config = self.space.decode(claim.params, self.s.encoding)
-                rows.append(Row(claim.key, config.as_dict(), res["outcome"], res.get("time_ms"),
-                                res.get("compile_s"), res.get("bench_s"), res.get("detail", ""),
-                                dict(res.get("extra") or {})))
-        self.store.add_rows(self.meta, rows)
-        self.rows.clear()
-        self.report.table = self.meta.name
-        self.report.device = self.meta.device
-
-    def pull(self, *, every_s: float = 0.5) -> None:
-        """Bring other workers' finished trials into the sampler's study (and the history)."""
-        now = time.monotonic()
-        if now - self.last_pull < every_s:
-            return
-        self.last_pull = now
-        for t in self.durable.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-            if t.number in self.imported:
-                continue
-            self.imported.add(t.number)
-            if t.user_attrs.get(_WORKER) == self.claims.worker:
-                continue
-            self._import(t)
-        self._mirror_in_flight()
-
-    def _mirror_in_flight(self) -> None:
-        """Show the sampler the configs other workers are evaluating now, as RUNNING trials of its
-        study (TPE's constant liar and the model-based samplers then propose something else);
-        they are dropped (never written to the shared study) once those claims finish."""
-        others = {r.key: r for r in self.claims.in_flight() if r.worker != self.claims.worker}
-        for key, row in others.items():
-            if key in self.placeholders or key in self.history.by_key or not row.params:
-                continue
-            self.study.add_trial(optuna.trial.create_trial(
-                state=TrialState.RUNNING, params=dict(row.params),
-                distributions={k: self.context.distributions[k] for k in row.params}))
-            self.placeholders[key] = len(self.study.get_trials(deepcopy=False)) - 1
-        for key in [k for k in self.placeholders if k not in others]:
-            self.study.tell(self.placeholders.pop(key), state=TrialState.FAIL)
-
-    def _import(self, t: FrozenTrial) -> None:
-        record = TrialRecord.from_trial(t)
-        if record is None or not t.params:
-            return
-        self.study.add_trial(t)
-        if record.key not in self.history.by_key or record.duplicate_of is None:
-            self.history.add(t.number, record)
-
-    def check_waiting(self) -> None:
-        """Answer trials waiting on another worker's claim once it finished; take over a claim
-        whose worker died."""
-        for key in [k for k in self.waiting if k not in self.items]:
-            trials = self.waiting[key]
-            row = self.claims.get(key)
-            if row is not None and row.finished:
-                self._learn(row)
-                del self.waiting[key]
-                for trial in trials:
-                    self._duplicate(trial, key)
-                continue
-            claim = self.claims.claim(key, budget=self.target, params=dict(trials[0].params),
-                                      trial=trials[0].number)
-            if claim.status in ("granted", "compiled"):
-                assert claim.row is not None
-                first = trials.pop(0)
-                if not trials:
-                    del self.waiting[key]
-                item = self.items[key] = _Item(first, self.space.decode(first.params, self.s.encoding),
-                                               claim.row)
-                if claim.status == "compiled" and claim.row.result is not None:
-                    item.compiled = claim.row.result
-                    self.ready.append(key)
-                else:
-                    self.compiler.submit(key, self.backend.compile_payload(item.config, self.shape))
-            elif claim.status in ("done", "failed"):
-                assert claim.row is not None
-                first = trials[0]
-                if self._gave_up(claim.row, first, self.space.decode(first.params, self.s.encoding)):
-                    trials.pop(0)
-                    if not trials:
-                        del self.waiting[key]
-                    continue
-                self._learn(claim.row)
-                del self.waiting[key]
-                for trial in trials:
-                    self._duplicate(trial, key)
-
-    def dispatch_timer(self) -> None:
-        if self.timing is not None or not self.ready or self.meta is None:
-            return
-        key = self.ready.popleft()
-        item = self.items[key]
-        best = _best_ms(self.history)
-        self.timer.submit(key, self.backend.time_payload(item.config, self.shape, best))
-        self.timing = key
-
-    def wait(self, timeout: float) -> None:
-        """Block until a compile or a timing finishes (or *timeout* seconds), then handle it."""
-        handles = self.compiler.handles() + self.timer.handles()
-        deadlines = [d for d in (self.compiler.next_deadline(), self.timer.next_deadline()) if d is not None]
-        if deadlines:
-            timeout = max(0.0, min(timeout, min(deadlines) - time.monotonic()))
-        if handles:
-            wait(handles, timeout)
-        elif timeout > 0:
-            time.sleep(timeout)
-        start = time.monotonic()
-        for res in self.compiler.poll(0):
-            self.on_compiled(res)
-        for res in self.timer.poll(0):
-            self.on_timed(res)
-        self.report.loop_s += time.monotonic() - start
-
-
-def _compile_worker_init(warmup: Callable[[], None] | None) -> None:
-    """Compile workers yield the CPU to the study loop and the timer (which feed and drain the
-    pipeline), then import what the first compile needs while the study starts."""
-    try:
-        os.nice(5)
-    except OSError:
-        pass
-    if warmup is not None:
-        warmup()
-
-
-def _best_ms(history: _History) -> float | None:
-    times = [r.time_ms for _n, r in history.by_key.values() if r.outcome == Outcome.OK.value and r.time_ms]
-    return min(times) if times else None
-
-
-def _record_of(claim: ClaimRow, result: dict[str, Any]) -> TrialRecord:
-    outcome = result["outcome"]
-    return TrialRecord(
-        claim.key, outcome, result.get("time_ms") if outcome == Outcome.OK.value else None,
-        rejected_by=result.get("detail") if outcome == Outcome.REJECTED.value else None,
-        compile_s=result.get("compile_s"), detail=result.get("detail", ""),
-    )
-
-
-def _recover(live: _Live) -> None:
-    """Load the shared study's finished trials into the sampler's study and the history; give a
-    trial to every measurement a killed worker stored but did not write as a trial; queue the
-    configs whose claims dead workers left unfinished."""
-    claims = live.claims
-    known = {w.worker: w for w in claims.workers()}
-    have: set[int] = set()
-    for t in live.durable.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-        live.imported.add(t.number)
-        record = TrialRecord.from_trial(t)
-        if record is not None and record.compile_index is not None and record.duplicate_of is None:
-            have.add(record.compile_index)
-        live._import(t)
-    for row in claims.rows(finished_only=True):
-        if row.compile_index in have or row.result is None or (
-            row.worker != claims.worker and claims.alive(row.worker, known=known)
-        ):
-            continue  # has its trial, or its live worker is about to write it
-        record = _record_of(row, row.result)
-        record.compile_index = row.compile_index
-        live._learn(row)
-        value = live.history.value(record)
-        done = not math.isnan(value)
-        trial = optuna.trial.create_trial(
-            params=dict(row.params), distributions={k: live.context.distributions[k] for k in row.params},
-            value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
-            user_attrs={_ATTR: asdict(record), _WORKER: row.worker},
-        )
-        add_finished_trial(live.durable, trial)
-        live.study.add_trial(trial)
-    for row in claims.stale():
-        live.study.enqueue_trial(row.params, skip_if_exists=False)
-    for row in claims.rows(finished_only=True):
-        live._learn(row)
-    live.history.compiles = max(live.history.compiles, max((r.compile_index for r in claims.rows(
-        finished_only=True)), default=0))
 
 
 def run_live_study(
@@ -631,13 +111,13 @@ def run_live_study(
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)
     store = TableStore(db)
-    runner = _Live(study, durable, space, backend, settings, live, claims, store, context,
+    runner = Pipeline(study, durable, space, backend, settings, live, claims, store, context,
                    len(enumeration.feasible), progress)
     runner.t0 = t0
     try:
         runner.compiler.start()
         runner.timer.submit("info", dict(backend.info_payload))
-        _recover(runner)
+        recover(runner)
         stopped = _run(runner)
         report = runner.report
         if live.finalists > 0:
@@ -680,7 +160,7 @@ def prepare_storage(url: str) -> None:
     create_claim_tables(url)
 
 
-def _run(r: _Live) -> str:
+def _run(r: Pipeline) -> str:
     idle = 0
     stop = ""
     depth = r.live.depth or r.live.workers() + 2
@@ -710,7 +190,7 @@ def _run(r: _Live) -> str:
         r.wait(0.25 if r.waiting else 2.0)
 
 
-def _finalists(r: _Live) -> dict[str, Any] | None:
+def _finalists(r: Pipeline) -> dict[str, Any] | None:
     """Re-time the study's top configs, if this worker finished last; store and return the report."""
     if any(not row.finished for row in r.claims.rows()):
         return None  # another worker is still measuring; the last one to finish re-times
@@ -718,7 +198,7 @@ def _finalists(r: _Live) -> dict[str, Any] | None:
           if row.result and row.result.get("outcome") == Outcome.OK.value and row.result.get("time_ms")]
     # One lock per state of the study: a study resumed with a larger budget re-times again.
     if len(ok) < 2 or not r.claims.try_lock(f"finalists@{len(r.claims.rows())}"):
-        return r.durable.user_attrs.get(_FINALISTS)
+        return r.durable.user_attrs.get(FINALISTS_ATTR)
     ok.sort(key=lambda row: (row.result["time_ms"], row.key))  # type: ignore[index]
     top = ok[: r.live.finalists]
     configs = {row.key: r.space.decode(row.params, r.s.encoding) for row in top}
@@ -738,5 +218,5 @@ def _finalists(r: _Live) -> dict[str, Any] | None:
     except ValueError:
         return None
     doc = report.as_dict()
-    r.durable.set_user_attr(_FINALISTS, doc)
+    r.durable.set_user_attr(FINALISTS_ATTR, doc)
     return doc
