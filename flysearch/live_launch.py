@@ -158,7 +158,8 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
     """Run *job* with one worker per GPU in *gpus* (in this process when there is one).
 
     With several GPUs, each worker gets an equal share of the CPU cores for its compile pool
-    (unless the job sets ``compile_workers``).
+    (unless the job sets ``compile_workers``). A worker that fails is reported in one line; set
+    ``FLYSEARCH_DEBUG=1`` to have it print its traceback too.
 
     Raises:
         FlysearchError: a worker failed (its error, with its GPU).
