@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from flysearch.errors import UnknownArchError
 
-__all__ = ["ARCHS", "ArchProfile", "Device", "arch_of_device", "get_arch", "get_device"]
+__all__ = ["ARCHS", "ArchProfile", "Device", "arch_of_device", "device_label", "get_arch", "get_device"]
 
 
 @dataclass(frozen=True)
@@ -144,3 +144,12 @@ def get_device(device_name: str) -> Device:
     arch = arch_of_device(device_name)
     wanted = device_name.upper()
     return next(d for d in arch.devices if d.name.upper() in wanted)
+
+
+def device_label(device_name: str) -> str:
+    """A short device name for table names: the profile's name (``"H200"``) when a profile knows
+    the device, else the driver's name with spaces replaced."""
+    try:
+        return get_device(device_name).name
+    except UnknownArchError:
+        return str(device_name).replace(" ", "_")

@@ -192,12 +192,13 @@ def _run(r: Pipeline) -> str:
 
 def _finalists(r: Pipeline) -> dict[str, Any] | None:
     """Re-time the study's top configs, if this worker finished last; store and return the report."""
-    if any(not row.finished for row in r.claims.rows()):
+    rows = r.claims.rows()
+    if any(not row.finished for row in rows):
         return None  # another worker is still measuring; the last one to finish re-times
-    ok = [row for row in r.claims.rows(finished_only=True)
+    ok = [row for row in rows
           if row.result and row.result.get("outcome") == Outcome.OK.value and row.result.get("time_ms")]
     # One lock per state of the study: a study resumed with a larger budget re-times again.
-    if len(ok) < 2 or not r.claims.try_lock(f"finalists@{len(r.claims.rows())}"):
+    if len(ok) < 2 or not r.claims.try_lock(f"finalists@{len(rows)}"):
         return r.durable.user_attrs.get(FINALISTS_ATTR)
     ok.sort(key=lambda row: (row.result["time_ms"], row.key))  # type: ignore[index]
     top = ok[: r.live.finalists]

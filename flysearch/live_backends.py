@@ -106,21 +106,24 @@ def warm_triton() -> None:
 def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: str | int | None = None,
                    protocol: Any = None) -> LiveBackend:
     """The Triton split-K GEMM, compiled by ``triton.compile`` in CPU workers, timed on one GPU."""
-    from dataclasses import asdict
-
-    from flysearch.evaluators.triton import COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S, compile_task, timer_task
-    from flysearch.kernels.triton_gemm import spec_key
-
-    proto = asdict(protocol) if protocol is not None else None
+    from flysearch.evaluators.triton import (
+        COMPILE_TIMEOUT_S,
+        LAUNCH_TIMEOUT_S,
+        compile_task,
+        timer_task,
+        timing_payload,
+    )
+    from flysearch.evaluators.triton import (
+        compile_payload as triton_compile_payload,
+    )
 
     def compile_payload(config: Config, shape: Shape | None) -> dict[str, Any]:
         assert shape is not None, "the Triton backend needs a GEMM shape"
-        return {"config": config.as_dict(), "spec": spec_key(shape), "arch": arch}
+        return triton_compile_payload(config, shape, arch)
 
     def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> dict[str, Any]:
-        assert shape is not None
-        return {"op": "time", "shape": shape.as_dict(), "config": config.as_dict(), "spec": spec_key(shape),
-                "arch": arch, "protocol": proto, "best_ms": best_ms}
+        assert shape is not None, "the Triton backend needs a GEMM shape"
+        return timing_payload(config, shape, arch, protocol, best_ms)
 
     env = {"TRITON_CACHE_DIR": cache_dir} if cache_dir else {}
     return LiveBackend("triton", "triton_gemm", compile_task, timer_task, compile_payload, time_payload,

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
-from flysearch.arch import get_device
+from flysearch.arch import device_label
 from flysearch.claims import ClaimRow, ClaimStore
-from flysearch.errors import FlysearchError, UnknownArchError
+from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.pool import TaskResult, WorkerPool
 from flysearch.samplers import SearchContext
@@ -345,10 +345,7 @@ class Pipeline:
             self.store.add_rows(self.meta, [row])
 
     def _table_meta(self, info: dict[str, Any]) -> TableMeta:
-        try:
-            device = get_device(info["device"]).name
-        except UnknownArchError:
-            device = str(info["device"]).replace(" ", "_")
+        device = device_label(info["device"])
         shape = self.shape
         where = f"{shape.M}x{shape.N}x{shape.K}" if shape is not None else self.space.name
         name = self.live.table or f"live/{self.backend.kernel}/{device}/{where}"
@@ -519,7 +516,8 @@ def recover(live: Pipeline) -> None:
         if record is not None and record.compile_index is not None and record.duplicate_of is None:
             have.add(record.compile_index)
         live._import(t)
-    for row in claims.rows(finished_only=True):
+    finished = claims.rows(finished_only=True)
+    for row in finished:
         if row.compile_index in have or row.result is None or (
             row.worker != claims.worker and claims.alive(row.worker, known=known)
         ):
@@ -538,8 +536,7 @@ def recover(live: Pipeline) -> None:
         live.study.add_trial(trial)
     for row in claims.stale():
         live.study.enqueue_trial(row.params, skip_if_exists=False)
-    for row in claims.rows(finished_only=True):
+    for row in finished:
         live._learn(row)
-    live.history.compiles = max(live.history.compiles, max((r.compile_index for r in claims.rows(
-        finished_only=True)), default=0))
+    live.history.compiles = max(live.history.compiles, max((r.compile_index for r in finished), default=0))
 

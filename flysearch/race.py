@@ -24,12 +24,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flysearch.arch import arch_of_device, get_arch, get_device
-from flysearch.errors import FlysearchError, UnknownArchError
+from flysearch.arch import arch_of_device, device_label, get_arch
+from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.gpu_bench import TimingProtocol, protocol_dict
 from flysearch.evaluators.pool import TaskResult, WorkerPool
-from flysearch.evaluators.triton import COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S, compile_task, timer_task
+from flysearch.evaluators.triton import (
+    COMPILE_TIMEOUT_S,
+    LAUNCH_TIMEOUT_S,
+    compile_payload,
+    compile_task,
+    timer_task,
+)
 from flysearch.shapes import Shape
 from flysearch.space import Config, Space
 from flysearch.tables import Row, TableMeta, TableStore
@@ -283,10 +289,7 @@ def _run(race: _Race) -> RaceReport:
         )
     info = info_res.value
     arch = get_arch(race.s.arch) if race.s.arch else arch_of_device(info["device"])
-    try:
-        device = get_device(info["device"]).name
-    except UnknownArchError:
-        device = info["device"].replace(" ", "_")
+    device = device_label(info["device"])
     plans = _plan(race, arch, device)
     _submit_compiles(race, plans, arch.name)
     report = RaceReport(info["device"], arch.name, info["versions"], [p.report for p in plans])
@@ -328,7 +331,7 @@ def _submit_compiles(race: _Race, plans: list[_Plan], arch: str) -> None:
             task = (spec, config.key)
             if task not in seen:
                 seen.add(task)
-                race.compiler.submit(task, {"config": config.as_dict(), "spec": spec, "arch": arch})
+                race.compiler.submit(task, compile_payload(config, plan.race_shape.shape, arch))
 
 
 def _meta(race: _Race, plan: _Plan, arch: str, info: dict[str, Any], vendor: dict[str, Any]) -> TableMeta:

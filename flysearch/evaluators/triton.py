@@ -168,7 +168,7 @@ class TritonEvaluator:
         compiler, _ = self._pools()
         self._n += 1
         spec = spec_key(shape)
-        compiler.submit(self._n, {"config": config.as_dict(), "spec": spec, "arch": self.arch})
+        compiler.submit(self._n, compile_payload(config, shape, self.arch))
         (res,) = compiler.drain()
         if not res.ok or not res.value["ok"]:
             detail = res.value["detail"] if res.ok else f"compile {res.status}: {res.detail}"
@@ -189,6 +189,13 @@ class TritonEvaluator:
             return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, res.elapsed_s,
                                f"timer {res.status}: {res.detail}")
         return measurement_from_result(res.value, compiled.compile_s)
+
+
+def compile_payload(config: Config, shape: Shape, arch: str) -> dict[str, Any]:
+    """The compile task that builds *config* for *shape*'s specialization on *arch*."""
+    from flysearch.kernels.triton_gemm import spec_key
+
+    return {"config": config.as_dict(), "spec": spec_key(shape), "arch": arch}
 
 
 def timing_payload(
