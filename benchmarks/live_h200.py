@@ -65,13 +65,14 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
         table = store.load(name)
         optimum = table.best().time_ms
         race = _race_wall(text, args.compile_workers) if args.race else {}
-        for sampler in args.samplers.split(","):
+        runs = [(int(b), s) for b in args.budget.split(",") for s in args.samplers.split(",")]
+        for budget, sampler in runs:
             with tempfile.TemporaryDirectory() as tmp:
                 prior_path = None
                 if sampler == "costmodel":
                     prior_path = os.path.join(tmp, "prior.joblib")
                     fit_prior([store.load(n) for n in store.names() if n != name]).save(prior_path)
-                job = LiveJob(f"live-{sampler}-{text}", "triton", sampler, args.budget, 0, shape=text,
+                job = LiveJob(f"live-{sampler}-{text}", "triton", sampler, budget, 0, shape=text,
                               storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", prior=prior_path,
                               cache_dir=os.path.join(tmp, "cache"),
                               live=LiveSettings(compile_workers=args.compile_workers))
@@ -82,11 +83,12 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
             winner = final.get("winner") or rep.summary.best_key
             row = table.rows.get(winner or "")
             results.append({
-                "shape": text, "sampler": sampler, "budget": args.budget, "compiles": rep.summary.compiles,
+                "shape": text, "sampler": sampler, "budget": budget, "compiles": rep.summary.compiles,
                 "trials": rep.summary.trials, "wall_s": round(wall, 2), "worker_wall_s": round(rep.wall_s, 2),
                 "busy_s": round(rep.busy_s, 2), "overhead": round(rep.overhead, 4),
                 "compile_busy_s": round(rep.compile_busy_s, 2), "timer_busy_s": round(rep.timer_busy_s, 2),
-                "loop_s": round(rep.loop_s, 2), "startup_s": round(rep.startup_s, 2), "winner": winner,
+                "compile_sum_s": round(rep.compile_sum_s, 2), "loop_s": round(rep.loop_s, 2),
+                "startup_s": round(rep.startup_s, 2), "winner": winner,
                 "winner_live_ms": final.get("winner_ms"),
                 "winner_spread": final.get("spread"), "tie_set": final.get("tie_set"),
                 "table_ms_of_winner": row.time_ms if row else None, "table_optimum_ms": optimum,
@@ -97,18 +99,18 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
     return results
 
 
-def part_two(args: argparse.Namespace) -> dict:
-    out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget, "sampler": args.two_gpu_sampler,
+def part_two(args: argparse.Namespace, sampler: str) -> dict:
+    out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget, "sampler": sampler,
                  "compile_workers_per_worker": args.compile_workers}
     for label, gpus in (("one_gpu", ["0"]), ("two_gpus", ["0", "1"])):
         with tempfile.TemporaryDirectory() as tmp:
             prior_path = None
-            if args.two_gpu_sampler == "costmodel":
+            if sampler == "costmodel":
                 store = _tables()
                 name = f"triton_gemm/H200/{args.two_gpu}"
                 prior_path = os.path.join(tmp, "prior.joblib")
                 fit_prior([store.load(n) for n in store.names() if n != name]).save(prior_path)
-            job = LiveJob(f"scale-{label}", "triton", args.two_gpu_sampler, args.two_gpu_budget, 0,
+            job = LiveJob(f"scale-{label}", "triton", sampler, args.two_gpu_budget, 0,
                           shape=args.two_gpu,
                           storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", prior=prior_path,
                           cache_dir=os.path.join(tmp, "cache"),
@@ -122,7 +124,9 @@ def part_two(args: argparse.Namespace) -> dict:
                 "wall_s": round(wall, 2), "compiled": compiled, "configs_per_s": round(compiled / wall, 2),
                 "per_worker": [{"compiled": r.compiled, "timed": r.timed, "trials": r.summary.trials,
                                 "wall_s": round(r.wall_s, 2), "overhead": round(r.overhead, 4),
-                                "compile_busy_s": round(r.compile_busy_s, 2), "loop_s": round(r.loop_s, 2),
+                                "compile_busy_s": round(r.compile_busy_s, 2),
+                                "compile_sum_s": round(r.compile_sum_s, 2),
+                                "timer_busy_s": round(r.timer_busy_s, 2), "loop_s": round(r.loop_s, 2),
                                 "startup_s": round(r.startup_s, 2)} for r in reports],
                 "claims": reports[-1].claims, "study_compiles": summary.compiles,
                 "double_compiles": compiled - sum(reports[-1].claims.values()),
@@ -136,12 +140,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shapes", default="1x6144x4096,256x1536x7168,4096x4096x4096")
     parser.add_argument("--samplers", default="tpe,costmodel")
-    parser.add_argument("--budget", type=int, default=48)
+    parser.add_argument("--budget", default="48", help="Budgets, comma-separated.")
     parser.add_argument("--compile-workers", type=int, default=14)
     parser.add_argument("--race", action="store_true", help="Also race each shape exhaustively (cold).")
     parser.add_argument("--two-gpu", default=None, help="Shape for the one-vs-two GPU comparison.")
     parser.add_argument("--two-gpu-budget", type=int, default=300)
-    parser.add_argument("--two-gpu-sampler", default="random")
+    parser.add_argument("--two-gpu-sampler", default="random", help="Samplers, comma-separated.")
     parser.add_argument("--skip-part-one", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -155,7 +159,7 @@ def main() -> None:
     if not args.skip_part_one:
         doc["live"] = part_one(args, _tables())
     if args.two_gpu:
-        doc["two_gpu"] = part_two(args)
+        doc["two_gpu"] = [part_two(args, sampler) for sampler in args.two_gpu_sampler.split(",")]
     if args.out:
         Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
 

@@ -39,7 +39,15 @@ from flysearch.claims import ClaimStore, create_claim_tables
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.finalists import retime
-from flysearch.live_pipeline import FINALISTS_ATTR, LiveReport, LiveSettings, Pipeline, busy_seconds, recover
+from flysearch.live_pipeline import (
+    FINALISTS_ATTR,
+    LiveReport,
+    LiveSettings,
+    Pipeline,
+    busy_seconds,
+    recover,
+    start_pools,
+)
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.sqlite_tuning import tune_sqlite
 from flysearch.study import DEFAULT_STORAGE, StudySettings, _open_study, open_storage, summarize
@@ -80,7 +88,8 @@ def run_live_study(
         db: The ground-truth table database the measurements land in.
         live: Pool size, pipeline depth, GPU, finalists.
         problem: The problem sizes the cost model sees (defaults to the shape's).
-        prior: A trained cost model for the ``costmodel`` sampler.
+        prior: A trained cost model for the ``costmodel`` sampler, or a function that loads one
+            (called once the pools are starting, so that loading overlaps their start-up).
         progress: Called as ``progress(compiles, budget)`` after each trial.
 
     Raises:
@@ -93,11 +102,56 @@ def run_live_study(
         raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
     t0 = time.monotonic()
     enumeration = space.enumerate(shape, arch)
+    pools = start_pools(backend, live)
+    try:
+        runner = _setup(study_name, space, backend, settings, enumeration, shape, arch, url, db, live,
+                        problem, prior, progress, pools)
+    except BaseException:
+        for pool in pools:
+            pool.close(grace_s=0.0)
+        raise
+    runner.t0 = t0
+    claims, store = runner.claims, runner.store
+    try:
+        recover(runner)
+        stopped = _run(runner)
+        runner.save()
+        runner.compiler.close(grace_s=0.0)  # nothing left to compile; the finalists only time
+        report = runner.report
+        if live.finalists > 0:
+            report.finalists = _finalists(runner)
+    finally:
+        runner.close()
+        loop_end = time.monotonic()
+        claims_counts = claims.counts()
+        claims.close()
+        store.close()
+    report.wall_s = loop_end - t0
+    report.compile_busy_s = busy_seconds(runner.compile_intervals)
+    report.timer_busy_s = busy_seconds(runner.timer_intervals)
+    report.compile_sum_s = sum(b - a for a, b in runner.compile_intervals)
+    report.busy_s = busy_seconds(runner.compile_intervals + runner.timer_intervals)
+    report.claims = claims_counts
+    report.stopped = stopped
+    summary = summarize(runner.durable)
+    summary.n_feasible = len(enumeration.feasible)
+    summary.stopped = stopped
+    report.summary = summary
+    return report
+
+
+def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudySettings,
+           enumeration: Any, shape: Shape | None, arch: ArchProfile | None, url: str, db: str,
+           live: LiveSettings, problem: dict[str, Any] | None, prior: Any,
+           progress: Callable[[int, int], None] | None, pools: tuple[Any, Any]) -> Pipeline:
+    """Everything a worker opens before its loop, while its pools start up."""
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
     # Workers of one study draw from different random streams (the grid keeps one order).
     seed = settings.seed if settings.seed is None or not live.worker_index else (
         settings.seed * 7919 + live.worker_index)
+    if callable(prior):
+        prior = prior()
     sampler = make_sampler(settings.sampler, seed=seed, context=context, prior=prior, batch=True)
     storage_obj = _open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
@@ -111,34 +165,9 @@ def run_live_study(
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)
     store = TableStore(db)
-    runner = Pipeline(study, durable, space, backend, settings, live, claims, store, context,
-                   len(enumeration.feasible), progress)
-    runner.t0 = t0
-    try:
-        runner.compiler.start()
-        runner.timer.submit("info", dict(backend.info_payload))
-        recover(runner)
-        stopped = _run(runner)
-        report = runner.report
-        if live.finalists > 0:
-            report.finalists = _finalists(runner)
-    finally:
-        runner.close()
-        loop_end = time.monotonic()
-        claims_counts = claims.counts()
-        claims.close()
-        store.close()
-    report.wall_s = loop_end - t0
-    report.compile_busy_s = busy_seconds(runner.compile_intervals)
-    report.timer_busy_s = busy_seconds(runner.timer_intervals)
-    report.busy_s = busy_seconds(runner.compile_intervals + runner.timer_intervals)
-    report.claims = claims_counts
-    report.stopped = stopped
-    summary = summarize(durable)
-    summary.n_feasible = len(enumeration.feasible)
-    summary.stopped = stopped
-    report.summary = summary
-    return report
+    store.use_wal()
+    return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
+                    len(enumeration.feasible), progress, pools)
 
 
 def _open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:
@@ -178,14 +207,15 @@ def _run(r: Pipeline) -> str:
                 stop = f"{r.s.max_idle} suggestions in a row needed no compile"
             # Between suggestions, hand finished compiles to the GPU: a sampler that needs many
             # suggestions per compile must not leave the GPU (the scarce resource) waiting.
-            if r.timing is None and (r.ready or r.compiler.running):
+            if len(r.timing) < 2 and (r.ready or r.compiler.running):
                 r.wait(0.0)
                 r.dispatch_timer()
+        r.save()
         r.dispatch_timer()
         if r.waiting and time.monotonic() - r.last_wait_check > 0.5:
             r.check_waiting()
             r.last_wait_check = time.monotonic()
-        if stop and not r.items and not r.waiting and r.timing is None and r.meta is not None:
+        if stop and not r.items and not r.waiting and not r.timing and r.meta is not None:
             return stop
         r.wait(0.25 if r.waiting else 2.0)
 
@@ -207,7 +237,7 @@ def _finalists(r: Pipeline) -> dict[str, Any] | None:
     def time_one(key: str) -> float | None:
         r.timer.submit(("final", key), r.backend.time_payload(configs[key], r.shape, None))
         (res,) = r.timer.drain()
-        r.timer_intervals.append(r._interval(res, "bench_s"))
+        r.timer_intervals.append(r._interval(res))
         if not res.ok or res.value.get("outcome") != Outcome.OK.value:
             return None
         return float(res.value["time_ms"])

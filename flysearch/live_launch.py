@@ -16,6 +16,7 @@ Example (one H200, three-quarters of the CPU cores compiling)::
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import os
 import tempfile
@@ -91,7 +92,6 @@ class LiveJob:
 
     def run(self, gpu: str | None = None, progress: Callable[[int, int], None] | None = None) -> LiveReport:
         """Run this job as one worker, timing on *gpu*."""
-        from flysearch.costmodel import load_prior
         from flysearch.kernels import get_space, space_for_table
         from flysearch.live_backends import flydsl_backend, simulated_backend, triton_backend
         from flysearch.shapes import parse_shape
@@ -132,7 +132,7 @@ class LiveJob:
             space=space.name, table=self.table if self.evaluator == "simulated" else None,
             arch=arch.name if arch else None, shape=shape.key if shape else None,
         )
-        prior = load_prior(self.prior) if self.prior else None
+        prior = functools.partial(_load_prior, self.prior) if self.prior else None
         return run_live_study(self.name, space, backend, settings, shape=shape, arch=arch,
                               storage=self.storage, db=self.db, live=live, problem=problem, prior=prior,
                               progress=progress)
@@ -196,3 +196,9 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
     if errors:
         raise FlysearchError("; ".join(errors))
     return [r for _g, r, _e in sorted(results, key=lambda x: x[0])]
+
+
+def _load_prior(path: str) -> Any:
+    from flysearch.costmodel import load_prior
+
+    return load_prior(path)

@@ -37,7 +37,7 @@ from flysearch.study import (
     _tell,
 )
 from flysearch.tables import Row, TableMeta, TableStore
-from flysearch.trial_writer import add_finished_trial
+from flysearch.trial_writer import add_finished_trial, add_finished_trials, read_finished_trials
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from flysearch.live_backends import LiveBackend
     from flysearch.space import Config, Space
 
-__all__ = ["LiveReport", "LiveSettings", "Pipeline", "busy_seconds", "recover"]
+__all__ = ["LiveReport", "LiveSettings", "Pipeline", "busy_seconds", "recover", "start_pools"]
 
 _WORKER = "flysearch_worker"
 FINALISTS_ATTR = "flysearch_finalists"  # the study attribute holding the re-timed finalists
@@ -99,6 +99,7 @@ class LiveReport:
     busy_s: float = 0.0
     compile_busy_s: float = 0.0
     timer_busy_s: float = 0.0
+    compile_sum_s: float = 0.0
     loop_s: float = 0.0
     startup_s: float = 0.0
     compiled: int = 0
@@ -137,16 +138,33 @@ class _Item:
     compiled: dict[str, Any] | None = None
 
 
+def start_pools(backend: LiveBackend, live: LiveSettings) -> tuple[WorkerPool, WorkerPool]:
+    """Start a worker's compile pool and its timer (which is asked for its device at once), so
+    that their processes start up while the study is being set up."""
+    env = dict(backend.env)
+    compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
+                          env=env, initializer=functools.partial(_compile_worker_init, backend.warmup))
+    # The timer holds the next compiled config in its pipe, so the GPU goes from one timing to the
+    # next without waiting for the study loop (busy with the sampler) to read the answer.
+    timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
+                       env={**env, **backend.timer_env}, prefetch=1)
+    compiler.start()
+    timer.submit("info", dict(backend.info_payload))
+    timer.poll(0)
+    return compiler, timer
+
+
 class Pipeline:
     """One worker's pipeline state."""
 
     def __init__(self, study: optuna.Study, durable: optuna.Study, space: Space, backend: LiveBackend,
                  settings: StudySettings, live: LiveSettings, claims: ClaimStore, store: TableStore,
                  context: SearchContext, n_feasible: int,
-                 progress: Callable[[int, int], None] | None) -> None:
+                 progress: Callable[[int, int], None] | None,
+                 pools: tuple[WorkerPool, WorkerPool]) -> None:
         self.study, self.durable = study, durable
         self.space, self.backend, self.s, self.live = space, backend, settings, live
-        self.imported: set[int] = set()
+        self.seen: set[int] = set()  # storage ids of the shared study's trials this worker has
         self.placeholders: dict[str, int] = {}
         self.last_pull = 0.0
         self.claims, self.store, self.context = claims, store, context
@@ -154,9 +172,10 @@ class Pipeline:
         self.target = min(settings.budget, n_feasible)
         self.progress = progress
         self.history = _History()
+        self.unsaved: list[FrozenTrial] = []
         self.items: dict[str, _Item] = {}
         self.ready: collections.deque[str] = collections.deque()
-        self.timing: str | None = None
+        self.timing: set[str] = set()  # configs sent to the timer (one timing, one queued behind it)
         self.waiting: dict[str, list[optuna.trial.Trial]] = {}
         self.last_wait_check = 0.0
         self.meta: TableMeta | None = None
@@ -164,33 +183,37 @@ class Pipeline:
         self.report = LiveReport(study.study_name, claims.worker, StudySummary(study.study_name))
         self.compile_intervals: list[tuple[float, float]] = []
         self.timer_intervals: list[tuple[float, float]] = []
-        env = dict(backend.env)
-        self.compiler = WorkerPool(backend.compile_fn, workers=live.workers(),
-                                   timeout_s=backend.compile_timeout_s, env=env,
-                                   initializer=functools.partial(_compile_worker_init, backend.warmup))
-        self.timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
-                                env={**env, **backend.timer_env})
+        self.compiler, self.timer = pools
         self.uses_constraints = settings.sampler in CONSTRAINT_AWARE
         self.t0 = time.monotonic()
 
     def close(self) -> None:
-        self.compiler.close()
-        self.timer.close()
+        self.compiler.close(grace_s=0.0)  # idle workers hold nothing to lose
+        self.timer.close(grace_s=0.0)
 
     # -- trials -----------------------------------------------------------------------------------
 
     def _record_trial(self, trial: optuna.trial.Trial, record: TrialRecord) -> None:
-        """Finish *trial* in the sampler's study and write it to the shared study (one
-        transaction); a trial is finished once it is there."""
+        """Finish *trial* in the sampler's study and queue it for the shared study: a trial is
+        finished once it is there. A measurement is written at once (:meth:`save`, from
+        :meth:`finish`); trials answered without a compile (duplicates, rejections) go with it or
+        at the end of the loop's pass, several in one transaction (a worker killed before then
+        loses no measurement: a rerun asks again)."""
         trial.set_user_attr(_ATTR, asdict(record))
         trial.set_user_attr(_WORKER, self.claims.worker)
         if self.uses_constraints:
             trial.set_constraint(_ATTR, record.violation)
         self.history.add(trial.number, record)
         _tell(self.study, trial.number, self.history, record)
-        add_finished_trial(self.durable, self.study.get_trials(deepcopy=False)[trial.number])
+        self.unsaved.append(self.study.get_trials(deepcopy=False)[trial.number])
         if self.progress is not None:
             self.progress(self.history.compiles, self.target)
+
+    def save(self) -> None:
+        """Write the queued finished trials to the shared study, in one transaction."""
+        if self.unsaved:
+            self.seen.update(i for i in add_finished_trials(self.durable, self.unsaved) if i is not None)
+            self.unsaved.clear()
 
     def _duplicate(self, trial: optuna.trial.Trial, key: str) -> None:
         number, prior = self.history.by_key[key]
@@ -256,20 +279,22 @@ class Pipeline:
         record = _record_of(row, row.result)
         record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
         self._record_trial(trial, record)
+        self.save()
         return True
 
     # -- results ----------------------------------------------------------------------------------
 
     @staticmethod
-    def _interval(res: TaskResult, inner_key: str) -> tuple[float, float]:
-        """When the task ran: from its dispatch for as long as the task itself measured (not
-        until the study loop got round to reading its answer), or dispatch to answer."""
-        start = time.monotonic() - res.elapsed_s
-        inner = res.value.get(inner_key) if res.ok and isinstance(res.value, dict) else None
-        return start, start + (min(float(inner), res.elapsed_s) if inner is not None else res.elapsed_s)
+    def _interval(res: TaskResult) -> tuple[float, float]:
+        """When the task ran in its pool process (as that process measured it), or, for a process
+        that died, from the task's start to now."""
+        if res.ran is not None:
+            return res.ran
+        now = time.monotonic()
+        return now - res.elapsed_s, now
 
     def on_compiled(self, res: TaskResult) -> None:
-        self.compile_intervals.append(self._interval(res, "compile_s"))
+        self.compile_intervals.append(self._interval(res))
         item = self.items[res.task_id]
         self.report.compiled += 1
         if res.ok and res.value.get("ok"):
@@ -288,12 +313,12 @@ class Pipeline:
         self.finish(item, result)
 
     def on_timed(self, res: TaskResult) -> None:
-        self.timer_intervals.append(self._interval(res, "bench_s"))
+        self.timer_intervals.append(self._interval(res))
         if res.task_id == "info":
             self.on_info(res)
             return
         item = self.items[res.task_id]
-        self.timing = None
+        self.timing.discard(res.task_id)
         self.report.timed += 1
         compiled = item.compiled or {}
         extra = dict(compiled.get("extra", {}))
@@ -332,6 +357,7 @@ class Pipeline:
         record.cost_s = self.history.cost_s
         del self.items[key]
         self._record_trial(item.trial, record)
+        self.save()
         for trial in self.waiting.pop(key, []):
             self._duplicate(trial, key)
 
@@ -380,10 +406,8 @@ class Pipeline:
         if now - self.last_pull < every_s:
             return
         self.last_pull = now
-        for t in self.durable.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-            if t.number in self.imported:
-                continue
-            self.imported.add(t.number)
+        for t in read_finished_trials(self.durable, self.seen):
+            self.seen.add(t._trial_id)
             if t.user_attrs.get(_WORKER) == self.claims.worker:
                 continue
             self._import(t)
@@ -452,13 +476,13 @@ class Pipeline:
                     self._duplicate(trial, key)
 
     def dispatch_timer(self) -> None:
-        if self.timing is not None or not self.ready or self.meta is None:
-            return
-        key = self.ready.popleft()
-        item = self.items[key]
-        best = _best_ms(self.history)
-        self.timer.submit(key, self.backend.time_payload(item.config, self.shape, best))
-        self.timing = key
+        """Keep the timer fed: one config timing and one queued behind it."""
+        while len(self.timing) < 2 and self.ready and self.meta is not None:
+            key = self.ready.popleft()
+            item = self.items[key]
+            best = _best_ms(self.history)
+            self.timer.submit(key, self.backend.time_payload(item.config, self.shape, best))
+            self.timing.add(key)
 
     def wait(self, timeout: float) -> None:
         """Block until a compile or a timing finishes (or *timeout* seconds), then handle it."""
@@ -471,10 +495,14 @@ class Pipeline:
         elif timeout > 0:
             time.sleep(timeout)
         start = time.monotonic()
-        for res in self.compiler.poll(0):
+        compiled, timed = self.compiler.poll(0), self.timer.poll(0)
+        self.timing.difference_update(res.task_id for res in timed)
+        for res in compiled:
             self.on_compiled(res)
-        for res in self.timer.poll(0):
+        self.dispatch_timer()  # feed the GPU before storing what it measured
+        for res in timed:
             self.on_timed(res)
+        self.dispatch_timer()
         self.report.loop_s += time.monotonic() - start
 
 
@@ -510,8 +538,8 @@ def recover(live: Pipeline) -> None:
     claims = live.claims
     known = {w.worker: w for w in claims.workers()}
     have: set[int] = set()
-    for t in live.durable.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-        live.imported.add(t.number)
+    for t in read_finished_trials(live.durable, live.seen):
+        live.seen.add(t._trial_id)
         record = TrialRecord.from_trial(t)
         if record is not None and record.compile_index is not None and record.duplicate_of is None:
             have.add(record.compile_index)
@@ -532,7 +560,9 @@ def recover(live: Pipeline) -> None:
             value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
             user_attrs={_ATTR: asdict(record), _WORKER: row.worker},
         )
-        add_finished_trial(live.durable, trial)
+        tid = add_finished_trial(live.durable, trial)
+        if tid is not None:
+            live.seen.add(tid)
         live.study.add_trial(trial)
     for row in claims.stale():
         live.study.enqueue_trial(row.params, skip_if_exists=False)

@@ -199,24 +199,28 @@ class CostModelSampler(BaseSampler):
         free = np.setdiff1d(np.arange(len(self._keys)), np.fromiter(taken, dtype=int))
         if free.size == 0:
             free = np.arange(len(self._keys))
-        n = len(self._observed)
-        if n < self._n_startup or self._rng.random() < self._epsilon:
-            pick = int(self._rng.choice(free))
-        elif self._prior is not None and n + len(pending) < self._n_diverse:
-            pick = self._diverse(free, taken)
-        else:
-            if self._local and n >= 2 and n % 2 == 0:
-                near = self._neighbours(free)
-                free = near if near.size else free
-            elif self._trusted(n):
-                top = free[self._prior_rank[free] < self._top_region * (n + 1)]
-                free = top if top.size else free
-            scores = self._scores(free)
-            # Ties (few measurements) are broken by the prior, then by enumeration order.
-            order = np.lexsort((free, self._prior_score[free], scores))
-            pick = int(free[order[0]])
+        pick = self._choose(free, taken, len(pending))
         config = self._context.feasible[pick]
         return self._context.space.encode(config, self._context.encoding)
+
+    def _choose(self, free: np.ndarray, taken: set[int], n_pending: int) -> int:
+        """The candidate to suggest among *free*, given the measurements and *taken* (evaluated or
+        held by *n_pending* running trials)."""
+        n = len(self._observed)
+        if n < self._n_startup or self._rng.random() < self._epsilon:
+            return int(self._rng.choice(free))
+        if self._prior is not None and n + n_pending < self._n_diverse:
+            return self._diverse(free, taken)
+        if self._local and n >= 2 and n % 2 == 0:
+            near = self._neighbours(free)
+            free = near if near.size else free
+        elif self._trusted(n):
+            top = free[self._prior_rank[free] < self._top_region * (n + 1)]
+            free = top if top.size else free
+        scores = self._scores(free)
+        # Ties (few measurements) are broken by the prior, then by enumeration order.
+        order = np.lexsort((free, self._prior_score[free], scores))
+        return int(free[order[0]])
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:

@@ -6,8 +6,9 @@ trial, so a 7-parameter trial with a few attributes costs some 20 queries (about
 a busy machine, measured in a live study). A live study writes every trial, and knows that all of
 them come from one set of distributions, so :func:`add_finished_trial` inserts the trial row, its
 parameters, value and attributes with Optuna's own table models in one transaction, numbering the
-trial the way Optuna does (the count of the study's trials with a smaller id). Other storages go
-through ``Study.add_trial``.
+trial the way Optuna does (the count of the study's trials with a smaller id);
+:func:`add_finished_trials` writes several trials in one transaction. Other storages go through
+``Study.add_trial``.
 
 The result is read back by Optuna like any trial (``tests/test_trial_writer.py`` compares both
 paths field by field).
@@ -16,15 +17,17 @@ paths field by field).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import optuna
 import sqlalchemy as sa
+from optuna.trial import TrialState
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["add_finished_trial"]
+__all__ = ["add_finished_trial", "add_finished_trials", "read_finished_trials"]
 
 
 def _rdb(study: optuna.Study) -> optuna.storages.RDBStorage | None:
@@ -33,40 +36,86 @@ def _rdb(study: optuna.Study) -> optuna.storages.RDBStorage | None:
     return backend if isinstance(backend, optuna.storages.RDBStorage) else None
 
 
-def add_finished_trial(study: optuna.Study, trial: FrozenTrial) -> None:
-    """Add the finished *trial* (params, value, user and system attributes) to *study*."""
+_FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+
+
+def add_finished_trial(study: optuna.Study, trial: FrozenTrial) -> int | None:
+    """Add the finished *trial* (params, value, user and system attributes) to *study*; return
+    its storage id (``None`` where the storage is not an RDB storage)."""
+    return add_finished_trials(study, [trial])[0]
+
+
+def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial]) -> list[int | None]:
+    """Add finished *trials* to *study*, in order, in one transaction (on an RDB storage); return
+    their storage ids."""
     rdb = _rdb(study)
-    if rdb is None or not trial.state.is_finished() or (trial.values is not None and len(trial.values) > 1):
-        study.add_trial(trial)
-        return
-    trial._validate()
+    if rdb is None or any(not t.state.is_finished() or (t.values is not None and len(t.values) > 1)
+                          for t in trials):
+        for t in trials:
+            study.add_trial(t)
+        return [None] * len(trials)
+    if not trials:
+        return []
+    for t in trials:
+        t._validate()
     from optuna.distributions import distribution_to_json
     from optuna.storages._rdb import models
     from optuna.storages._rdb.storage import _create_scoped_session
 
+    table = models.TrialModel.__table__
+    params: list[dict[str, Any]] = []
+    user: list[dict[str, Any]] = []
+    system: list[dict[str, Any]] = []
+    values: list[dict[str, Any]] = []
+    ids: list[int | None] = []
     with _create_scoped_session(rdb.scoped_session) as session:
-        row = models.TrialModel(
-            study_id=study._study_id, number=None, state=trial.state,
-            datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete,
-        )
-        session.add(row)
-        session.flush()
-        tid = row.trial_id
-        dists = trial.distributions
-        params = [{"trial_id": tid, "param_name": name, "param_value": dists[name].to_internal_repr(v),
-                   "distribution_json": distribution_to_json(dists[name])}
-                  for name, v in trial.params.items()]
-        user = [{"trial_id": tid, "key": k, "value_json": json.dumps(v)} for k, v in trial.user_attrs.items()]
-        system = [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
-                  for k, v in trial.system_attrs.items()]
+        # Optuna numbers a trial by the count of the study's trials with a smaller id; a new id
+        # is larger than every id there is, so the count of the study's trials before it will do.
+        first = session.execute(sa.select(sa.func.count()).select_from(table).where(
+            table.c.study_id == study._study_id)).scalar_one()
+        for i, trial in enumerate(trials):
+            tid = session.execute(sa.insert(table).values(
+                study_id=study._study_id, number=first + i, state=trial.state,
+                datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete,
+            )).inserted_primary_key[0]
+            ids.append(tid)
+            dists = trial.distributions
+            params += [{"trial_id": tid, "param_name": name, "param_value": dists[name].to_internal_repr(v),
+                        "distribution_json": distribution_to_json(dists[name])}
+                       for name, v in trial.params.items()]
+            user += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
+                     for k, v in trial.user_attrs.items()]
+            system += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
+                       for k, v in trial.system_attrs.items()]
+            if trial.value is not None:
+                stored, kind = models.TrialValueModel.value_to_stored_repr(trial.value)
+                values.append({"trial_id": tid, "objective": 0, "value": stored, "value_type": kind})
         for model, rows in ((models.TrialParamModel, params), (models.TrialUserAttributeModel, user),
-                            (models.TrialSystemAttributeModel, system)):
+                            (models.TrialSystemAttributeModel, system), (models.TrialValueModel, values)):
             if rows:
                 session.execute(sa.insert(model.__table__), rows)
-        if trial.value is not None:
-            stored, kind = models.TrialValueModel.value_to_stored_repr(trial.value)
-            session.execute(sa.insert(models.TrialValueModel.__table__),
-                            [{"trial_id": tid, "objective": 0, "value": stored, "value_type": kind}])
-        trials = models.TrialModel.__table__
-        row.number = session.execute(sa.select(sa.func.count()).select_from(trials).where(
-            trials.c.study_id == study._study_id, trials.c.trial_id < tid)).scalar_one()
+    return ids
+
+
+def read_finished_trials(study: optuna.Study, seen: set[int]) -> list[FrozenTrial]:
+    """The finished trials of *study* whose storage id is not in *seen*, oldest first.
+
+    On an RDB storage this reads the study's finished trial ids (one small query) and loads only
+    the new ones, so that a worker polling a study of thousands of trials pays for what changed.
+    Ids are compared as a set, not as a high-water mark: on PostgreSQL, transactions may commit
+    out of id order.
+    """
+    rdb = _rdb(study)
+    if rdb is None:
+        return [t for t in study.get_trials(deepcopy=False, states=_FINISHED) if t._trial_id not in seen]
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+
+    table = models.TrialModel.__table__
+    with _create_scoped_session(rdb.scoped_session) as session:
+        ids = set(session.execute(sa.select(table.c.trial_id).where(
+            table.c.study_id == study._study_id, table.c.state.in_(_FINISHED))).scalars())
+    new = ids - seen
+    if not new:
+        return []
+    return [t for t in rdb._get_trials(study._study_id, _FINISHED, new, max(new)) if t._trial_id in new]

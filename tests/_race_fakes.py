@@ -32,6 +32,14 @@ def hang(x: float) -> float:
     return x
 
 
+def sleep_or_crash(x: float) -> float:
+    """Sleep *x* seconds and answer it; a negative *x* kills the worker."""
+    if x < 0:
+        os._exit(3)
+    time.sleep(x)
+    return x
+
+
 def fail(x: int) -> int:
     raise ValueError(f"bad input {x}")
 

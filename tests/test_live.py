@@ -110,7 +110,7 @@ def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, bac
     compiled = _log(tmp_path)
     assert len(compiled) == len(set(compiled)) == 40
     assert sum(r.compiled for r in reports) == 40 and all(r.compiled > 0 for r in reports)
-    assert reports[0].claims == {"done": 40}
+    assert {"done": 40} in [r.claims for r in reports]  # as the last worker to stop saw them
     assert len(TableStore(db).load(LIVE_TABLE).rows) == 40
     assert sum(1 for r in reports if r.finalists) >= 1  # the last worker to finish re-timed
     study = optuna.load_study(study_name="live", storage=storage)

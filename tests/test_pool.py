@@ -51,3 +51,49 @@ def test_per_task_timeout_overrides_the_pool_timeout() -> None:
         pool.submit("t", 600.0, timeout_s=8.0)
         (result,) = pool.drain(timeout=60)
     assert result.status == "timeout"
+
+
+def test_each_result_says_when_the_worker_ran_it() -> None:
+    with WorkerPool(fakes.hang, workers=1, timeout_s=60) as pool:
+        before = time.monotonic()
+        pool.submit_many([("a", 0.2), ("b", 0.2)])
+        a, b = pool.drain(timeout=60)
+        after = time.monotonic()
+    assert a.ran is not None and b.ran is not None
+    assert before <= a.ran[0] and a.ran[1] <= b.ran[0] and b.ran[1] <= after
+    assert 0.2 <= a.ran[1] - a.ran[0] < 1.0
+
+
+def test_a_prefetching_worker_starts_the_next_task_without_waiting_for_the_parent() -> None:
+    with WorkerPool(fakes.hang, workers=1, timeout_s=60, prefetch=1) as pool:
+        pool.submit_many([("a", 0.3), ("b", 0.3), ("c", 0.0)])
+        pool.poll(0)
+        assert pool.running == 2 and pool.queued == 1
+        time.sleep(1.0)  # the parent reads nothing while both run back to back
+        results = pool.drain(timeout=60)
+    assert [r.task_id for r in results] == ["a", "b", "c"]
+    a, b = results[0].ran, results[1].ran
+    assert a is not None and b is not None
+    assert b[0] - a[1] < 0.1  # b started as soon as a ended, not when the parent woke up
+
+
+def test_tasks_prefetched_behind_a_crash_run_on_a_fresh_worker() -> None:
+    with WorkerPool(fakes.sleep_or_crash, workers=1, timeout_s=60, prefetch=2) as pool:
+        pool.submit_many([("a", 0.0), ("boom", -1.0), ("b", 0.0), ("c", 0.0)])
+        results = {r.task_id: r for r in pool.drain(timeout=60)}
+        assert pool.restarts == 1
+    assert results["boom"].status == "crash"
+    assert all(results[k].ok for k in "abc")
+
+
+def test_a_prefetched_task_times_out_from_its_own_start() -> None:
+    with WorkerPool(fakes.hang, workers=1, timeout_s=600, prefetch=1) as pool:
+        pool.submit("first", 3.0)
+        pool.submit("stuck", 600.0, timeout_s=5.0)
+        pool.submit("after", 0.0)
+        t0 = time.monotonic()
+        results = {r.task_id: r for r in pool.drain(timeout=60)}
+        wall = time.monotonic() - t0
+    assert results["first"].ok and results["after"].ok
+    assert results["stuck"].status == "timeout"
+    assert 8.0 <= wall < 30  # 3 s of "first", then 5 s of "stuck"

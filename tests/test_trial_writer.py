@@ -7,7 +7,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
-from flysearch.trial_writer import add_finished_trial
+from flysearch.trial_writer import add_finished_trial, add_finished_trials
 
 DISTS = {"a": IntDistribution(0, 7), "b": CategoricalDistribution(["x", "y"])}
 
@@ -50,6 +50,24 @@ def test_fast_writer_reads_back_like_add_trial(urls):
     assert [t.number for t in read_fast] == [0, 1, 2]
     # The writing study's cache sees them too.
     assert [t.number for t in fast.get_trials()] == [0, 1, 2]
+
+
+def test_batches_in_order_numbered_per_study(urls):
+    fast_url, slow_url = urls
+    other = optuna.create_study(storage=fast_url, study_name="other")
+    fast = optuna.create_study(storage=fast_url, study_name="s")
+    slow = optuna.create_study(storage=slow_url, study_name="s")
+    add_finished_trial(other, _trials()[0])  # another study's trial ids sit before and between
+    add_finished_trials(fast, _trials())
+    add_finished_trial(other, _trials()[1])
+    add_finished_trials(fast, _trials()[::-1])
+    add_finished_trials(fast, [])
+    for t in _trials() + _trials()[::-1]:
+        slow.add_trial(t)
+    read_fast = optuna.load_study(study_name="s", storage=fast_url).trials
+    read_slow = optuna.load_study(study_name="s", storage=slow_url).trials
+    assert [_fields(t) for t in read_fast] == [_fields(t) for t in read_slow]
+    assert [t.number for t in optuna.load_study(study_name="other", storage=fast_url).trials] == [0, 1]
 
 
 def test_other_storages_go_through_add_trial():

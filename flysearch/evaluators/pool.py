@@ -7,6 +7,13 @@ noticed through its process sentinel, and either way the task comes back as a :c
 with ``status`` ``"timeout"`` or ``"crash"`` and a fresh worker takes the slot. The pool never raises
 for a task; the caller decides what a failure means (a failed compile, a failed launch).
 
+With ``prefetch=k`` a worker holds up to ``k`` tasks queued in its pipe behind the one it runs, so
+it starts the next task the moment it answers one, without waiting for the parent to read the
+answer and send more (a GPU timer fed by a busy study loop). Answers come back in order; the task
+a worker runs is the oldest one it has not answered, and its timeout counts from the answer before
+it. If the worker crashes or is killed, the tasks queued behind the one it ran go back to the front
+of the pool's queue for a fresh worker.
+
 Example:
     >>> from flysearch.evaluators.pool import WorkerPool
     >>> with WorkerPool(abs, workers=2, timeout_s=30) as pool:  # doctest: +SKIP
@@ -25,7 +32,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
@@ -44,7 +51,10 @@ class TaskResult:
             was killed after ``timeout_s``) or ``"crash"`` (its worker died).
         value: The function's return value when ``status == "ok"``.
         detail: One line on what went wrong, empty when ok.
-        elapsed_s: Wall seconds from dispatch to result.
+        elapsed_s: Wall seconds from the task's start (its dispatch, or the worker's previous
+            answer when it was prefetched) to its result.
+        ran: ``(start, end)`` in :func:`time.monotonic` seconds (one clock for all processes of a
+            host) during which the worker ran the task's function; ``None`` when the worker died.
     """
 
     task_id: Hashable
@@ -52,6 +62,7 @@ class TaskResult:
     value: Any = None
     detail: str = ""
     elapsed_s: float = 0.0
+    ran: tuple[float, float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -73,14 +84,15 @@ def _worker_main(
         if msg is None:
             return
         task_id, payload = msg
+        start = time.monotonic()
         try:
             value = func(payload)
         except Exception as exc:  # a task's failure is data for the parent
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            conn.send((task_id, "error", None, last[:500], False))
+            conn.send((task_id, "error", None, last[:500], False, (start, time.monotonic())))
             continue
         retire = isinstance(value, Retire)
-        conn.send((task_id, "ok", value.value if retire else value, "", retire))
+        conn.send((task_id, "ok", value.value if retire else value, "", retire, (start, time.monotonic())))
         if retire:
             return
 
@@ -97,12 +109,18 @@ class Retire:
 
 
 @dataclass
+class _Sent:
+    task_id: Hashable
+    payload: Any
+    timeout_s: float
+    started: float = 0.0  # when it became the worker's oldest unanswered task
+
+
+@dataclass
 class _Slot:
     process: Any
     conn: Connection
-    task_id: Hashable | None = None
-    started: float = 0.0
-    timeout_s: float = 0.0
+    tasks: collections.deque[_Sent] = field(default_factory=collections.deque)
 
 
 class WorkerPool:
@@ -114,14 +132,19 @@ class WorkerPool:
         timeout_s: Seconds a task may run before its worker is killed.
         env: Environment variables set in each worker before anything runs.
         initializer: Called once in each worker before its first task.
+        prefetch: Tasks a worker may hold queued behind the one it runs.
     """
 
     def __init__(
         self, func: Callable[[Any], Any], *, workers: int, timeout_s: float,
         env: Mapping[str, str] | None = None, initializer: Callable[[], None] | None = None,
+        prefetch: int = 0,
     ) -> None:
         if workers < 1:
             raise ValueError(f"A pool needs at least one worker, got {workers}.")
+        if prefetch < 0:
+            raise ValueError(f"prefetch must be >= 0, got {prefetch}.")
+        self.prefetch = prefetch
         self.func = func
         self.workers = workers
         self.timeout_s = timeout_s
@@ -166,7 +189,7 @@ class WorkerPool:
         for slot in self._slots:
             if slot is None:
                 continue
-            if slot.task_id is None and slot.process.is_alive():
+            if not slot.tasks and slot.process.is_alive():
                 try:
                     slot.conn.send(None)
                 except OSError:
@@ -198,50 +221,65 @@ class WorkerPool:
 
     @property
     def running(self) -> int:
-        return sum(1 for s in self._slots if s is not None and s.task_id is not None)
+        """Tasks sent to workers and not yet answered (running, or prefetched behind one)."""
+        return sum(len(s.tasks) for s in self._slots if s is not None)
 
     @property
     def pending(self) -> int:
         """Tasks submitted and not yet returned by :meth:`poll`."""
         return self.queued + self.running
 
+    def _busy(self) -> dict[int, _Slot]:
+        return {i: s for i, s in enumerate(self._slots) if s is not None and s.tasks}
+
     def handles(self) -> list[Any]:
         """What to wait on (with :func:`multiprocessing.connection.wait`) for this pool's next
         result: the pipes and process sentinels of its busy workers. Dispatches queued tasks first."""
         self._dispatch()
-        busy = [s for s in self._slots if s is not None and s.task_id is not None]
+        busy = self._busy().values()
         return [s.conn for s in busy] + [s.process.sentinel for s in busy]
 
     def next_deadline(self) -> float | None:
         """The :func:`time.monotonic` time at which the first running task times out."""
-        busy = [s for s in self._slots if s is not None and s.task_id is not None]
-        return min(s.started + s.timeout_s for s in busy) if busy else None
+        heads = [s.tasks[0] for s in self._busy().values()]
+        return min(h.started + h.timeout_s for h in heads) if heads else None
 
     def _dispatch(self) -> None:
-        for i in range(self.workers):
-            if not self._queue:
-                return
-            slot = self._slots[i]
-            if slot is not None and slot.task_id is not None:
-                continue
-            if slot is None or not slot.process.is_alive():
-                if slot is not None:
-                    slot.conn.close()
-                slot = self._slots[i] = self._start()
-            task_id, payload, timeout_s = self._queue.popleft()
-            slot.conn.send((task_id, payload))
-            slot.task_id, slot.started = task_id, time.monotonic()
-            slot.timeout_s = timeout_s if timeout_s is not None else self.timeout_s
+        # Idle workers first, then one more task each up to the prefetch depth.
+        for depth in range(1 + self.prefetch):
+            for i in range(self.workers):
+                if not self._queue:
+                    return
+                slot = self._slots[i]
+                if slot is not None and len(slot.tasks) > depth:
+                    continue
+                if slot is None or (not slot.tasks and not slot.process.is_alive()):
+                    if slot is not None:
+                        slot.conn.close()
+                    slot = self._slots[i] = self._start()
+                task_id, payload, timeout_s = self._queue.popleft()
+                try:
+                    slot.conn.send((task_id, payload))
+                except OSError:  # the worker died; poll() notices and requeues
+                    self._queue.appendleft((task_id, payload, timeout_s))
+                    return
+                now = time.monotonic()
+                slot.tasks.append(_Sent(task_id, payload,
+                                        timeout_s if timeout_s is not None else self.timeout_s, now))
 
     def _retire(self, i: int, status: Status, detail: str) -> TaskResult:
+        """Answer slot *i*'s running task with *status*, end its worker and requeue the tasks
+        prefetched behind it."""
         slot = self._slots[i]
-        assert slot is not None and slot.task_id is not None
-        result = TaskResult(slot.task_id, status, None, detail, time.monotonic() - slot.started)
+        assert slot is not None and slot.tasks
+        head = slot.tasks.popleft()
+        result = TaskResult(head.task_id, status, None, detail, time.monotonic() - head.started)
         self._drop(i)
         return result
 
     def _drop(self, i: int, grace_s: float = 0.0) -> None:
-        """End slot *i*'s worker (after *grace_s* seconds to exit on its own) and free the slot."""
+        """End slot *i*'s worker (after *grace_s* seconds to exit on its own), free the slot and put
+        the tasks it had not started back at the front of the queue."""
         slot = self._slots[i]
         assert slot is not None
         if grace_s:
@@ -250,17 +288,19 @@ class WorkerPool:
             slot.process.kill()
         slot.process.join()
         slot.conn.close()
+        for sent in reversed(slot.tasks):
+            self._queue.appendleft((sent.task_id, sent.payload, sent.timeout_s))
         self._slots[i] = None
         self.restarts += 1
 
     def poll(self, timeout: float | None = 0.0) -> list[TaskResult]:
         """Dispatch queued tasks and return the results ready within *timeout* seconds."""
         self._dispatch()
-        busy = {i: s for i, s in enumerate(self._slots) if s is not None and s.task_id is not None}
+        busy = self._busy()
         if not busy:
             return []
         now = time.monotonic()
-        next_deadline = min(s.started + s.timeout_s for s in busy.values())
+        next_deadline = min(s.tasks[0].started + s.tasks[0].timeout_s for s in busy.values())
         wait_s = max(0.0, next_deadline - now)
         if timeout is not None:
             wait_s = min(wait_s, timeout)
@@ -269,26 +309,39 @@ class WorkerPool:
         results = []
         for i, slot in busy.items():
             if slot.conn in ready or slot.process.sentinel in ready:
-                results.append(self._receive(i, slot))
-            elif time.monotonic() - slot.started > slot.timeout_s:
-                results.append(self._retire(i, "timeout", f"killed after {slot.timeout_s:.0f} s"))
+                results.extend(self._receive(i, slot))
+            else:
+                head = slot.tasks[0]
+                if time.monotonic() - head.started > head.timeout_s:
+                    results.append(self._retire(i, "timeout", f"killed after {head.timeout_s:.0f} s"))
         self._dispatch()
         return results
 
-    def _receive(self, i: int, slot: _Slot) -> TaskResult:
+    def _receive(self, i: int, slot: _Slot) -> list[TaskResult]:
+        """Read every answer slot *i*'s worker has sent; a worker that died without answering its
+        running task gets a ``"crash"`` result for it."""
+        out: list[TaskResult] = []
         try:
-            if slot.conn.poll():
-                task_id, status, value, detail, retire = slot.conn.recv()
-                elapsed = time.monotonic() - slot.started
-                slot.task_id = None
+            while slot.tasks and slot.conn.poll():
+                task_id, status, value, detail, retire, ran = slot.conn.recv()
+                now = time.monotonic()
+                head = slot.tasks.popleft()
+                out.append(TaskResult(task_id, status, value, detail, now - head.started, tuple(ran)))
+                if slot.tasks:
+                    slot.tasks[0].started = max(slot.tasks[0].started, ran[1])
                 if retire:
                     self._drop(i, grace_s=5.0)
-                return TaskResult(task_id, status, value, detail, elapsed)
+                    return out
+            if out or slot.process.is_alive():
+                return out
         except (EOFError, OSError):
             pass
+        if not slot.tasks:
+            return out
         slot.process.join(1.0)
         code = slot.process.exitcode
-        return self._retire(i, "crash", f"worker died (exit code {code})")
+        out.append(self._retire(i, "crash", f"worker died (exit code {code})"))
+        return out
 
     def drain(self, timeout: float | None = None) -> list[TaskResult]:
         """Run until every submitted task has a result (or *timeout* seconds pass)."""
