@@ -130,6 +130,10 @@ def run_live_study(
     report.compile_busy_s = busy_seconds(runner.compile_intervals)
     report.timer_busy_s = busy_seconds(runner.timer_intervals)
     report.compile_sum_s = sum(b - a for a, b in runner.compile_intervals)
+    spans = runner.compile_intervals + runner.timer_intervals
+    if spans:
+        report.head_s = max(0.0, min(a for a, _b in spans) - t0)
+        report.tail_s = max(0.0, loop_end - max(b for _a, b in spans))
     report.busy_s = busy_seconds(runner.compile_intervals + runner.timer_intervals)
     report.claims = claims_counts
     report.stopped = stopped

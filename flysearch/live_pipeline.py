@@ -100,6 +100,8 @@ class LiveReport:
     compile_busy_s: float = 0.0
     timer_busy_s: float = 0.0
     compile_sum_s: float = 0.0
+    head_s: float = 0.0
+    tail_s: float = 0.0
     loop_s: float = 0.0
     startup_s: float = 0.0
     compiled: int = 0
@@ -110,7 +112,9 @@ class LiveReport:
 
     @property
     def overhead(self) -> float:
-        """Share of the wall-clock time during which neither a compile nor a timing ran."""
+        """Share of the wall-clock time during which neither a compile nor a timing ran (of it,
+        ``head_s`` before the first one started: process start-up and study set-up; ``tail_s``
+        after the last one ended: shutting the pools down)."""
         return 1.0 - self.busy_s / self.wall_s if self.wall_s > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -400,7 +404,7 @@ class Pipeline:
         self.report.table = self.meta.name
         self.report.device = self.meta.device
 
-    def pull(self, *, every_s: float = 0.5) -> None:
+    def pull(self, *, every_s: float = 0.1) -> None:
         """Bring other workers' finished trials into the sampler's study (and the history)."""
         now = time.monotonic()
         if now - self.last_pull < every_s:
