@@ -151,3 +151,37 @@ def test_costmodel_sampler_starts_with_distinct_configs(
     for i, a in enumerate(first):
         for b in first[:i]:
             assert sum(a[p] != b[p] for p in a) >= 3
+
+
+def test_costmodel_sampler_choice_skips_taken_configs(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    """Driven without Optuna, each choice is a free config: never a measured one nor one a running
+    trial holds; the first follows the prior but keeps away from the held config."""
+    import math
+
+    from flysearch.kernels import space_for_table
+    from flysearch.model_sampler import CostModelSampler
+    from flysearch.samplers import SearchContext
+
+    prior = fit_prior([conv_a100], max_iter=30)
+    space = space_for_table(conv_mi250x)
+    context = SearchContext(space, "ordinal", space.enumerate().shuffled(3), problem=conv_mi250x.meta.problem)
+    sampler = CostModelSampler(context, prior, seed=3)
+    everything = np.arange(len(context.feasible))
+    favourite = int(np.argmin(sampler._prior_score))
+    held = {favourite}  # a running trial holds the prior's favourite throughout
+    picks: list[int] = []
+    for _ in range(30):
+        taken = sampler._seen | held
+        free = np.setdiff1d(everything, np.fromiter(taken, dtype=int))
+        pick = sampler._choose(free, taken, len(held))
+        assert pick not in taken
+        row = conv_mi250x.rows[context.feasible[pick].key]
+        sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
+        sampler._seen.add(pick)
+        picks.append(pick)
+    assert len(set(picks)) == 30
+    # The first is the prior's best among the configs 3 parameters away from the held one.
+    far = (sampler._ordinal != sampler._ordinal[favourite]).sum(axis=1) >= 3
+    assert sampler._prior_score[picks[0]] == sampler._prior_score[far].min()
