@@ -196,7 +196,7 @@ def prepare_storage(url: str) -> None:
 def _run(r: Pipeline) -> str:
     idle = 0
     stop = ""
-    depth = r.live.depth or r.live.workers() + 2
+    depth = r.live.in_flight()
     while True:
         r.claims.heartbeat()
         r.pull()

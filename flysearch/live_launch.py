@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from flysearch.arch import get_arch
 from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.evaluators.pool import main_module_hidden
 from flysearch.live import LiveReport, LiveSettings, prepare_storage, run_live_study
 from flysearch.study import DEFAULT_STORAGE, StudySettings
 from flysearch.tables import DEFAULT_DB
@@ -179,8 +180,9 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
     queue = ctx.Queue()
     procs = [ctx.Process(target=_worker_main, args=(replace(job, live=replace(job.live, worker_index=i)), gpu,
                                                     queue)) for i, gpu in enumerate(gpus)]
-    for p in procs:
-        p.start()
+    with main_module_hidden(job):
+        for p in procs:
+            p.start()
     results: list[tuple[str, LiveReport | None, str | None]] = []
     while len(results) < len(procs):
         try:

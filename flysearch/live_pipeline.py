@@ -57,7 +57,8 @@ class LiveSettings:
 
     Attributes:
         compile_workers: Compile processes (default: CPU count minus 2, at least 1).
-        depth: Trials in flight at once (compiling, compiled, timing); default compile_workers + 2.
+        depth: Trials in flight at once (compiling, queued for a compile process, compiled, timing);
+            default :meth:`in_flight`.
         gpu: The GPU this worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``).
         table: Name of the table the measurements land in (default ``live/<kernel>/<device>/<MxNxK>``).
         finalists: Configs re-timed before the winner is named (0: none).
@@ -84,6 +85,12 @@ class LiveSettings:
 
     def workers(self) -> int:
         return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
+
+    def in_flight(self) -> int:
+        """Trials in flight: one per compile process, half as many again queued behind them (so
+        that a process starts its next compile while the study loop is busy), and two for the
+        GPU."""
+        return self.depth or self.workers() + max(2, self.workers() // 2)
 
 
 @dataclass
@@ -146,8 +153,10 @@ def start_pools(backend: LiveBackend, live: LiveSettings) -> tuple[WorkerPool, W
     """Start a worker's compile pool and its timer (which is asked for its device at once), so
     that their processes start up while the study is being set up."""
     env = dict(backend.env)
+    # A compile process holds its next config in its pipe too (see LiveSettings.in_flight).
     compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
-                          env=env, initializer=functools.partial(_compile_worker_init, backend.warmup))
+                          env=env, initializer=functools.partial(_compile_worker_init, backend.warmup),
+                          prefetch=1)
     # The timer holds the next compiled config in its pipe, so the GPU goes from one timing to the
     # next without waiting for the study loop (busy with the sampler) to read the answer.
     timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,

@@ -97,3 +97,20 @@ def test_a_prefetched_task_times_out_from_its_own_start() -> None:
     assert results["first"].ok and results["after"].ok
     assert results["stuck"].status == "timeout"
     assert 8.0 <= wall < 30  # 3 s of "first", then 5 s of "stuck"
+
+
+def test_workers_start_without_the_parents_main_module_unless_they_need_it() -> None:
+    import functools
+    import sys
+    import types
+
+    from flysearch.evaluators.pool import main_module_hidden
+
+    real = sys.modules["__main__"]
+    with main_module_hidden(fakes.square, functools.partial(fakes.hang, 0.0)):
+        assert sys.modules["__main__"] is not real and not hasattr(sys.modules["__main__"], "__file__")
+    assert sys.modules["__main__"] is real
+    fake_main = types.ModuleType("__main__")
+    exec("def f(x):\n    return x\n", fake_main.__dict__)
+    with main_module_hidden(functools.partial(fakes.square, fake_main.f)):
+        assert sys.modules["__main__"] is real  # a worker needs f from __main__: nothing hidden

@@ -27,16 +27,20 @@ Thread safety: a pool is driven by one thread of the process that created it.
 from __future__ import annotations
 
 import collections
+import contextlib
+import functools
 import multiprocessing as mp
 import os
+import sys
 import time
 import traceback
-from collections.abc import Callable, Hashable, Iterable, Mapping
+import types
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
-__all__ = ["Retire", "TaskResult", "WorkerPool"]
+__all__ = ["Retire", "TaskResult", "WorkerPool", "main_module_hidden"]
 
 Status = Literal["ok", "error", "timeout", "crash"]
 
@@ -95,6 +99,39 @@ def _worker_main(
         conn.send((task_id, "ok", value.value if retire else value, "", retire, (start, time.monotonic())))
         if retire:
             return
+
+
+def _defined_in_main(*objs: Any) -> bool:
+    """Whether any of *objs* (functions, partials of them) lives in the ``__main__`` module."""
+    for obj in objs:
+        while isinstance(obj, functools.partial):
+            if _defined_in_main(*obj.args, *obj.keywords.values()):
+                return True
+            obj = obj.func
+        if callable(obj) and getattr(obj, "__module__", None) == "__main__":
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def main_module_hidden(*needed: Any) -> Iterator[None]:
+    """Start spawned processes inside this block without re-running the parent's main module.
+
+    A spawned child imports the parent's ``__main__`` script before anything else (the ``flysearch``
+    CLI, a benchmark): seconds of imports (Optuna, scikit-learn) that a compile worker or a GPU timer
+    never uses, paid by every process of a pool at start-up. Inside this block the children see a
+    blank main module. When any of *needed* (the target, its arguments) is defined in ``__main__``,
+    the children need it, and nothing is hidden.
+    """
+    if _defined_in_main(*needed):
+        yield
+        return
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 @dataclass(frozen=True)
@@ -168,7 +205,8 @@ class WorkerPool:
         proc = self._ctx.Process(
             target=_worker_main, args=(child, self.func, self.env, self.initializer), daemon=True
         )
-        proc.start()
+        with main_module_hidden(self.func, self.initializer):
+            proc.start()
         child.close()
         return _Slot(proc, parent)
 
