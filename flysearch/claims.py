@@ -343,6 +343,14 @@ class ClaimStore:
         with self.engine.connect() as c:
             return [_row(r) for r in c.execute(query).all()]
 
+    def finished_since(self, since: float) -> list[ClaimRow]:
+        """Claims finished at or after *since* (``time.time()`` seconds of the finishing host)."""
+        query = sa.select(_claims).where(_claims.c.study == self.study,
+                                         _claims.c.state.in_(("done", "failed")),
+                                         _claims.c.finished_at >= since)
+        with self.engine.connect() as c:
+            return [_row(r) for r in c.execute(query).all()]
+
     def in_flight(self) -> list[ClaimRow]:
         """Claims not finished yet (being compiled or timed, or left by a dead worker)."""
         query = sa.select(_claims).where(_claims.c.study == self.study,

@@ -114,7 +114,9 @@ def run_live_study(
     claims, store = runner.claims, runner.store
     try:
         recover(runner)
+        start = time.monotonic()
         stopped = _run(runner)
+        runner.report.loop_s = time.monotonic() - start - runner.blocked_s
         runner.save()
         runner.compiler.close(grace_s=0.0)  # nothing left to compile; the finalists only time
         report = runner.report
@@ -201,9 +203,7 @@ def _run(r: Pipeline) -> str:
         r.claims.heartbeat()
         r.pull()
         while not stop and len(r.items) + sum(len(v) for v in r.waiting.values()) < depth:
-            start = time.monotonic()
             outcome = r.ask_one()
-            r.report.loop_s += time.monotonic() - start
             if outcome == "full":
                 stop = "budget spent" if r.target < len(r.context.feasible) else "feasible space exhausted"
             idle = 0 if outcome in ("compile", "waiting") else idle + 1

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["LiveReport", "LiveSettings", "Pipeline", "busy_seconds", "recover", "start_pools"]
 
 _WORKER = "flysearch_worker"
+_PULL_MARGIN_S = 10.0
 FINALISTS_ATTR = "flysearch_finalists"  # the study attribute holding the re-timed finalists
 
 
@@ -109,7 +110,7 @@ class LiveReport:
     compile_sum_s: float = 0.0
     head_s: float = 0.0
     tail_s: float = 0.0
-    loop_s: float = 0.0
+    loop_s: float = 0.0  # seconds the study loop was working (not waiting for its pools)
     startup_s: float = 0.0
     compiled: int = 0
     timed: int = 0
@@ -180,6 +181,8 @@ class Pipeline:
         self.seen: set[int] = set()  # storage ids of the shared study's trials this worker has
         self.placeholders: dict[str, int] = {}
         self.last_pull = 0.0
+        self.blocked_s = 0.0  # seconds the loop waited for a compile or a timing
+        self.pulled_to = 0.0  # finished_at of the newest claim pulled
         self.claims, self.store, self.context = claims, store, context
         self.shape, self.arch = context.shape, context.arch
         self.target = min(settings.budget, n_feasible)
@@ -413,17 +416,23 @@ class Pipeline:
         self.report.table = self.meta.name
         self.report.device = self.meta.device
 
-    def pull(self, *, every_s: float = 0.1) -> None:
-        """Bring other workers' finished trials into the sampler's study (and the history)."""
+    def pull(self, *, every_s: float = 0.25) -> None:
+        """Bring other workers' measurements into the sampler's study (and the history), and
+        show it the configs they are evaluating now.
+
+        Measurements come from the claims finished since the last pull (with a margin for clocks
+        of other hosts and for commits that waited for a lock): one small query, instead of
+        reading other workers' trials (their duplicates and rejections tell this sampler nothing).
+        """
         now = time.monotonic()
         if now - self.last_pull < every_s:
             return
         self.last_pull = now
-        for t in read_finished_trials(self.durable, self.seen):
-            self.seen.add(t._trial_id)
-            if t.user_attrs.get(_WORKER) == self.claims.worker:
-                continue
-            self._import(t)
+        rows = self.claims.finished_since(self.pulled_to - _PULL_MARGIN_S)
+        for row in rows:
+            self.pulled_to = max(self.pulled_to, row.finished_at or 0.0)
+            if row.worker != self.claims.worker and row.key not in self.history.by_key and row.result:
+                self.study.add_trial(_trial_of(self, row))
         self._mirror_in_flight()
 
     def _mirror_in_flight(self) -> None:
@@ -503,11 +512,12 @@ class Pipeline:
         deadlines = [d for d in (self.compiler.next_deadline(), self.timer.next_deadline()) if d is not None]
         if deadlines:
             timeout = max(0.0, min(timeout, min(deadlines) - time.monotonic()))
+        start = time.monotonic()
         if handles:
             wait(handles, timeout)
         elif timeout > 0:
             time.sleep(timeout)
-        start = time.monotonic()
+        self.blocked_s += time.monotonic() - start
         compiled, timed = self.compiler.poll(0), self.timer.poll(0)
         self.timing.difference_update(res.task_id for res in timed)
         for res in compiled:
@@ -516,7 +526,6 @@ class Pipeline:
         for res in timed:
             self.on_timed(res)
         self.dispatch_timer()
-        self.report.loop_s += time.monotonic() - start
 
 
 def _compile_worker_init(warmup: Callable[[], None] | None) -> None:
@@ -544,6 +553,21 @@ def _record_of(claim: ClaimRow, result: dict[str, Any]) -> TrialRecord:
     )
 
 
+def _trial_of(live: Pipeline, row: ClaimRow) -> FrozenTrial:
+    """The finished trial of a claim's measurement (learnt into the history)."""
+    assert row.result is not None
+    record = _record_of(row, row.result)
+    record.compile_index = row.compile_index
+    live._learn(row)
+    value = live.history.value(record)
+    done = not math.isnan(value)
+    return optuna.trial.create_trial(
+        params=dict(row.params), distributions={k: live.context.distributions[k] for k in row.params},
+        value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
+        user_attrs={_ATTR: asdict(record), _WORKER: row.worker},
+    )
+
+
 def recover(live: Pipeline) -> None:
     """Load the shared study's finished trials into the sampler's study and the history; give a
     trial to every measurement a killed worker stored but did not write as a trial; queue the
@@ -563,16 +587,7 @@ def recover(live: Pipeline) -> None:
             row.worker != claims.worker and claims.alive(row.worker, known=known)
         ):
             continue  # has its trial, or its live worker is about to write it
-        record = _record_of(row, row.result)
-        record.compile_index = row.compile_index
-        live._learn(row)
-        value = live.history.value(record)
-        done = not math.isnan(value)
-        trial = optuna.trial.create_trial(
-            params=dict(row.params), distributions={k: live.context.distributions[k] for k in row.params},
-            value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
-            user_attrs={_ATTR: asdict(record), _WORKER: row.worker},
-        )
+        trial = _trial_of(live, row)
         tid = add_finished_trial(live.durable, trial)
         if tid is not None:
             live.seen.add(tid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -108,3 +109,17 @@ def test_lock_is_taken_once(url):
     assert a.rows() == []  # locks are not claims
     a.close()
     b.close()
+
+
+def test_finished_since_returns_only_claims_finished_from_then(url):
+    store = ClaimStore(url, "s")
+    for key in ("a", "b", "c"):
+        store.claim(key, budget=10, params={"k": key})
+    store.finish("a", {"outcome": "ok", "time_ms": 1.0})
+    time.sleep(0.05)
+    mark = time.time()
+    store.finish("b", {"outcome": "compile_failed", "time_ms": None}, failed=True)
+    assert {r.key for r in store.finished_since(0.0)} == {"a", "b"}
+    (b,) = store.finished_since(mark)
+    assert (b.key, b.state, b.params) == ("b", "failed", {"k": "b"})
+    store.close()
