@@ -1,19 +1,23 @@
 """Live studies on the H200 through the pipelined, claim-based runner (``flysearch.live``).
 
-    python benchmarks/live_h200.py --out benchmarks/results/live_h200.json            # one GPU
-    python benchmarks/live_h200.py --two-gpu 4096x4096x4096 --out ...two_gpu.json     # two GPUs
+    python benchmarks/live_h200.py --budget 48 --out benchmarks/results/live_h200.json     # one GPU
+    python benchmarks/live_h200.py --skip-part-one --two-gpu 256x1536x7168 --two-gpu-budget 1200 \
+        --two-gpu-sampler random --out benchmarks/results/live_h200_two_gpu.json           # two GPUs
 
-Part 1 (``--shapes``): for shapes with exhaustive tables in benchmarks/data/h200, a live study per
-sampler (``tpe``; ``costmodel`` with a prior trained on the *other* committed tables), cold Triton
-cache, SQLite storage: compiles, wall-clock seconds, the share of wall-clock during which neither a
-compile nor a timing ran (the overhead), the re-timed winner and its tie set, and the winner's time
-in the exhaustive table against the table's optimum. With ``--race`` each shape is also raced
+Part 1 (``--shapes``, ``--budget`` and ``--samplers`` as comma-separated lists): for shapes with
+exhaustive tables in benchmarks/data/h200, a live study per budget and sampler (``tpe``;
+``costmodel`` with a prior trained on the *other* committed tables), cold Triton cache, SQLite
+storage: compiles, wall-clock seconds, the share of the worker's wall-clock during which no pool
+process ran a compile or a timing (the overhead; ``head_s`` of it before the first one started,
+``tail_s`` after the last one ended), the re-timed winner and its tie set, and the winner's time in
+the exhaustive table against the table's optimum. With ``--race`` each shape is also raced
 exhaustively from a cold cache on the same machine, for the wall-clock comparison.
 
-Part 2 (``--two-gpu SHAPE``): the same study (``--two-gpu-sampler``, random by default; budget
+Part 2 (``--two-gpu SHAPE``): the same study (each sampler of ``--two-gpu-sampler``; budget
 ``--two-gpu-budget``) with one worker on one GPU and with two workers on two GPUs sharing one
-SQLite study; each worker gets the same number of compile processes in both runs. Reports
-configs/s and the speed-up, and checks that no config was compiled twice.
+SQLite study; each worker gets the same number of compile processes in both runs. Reports configs/s
+over the whole wall-clock and between the first and the last compile or timing (the busy window),
+the speed-ups, and checks that no config was compiled twice.
 """
 
 from __future__ import annotations

@@ -102,6 +102,24 @@ def compare_section() -> str:
     return "\n".join(lines) if len(lines) > 2 else "(no compare experiment has been run)"
 
 
+def _budget200_facts() -> dict[str, str]:
+    """Overheads of the budget-200 live studies, from the lines the benchmark printed (their JSON
+    files were lost to a timeout; see the log's header)."""
+    import json
+
+    text = (ROOT / "benchmarks" / "results" / "live_h200_budget200.log").read_text()
+    runs = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            head = line[: line.index('"loop_s"')].rstrip(", ") + "}"  # the fields before the cut
+            runs.append(json.loads(head))
+    tpe_small = next(r for r in runs if r["sampler"] == "tpe" and r["shape"] == "1x6144x4096")
+    others = [100 * r["overhead"] for r in runs if r is not tpe_small]
+    return {"B200_OTHERS": f"{min(others):.1f}-{max(others):.1f}%", "B200_N": str(len(others)),
+            "B200_TPE_TRIALS": f"{tpe_small['trials']:,}",
+            "B200_TPE_OVERHEAD": f"{100 * tpe_small['overhead']:.1f}%"}
+
+
 def live_section() -> tuple[str, dict[str, str]]:
     """The live studies on the H200 (benchmarks/live_h200.py): per study and the two-GPU runs."""
     import json
@@ -115,20 +133,37 @@ def live_section() -> tuple[str, dict[str, str]]:
     for r in live["live"]:
         race = races.get(r["shape"])
         lines.append(f"| {r['shape']} | {r['sampler']} | {r['trials']} | {r['wall_s']:.1f} | "
-                     f"{100 * r['overhead']:.0f}% | {r['winner_vs_optimum_in_table']:.3f} | "
+                     f"{100 * r['overhead']:.1f}% | {r['winner_vs_optimum_in_table']:.3f} | "
                      f"{len(r['tie_set'])} | {race if race is not None else '-'} |")
     facts = {"LIVE_TABLE": "\n".join(lines), "LIVE_BUDGET": str(live["live"][0]["budget"]),
              "LIVE_DATE": live["date"]}
-    two = live["two_gpu"]
-    facts.update({"TWO_SHAPE": two["shape"], "TWO_BUDGET": str(two["budget"]),
-                  "TWO_ONE": f"{two['one_gpu']['configs_per_s']:.1f}",
-                  "TWO_TWO": f"{two['two_gpus']['configs_per_s']:.1f}",
-                  "TWO_SPEEDUP": f"{two['speedup']:.2f}"})
-    cm_path = ROOT / "benchmarks" / "results" / "live_h200_two_gpu_costmodel.json"
-    cm = json.loads(cm_path.read_text())["two_gpu"]
-    facts.update({"TWO_CM_ONE": f"{cm['one_gpu']['configs_per_s']:.1f}",
-                  "TWO_CM_TWO": f"{cm['two_gpus']['configs_per_s']:.1f}",
-                  "TWO_CM_SPEEDUP": f"{cm['speedup']:.2f}"})
+    over = [100 * r["overhead"] for r in live["live"]]
+    facts["LIVE_OVERHEAD"] = f"{min(over):.1f}-{max(over):.1f}%"
+    before = json.loads((ROOT / "benchmarks" / "results" / "live_h200_81901a9.json").read_text())
+    old = [100 * r["overhead"] for r in before["live"]]
+    facts["LIVE_OVERHEAD_BEFORE"] = f"{min(old):.0f}-{max(old):.0f}%"
+    for key, name in (("TWO", "live_h200_two_gpu.json"), ("TWO_CM", "live_h200_two_gpu_costmodel.json")):
+        two = json.loads((ROOT / "benchmarks" / "results" / name).read_text())["two_gpu"][0]
+        one_w = two["one_gpu"]["per_worker"][0]
+        facts.update({f"{key}_SHAPE": two["shape"], f"{key}_BUDGET": str(two["budget"]),
+                      f"{key}_ONE": f"{two['one_gpu']['configs_per_s']:.1f}",
+                      f"{key}_TWO": f"{two['two_gpus']['configs_per_s']:.1f}",
+                      f"{key}_SPEEDUP": f"{two['speedup']:.2f}",
+                      f"{key}_WINDOW_SPEEDUP": f"{two['window_speedup']:.2f}",
+                      f"{key}_ONE_OVERHEAD": f"{100 * one_w['overhead']:.1f}%"})
+        if key == "TWO":
+            pair, workers = two["two_gpus"]["per_worker"], two["compile_workers_per_worker"]
+            facts["TWO_LOOP_SHARE"] = f"{100 * max(w['loop_s'] / w['wall_s'] for w in pair):.0f}%"
+            facts["TWO_COMPILE_SHARE"] = (
+                f"{100 * max(w['compile_sum_s'] / workers / w['wall_s'] for w in pair):.0f}%")
+            one_share = one_w["compile_sum_s"] / workers / one_w["wall_s"]
+            facts["TWO_ONE_COMPILE_SHARE"] = f"{100 * one_share:.0f}%"
+            per_compile = sum(w["compile_sum_s"] for w in pair) / sum(w["compiled"] for w in pair)
+            alone = one_w["compile_sum_s"] / one_w["compiled"]
+            facts["TWO_COMPILE_SLOWER"] = f"{100 * (per_compile / alone - 1):.0f}%"
+            loop_each = sum(w["loop_s"] for w in pair) / sum(w["compiled"] for w in pair)
+            facts["TWO_LOOP_RATIO"] = f"{loop_each / (one_w['loop_s'] / one_w['compiled']):.1f}"
+    facts.update(_budget200_facts())
     return "\n".join(lines), facts
 
 
