@@ -37,7 +37,7 @@ from flysearch.study import (
     _tell,
 )
 from flysearch.tables import Row, TableMeta, TableStore
-from flysearch.trial_writer import add_finished_trial, add_finished_trials, read_finished_trials
+from flysearch.trial_writer import add_finished_trial, add_finished_trials
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -178,7 +178,6 @@ class Pipeline:
                  pools: tuple[WorkerPool, WorkerPool]) -> None:
         self.study, self.durable = study, durable
         self.space, self.backend, self.s, self.live = space, backend, settings, live
-        self.seen: set[int] = set()  # storage ids of the shared study's trials this worker has
         self.placeholders: dict[str, int] = {}
         self.last_pull = 0.0
         self.blocked_s = 0.0  # seconds the loop waited for a compile or a timing
@@ -228,7 +227,7 @@ class Pipeline:
     def save(self) -> None:
         """Write the queued finished trials to the shared study, in one transaction."""
         if self.unsaved:
-            self.seen.update(i for i in add_finished_trials(self.durable, self.unsaved) if i is not None)
+            add_finished_trials(self.durable, self.unsaved)
             self.unsaved.clear()
 
     def _duplicate(self, trial: optuna.trial.Trial, key: str) -> None:
@@ -575,8 +574,7 @@ def recover(live: Pipeline) -> None:
     claims = live.claims
     known = {w.worker: w for w in claims.workers()}
     have: set[int] = set()
-    for t in read_finished_trials(live.durable, live.seen):
-        live.seen.add(t._trial_id)
+    for t in live.durable.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         record = TrialRecord.from_trial(t)
         if record is not None and record.compile_index is not None and record.duplicate_of is None:
             have.add(record.compile_index)
@@ -588,9 +586,7 @@ def recover(live: Pipeline) -> None:
         ):
             continue  # has its trial, or its live worker is about to write it
         trial = _trial_of(live, row)
-        tid = add_finished_trial(live.durable, trial)
-        if tid is not None:
-            live.seen.add(tid)
+        add_finished_trial(live.durable, trial)
         live.study.add_trial(trial)
     for row in claims.stale():
         live.study.enqueue_trial(row.params, skip_if_exists=False)

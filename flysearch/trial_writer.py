@@ -22,21 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 import sqlalchemy as sa
-from optuna.trial import TrialState
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["add_finished_trial", "add_finished_trials", "read_finished_trials"]
+__all__ = ["add_finished_trial", "add_finished_trials"]
 
 
 def _rdb(study: optuna.Study) -> optuna.storages.RDBStorage | None:
     storage = study._storage
     backend = getattr(storage, "_backend", storage)  # _CachedStorage wraps the RDB storage
     return backend if isinstance(backend, optuna.storages.RDBStorage) else None
-
-
-_FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
 
 
 def add_finished_trial(study: optuna.Study, trial: FrozenTrial) -> int | None:
@@ -96,26 +92,3 @@ def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial]) -> l
                 session.execute(sa.insert(model.__table__), rows)
     return ids
 
-
-def read_finished_trials(study: optuna.Study, seen: set[int]) -> list[FrozenTrial]:
-    """The finished trials of *study* whose storage id is not in *seen*, oldest first.
-
-    On an RDB storage this reads the study's finished trial ids (one small query) and loads only
-    the new ones, so that a worker polling a study of thousands of trials pays for what changed.
-    Ids are compared as a set, not as a high-water mark: on PostgreSQL, transactions may commit
-    out of id order.
-    """
-    rdb = _rdb(study)
-    if rdb is None:
-        return [t for t in study.get_trials(deepcopy=False, states=_FINISHED) if t._trial_id not in seen]
-    from optuna.storages._rdb import models
-    from optuna.storages._rdb.storage import _create_scoped_session
-
-    table = models.TrialModel.__table__
-    with _create_scoped_session(rdb.scoped_session) as session:
-        ids = set(session.execute(sa.select(table.c.trial_id).where(
-            table.c.study_id == study._study_id, table.c.state.in_(_FINISHED))).scalars())
-    new = ids - seen
-    if not new:
-        return []
-    return [t for t in rdb._get_trials(study._study_id, _FINISHED, new, max(new)) if t._trial_id in new]
