@@ -1,0 +1,68 @@
+"""How long a pool of spawned workers takes to answer its first task, with and without the parent's
+main module re-run in every worker.
+
+    OMP_NUM_THREADS=1 python benchmarks/pool_start.py > benchmarks/results/pool_start.txt
+
+The parent imports what the ``flysearch`` CLI imports (scikit-learn through the cost model, Optuna,
+rich), as a live study started from the CLI or a benchmark does. A spawned child re-imports the
+parent's main module (this script) before anything else, unless the pool starts it inside
+:func:`flysearch.evaluators.pool.main_module_hidden` (what ``WorkerPool`` does when its function does
+not live in ``__main__``). Reports the median over a few repeats of the seconds from starting the pool
+to the first task's start, measured by the workers themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import flysearch.cli  # noqa: E402  (the CLI's imports, as under `flysearch study run`)
+import flysearch.costmodel  # noqa: E402,F401
+from flysearch.evaluators import pool as pool_module  # noqa: E402
+from flysearch.evaluators.pool import WorkerPool  # noqa: E402
+
+
+def first_task_s(workers: int, hide: bool) -> float:
+    guard = (contextlib.nullcontext() if hide
+             else mock.patch.object(pool_module, "main_module_hidden", lambda *a: contextlib.nullcontext()))
+    with guard:
+        t0 = time.monotonic()
+        pool = WorkerPool(abs, workers=workers, timeout_s=120)
+        pool.start()
+    try:
+        pool.submit_many((i, -i) for i in range(workers))
+        results = pool.drain(timeout=120)
+    finally:
+        pool.close()
+    return min(r.ran[0] for r in results if r.ran is not None) - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"# pool start, {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, {args.workers} workers, median of {args.repeats}")
+    medians = {}
+    for hide in (False, True):
+        runs = [first_task_s(args.workers, hide) for _ in range(args.repeats)]
+        medians[hide] = statistics.median(runs)
+        label = "main module hidden" if hide else "main module re-run"
+        print(f"{label}: first task starts after {medians[hide]:.2f} s (runs: "
+              f"{', '.join(f'{r:.2f}' for r in runs)})")
+    print(f"ratio: {medians[False] / medians[True]:.0f}x")
+
+
+if __name__ == "__main__":
+    main()
