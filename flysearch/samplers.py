@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["SAMPLERS", "FeasibleGridSampler", "SearchContext", "make_sampler"]
 
 SAMPLERS: tuple[str, ...] = (
-    "grid", "random", "tpe", "gp", "fastgp", "cmaes", "qmc", "costmodel", "surrogate"
+    "grid", "random", "tpe", "gp", "fastgp", "cmaes", "qmc", "costmodel", "surrogate", "spreadforest"
 )
 
 @dataclass(frozen=True)
@@ -171,6 +171,12 @@ def make_sampler(
         if context is None:
             raise ValueError("The fastgp sampler needs the search context (its feasible configs).")
         return FeasibleGPSampler(context, seed=seed)
+    if name == "spreadforest":
+        from flysearch.forest_sampler import SpreadForestSampler
+
+        if context is None:
+            raise ValueError("The spreadforest sampler needs the search context (its feasible configs).")
+        return SpreadForestSampler(context, seed=seed)
     if name == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     if name == "qmc":
