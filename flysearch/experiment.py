@@ -59,7 +59,7 @@ __all__ = [
 
 KINDS: tuple[str, ...] = ("search", "key_mistake")
 # Samplers of flysearch.costmodel / flysearch.model_sampler; skipped while that module is absent.
-MODEL_SAMPLERS: tuple[str, ...] = ("costmodel", "surrogate")
+MODEL_SAMPLERS: tuple[str, ...] = ("costmodel", "surrogate", "spreadforest")
 _TABLE_SUFFIXES = (".json", ".json.gz")
 
 
