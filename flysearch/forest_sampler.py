@@ -95,12 +95,7 @@ class SpreadForestSampler(BaseSampler):
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        pending = self._history.update(study)
-        free = np.ones(len(self._context.feasible), bool)
-        free[list(self._history.seen | pending)] = False
-        if not free.any():
-            free[:] = True
-        pick = self._choose(free)
+        pick = self._choose(self._history.free_mask(self._history.update(study)))
         return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,

@@ -161,11 +161,7 @@ class FeasibleGPSampler(BaseSampler):
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        pending = self._read_history(study)
-        free_mask = np.ones(len(self._keys), bool)
-        free_mask[list(self._seen | pending)] = False
-        if not free_mask.any():
-            free_mask[:] = True
+        free_mask = self._history.free_mask(self._read_history(study))
         if len(self._observed) < max(self._n_startup, 2):
             pick = int(self._rng.choice(np.flatnonzero(free_mask)))
         else:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     from optuna.study import Study
 
@@ -66,6 +68,15 @@ class CandidateHistory:
             self._read.discard(trials[self._n_read].number)
             self._n_read += 1
         return pending
+
+    def free_mask(self, pending: set[int]) -> np.ndarray:
+        """Candidates neither evaluated nor held by a running trial in *pending* (every candidate,
+        once none is left)."""
+        free = np.ones(len(self._context.feasible), bool)
+        free[list(self.seen | pending)] = False
+        if not free.any():
+            free[:] = True
+        return free
 
     def _key_of(self, params: dict[str, Any]) -> str:
         try:
