@@ -24,11 +24,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from optuna.samplers import BaseSampler
 from sklearn.ensemble import ExtraTreesRegressor
 
 from flysearch.features import config_features, feature_matrix
-from flysearch.sampler_history import CandidateHistory
+from flysearch.sampler_history import CandidateHistory, CandidateSampler
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -52,7 +51,7 @@ def hamming_to_nearest(rows: np.ndarray, others: np.ndarray) -> np.ndarray:
     return (rows[:, None, :] != others[None, :, :]).sum(axis=2).min(axis=1)
 
 
-class SpreadForestSampler(BaseSampler):
+class SpreadForestSampler(CandidateSampler):
     """Proposes unevaluated feasible configs: a maximin start, then a forest's lower confidence bound.
 
     Args:
@@ -87,20 +86,10 @@ class SpreadForestSampler(BaseSampler):
 
     # -- Optuna's sampler interface ---------------------------------------------------------------
 
-    def reseed_rng(self) -> None:
-        self._rng = np.random.default_rng()
-
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return dict(self._context.distributions)
-
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         pick = self._choose(self._history.free_mask(self._history.update(study)))
         return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
-
-    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
-                           param_distribution: BaseDistribution) -> Any:
-        raise RuntimeError(f"SpreadForestSampler has no value for undeclared parameter {param_name!r}.")
 
     # -- choosing ---------------------------------------------------------------------------------
 

@@ -33,12 +33,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from optuna.samplers import BaseSampler
 from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
 
-from flysearch.sampler_history import CandidateHistory
+from flysearch.sampler_history import CandidateHistory, CandidateSampler
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -112,7 +111,7 @@ def _inputs(context: SearchContext) -> np.ndarray:
     return np.column_stack(cols)
 
 
-class FeasibleGPSampler(BaseSampler):
+class FeasibleGPSampler(CandidateSampler):
     """Proposes the unevaluated feasible config of highest expected improvement under an exact GP.
 
     Args:
@@ -153,12 +152,6 @@ class FeasibleGPSampler(BaseSampler):
 
     # -- Optuna's sampler interface ---------------------------------------------------------------
 
-    def reseed_rng(self) -> None:
-        self._rng = np.random.default_rng()
-
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return dict(self._context.distributions)
-
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         free_mask = self._history.free_mask(self._read_history(study))
@@ -167,10 +160,6 @@ class FeasibleGPSampler(BaseSampler):
         else:
             pick = self._best_ei(free_mask)
         return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
-
-    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
-                           param_distribution: BaseDistribution) -> Any:
-        raise RuntimeError(f"FeasibleGPSampler has no value for undeclared parameter {param_name!r}.")
 
     # -- history ----------------------------------------------------------------------------------
 

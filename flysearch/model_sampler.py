@@ -30,11 +30,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from optuna.samplers import BaseSampler
 from sklearn.ensemble import ExtraTreesRegressor
 
 from flysearch.features import config_features, feature_matrix
-from flysearch.sampler_history import CandidateHistory
+from flysearch.sampler_history import CandidateHistory, CandidateSampler
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -48,7 +47,7 @@ __all__ = ["CostModelSampler"]
 
 
 
-class CostModelSampler(BaseSampler):
+class CostModelSampler(CandidateSampler):
     """Proposes the unevaluated feasible config with the best corrected score.
 
     Args:
@@ -105,12 +104,6 @@ class CostModelSampler(BaseSampler):
         self._history = CandidateHistory(context)
         self._observed = self._history.observed  # candidate index -> log time (nan: failed)
         self._seen = self._history.seen
-
-    def reseed_rng(self) -> None:
-        self._rng = np.random.default_rng()
-
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return dict(self._context.distributions)
 
     def _read_history(self, study: Study) -> set[int]:
         """Fold newly finished trials in; return the candidates that running trials hold."""
@@ -221,10 +214,6 @@ class CostModelSampler(BaseSampler):
         # Ties (few measurements) are broken by the prior, then by enumeration order.
         order = np.lexsort((free, self._prior_score[free], scores))
         return int(free[order[0]])
-
-    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
-                           param_distribution: BaseDistribution) -> Any:
-        raise RuntimeError(f"CostModelSampler has no value for undeclared parameter {param_name!r}.")
 
 
 def _rank01(values: np.ndarray) -> np.ndarray:

@@ -3,7 +3,8 @@
 :class:`CandidateHistory` reads the trials' ``"flysearch"`` records incrementally and keeps, per
 candidate index: the measured log time of its first compile (NaN for a failure), whether any trial
 evaluated it, and (per call) which candidates running trials hold: asked and not told yet, in a
-batch or by another worker. Used by the cost-model and the GP samplers.
+batch or by another worker. :class:`CandidateSampler` is the Optuna sampler interface those
+samplers share. Used by the cost-model, GP and spread-forest samplers.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from optuna.samplers import BaseSampler
 
 if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
     from optuna.study import Study
+    from optuna.trial import FrozenTrial
 
     from flysearch.samplers import SearchContext
 
-__all__ = ["CandidateHistory"]
+__all__ = ["CandidateHistory", "CandidateSampler"]
 
 _ATTR = "flysearch"
 
@@ -83,3 +87,22 @@ class CandidateHistory:
             return self._context.space.decode(params, self._context.encoding).key
         except (KeyError, ValueError, IndexError):
             return ""
+
+
+class CandidateSampler(BaseSampler):
+    """What flysearch's samplers over the feasible configs share: every parameter is sampled
+    jointly (the relative search space is the whole space), never one at a time, and an unseeded
+    reseed draws a fresh random stream. Subclasses set ``_context`` and ``_rng``."""
+
+    _context: SearchContext
+    _rng: np.random.Generator
+
+    def reseed_rng(self) -> None:
+        self._rng = np.random.default_rng()
+
+    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return dict(self._context.distributions)
+
+    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
+                           param_distribution: BaseDistribution) -> Any:
+        raise RuntimeError(f"{type(self).__name__} has no value for undeclared parameter {param_name!r}.")
