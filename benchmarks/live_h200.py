@@ -15,9 +15,11 @@ exhaustively from a cold cache on the same machine, for the wall-clock compariso
 
 Part 2 (``--two-gpu SHAPE``): the same study (each sampler of ``--two-gpu-sampler``; budget
 ``--two-gpu-budget``) with one worker on one GPU and with two workers on two GPUs sharing one
-SQLite study; each worker gets the same number of compile processes in both runs. Reports configs/s
-over the whole wall-clock and between the first and the last compile or timing (the busy window),
-the speed-ups, and checks that no config was compiled twice.
+SQLite study; and, as the bound that sharing cannot beat, two separate studies of half the budget
+at once, one per GPU. Each worker gets the same number of compile processes in every run. Reports
+configs/s over the whole wall-clock and between the first and the last compile or timing (the busy
+window), the speed-ups, what the launcher itself cost (spawn and exit), how busy the compile
+processes were and how long a compile took, and checks that no config was compiled twice.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import platform
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.live import LiveSettings  # noqa: E402
-from flysearch.live_launch import LiveJob, run_workers  # noqa: E402
+from flysearch.live_launch import LiveJob, run_jobs, run_workers  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -104,47 +105,80 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
     return results
 
 
+def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budget: int) -> LiveJob:
+    prior_path = None
+    if sampler == "costmodel":
+        store = _tables()
+        table = f"triton_gemm/H200/{args.two_gpu}"
+        prior_path = os.path.join(tmp, "prior.joblib")
+        if not os.path.exists(prior_path):
+            fit_prior([store.load(n) for n in store.names() if n != table]).save(prior_path)
+    return LiveJob(name, "triton", sampler, budget, 0, shape=args.two_gpu,
+                   storage=f"sqlite:///{tmp}/{name}.db", db=f"{tmp}/tables.db", prior=prior_path,
+                   cache_dir=os.path.join(tmp, "cache"),
+                   live=LiveSettings(compile_workers=args.compile_workers, finalists=0, table=f"live/{name}"))
+
+
+def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
+    """One run of part 2: ``one_gpu`` (one worker, in this process), ``two_gpus`` (two workers
+    sharing one study) or ``two_separate`` (two separate studies of half the budget each, one per
+    GPU, at once: what the host gives two GPUs with nothing shared)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        budget = args.two_gpu_budget
+        launched, start = time.time(), time.perf_counter()
+        if label == "one_gpu":
+            reports = run_workers(_scale_job(args, sampler, tmp, "scale", budget), ["0"])
+        elif label == "two_gpus":
+            reports = run_workers(_scale_job(args, sampler, tmp, "scale", budget), ["0", "1"])
+        else:
+            jobs = [(_scale_job(args, sampler, tmp, f"scale{g}", budget // 2), g) for g in ("0", "1")]
+            reports = run_jobs(jobs)
+        wall, ended = time.perf_counter() - start, time.time()
+    compiled = sum(r.compiled for r in reports)
+    # Between the first compile or timing and the last, in the slowest worker: the study
+    # without its start-up (process spawn, imports, set-up) and shutdown.
+    window = max(r.wall_s - r.head_s - r.tail_s for r in reports)
+    summary = reports[-1].summary
+    out = {
+        "wall_s": round(wall, 2), "compiled": compiled, "configs_per_s": round(compiled / wall, 2),
+        "busy_window_s": round(window, 2), "window_configs_per_s": round(compiled / window, 2),
+        # Before the first worker started its study (process spawn, imports) and after the last
+        # one stopped (process exit) -- the launcher's own cost.
+        "launch_s": round(min(r.started_at for r in reports) - launched, 2),
+        "exit_s": round(ended - max(r.ended_at for r in reports), 2),
+        "per_worker": [{
+            "compiled": r.compiled, "timed": r.timed, "trials": r.summary.trials,
+            "wall_s": round(r.wall_s, 2), "overhead": round(r.overhead, 4),
+            "startup_s": round(r.startup_s, 2), "first_compile_s": round(r.first_compile_s, 2),
+            "compile_busy_s": round(r.compile_busy_s, 2), "compile_sum_s": round(r.compile_sum_s, 2),
+            "compile_s_per_config": round(r.compile_sum_s / max(r.compiled, 1), 3),
+            # Share of the compile processes' time after the first compile began that they compiled.
+            "compile_process_use": round(r.compile_sum_s / (args.compile_workers * max(
+                r.wall_s - r.first_compile_s - r.tail_s, 1e-9)), 3),
+            "timer_busy_s": round(r.timer_busy_s, 2), "loop_s": round(r.loop_s, 2),
+            "loop_ms_per_compile": round(1000 * r.loop_s / max(r.compiled, 1), 1),
+            "head_s": round(r.head_s, 2), "tail_s": round(r.tail_s, 2)} for r in reports],
+        "claims": [r.claims for r in reports] if label == "two_separate" else reports[-1].claims,
+        "study_compiles": ([r.summary.compiles for r in reports] if label == "two_separate"
+                           else summary.compiles),
+    }
+    if label != "two_separate":
+        out["double_compiles"] = compiled - sum(reports[-1].claims.values())
+    print(json.dumps({label: out}), flush=True)
+    return out
+
+
 def part_two(args: argparse.Namespace, sampler: str) -> dict:
     out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget, "sampler": sampler,
                  "compile_workers_per_worker": args.compile_workers}
-    for label, gpus in (("one_gpu", ["0"]), ("two_gpus", ["0", "1"])):
-        with tempfile.TemporaryDirectory() as tmp:
-            prior_path = None
-            if sampler == "costmodel":
-                store = _tables()
-                name = f"triton_gemm/H200/{args.two_gpu}"
-                prior_path = os.path.join(tmp, "prior.joblib")
-                fit_prior([store.load(n) for n in store.names() if n != name]).save(prior_path)
-            job = LiveJob(f"scale-{label}", "triton", sampler, args.two_gpu_budget, 0,
-                          shape=args.two_gpu,
-                          storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", prior=prior_path,
-                          cache_dir=os.path.join(tmp, "cache"),
-                          live=LiveSettings(compile_workers=args.compile_workers, finalists=0))
-            start = time.perf_counter()
-            reports = run_workers(replace(job), gpus)
-            wall = time.perf_counter() - start
-            compiled = sum(r.compiled for r in reports)
-            # Between the first compile or timing and the last, in the slowest worker: the study
-            # without its start-up (process spawn, imports, set-up) and shutdown.
-            window = max(r.wall_s - r.head_s - r.tail_s for r in reports)
-            summary = reports[-1].summary
-            out[label] = {
-                "wall_s": round(wall, 2), "compiled": compiled, "configs_per_s": round(compiled / wall, 2),
-                "busy_window_s": round(window, 2), "window_configs_per_s": round(compiled / window, 2),
-                "per_worker": [{"compiled": r.compiled, "timed": r.timed, "trials": r.summary.trials,
-                                "wall_s": round(r.wall_s, 2), "overhead": round(r.overhead, 4),
-                                "compile_busy_s": round(r.compile_busy_s, 2),
-                                "compile_sum_s": round(r.compile_sum_s, 2),
-                                "timer_busy_s": round(r.timer_busy_s, 2), "loop_s": round(r.loop_s, 2),
-                                "head_s": round(r.head_s, 2), "tail_s": round(r.tail_s, 2),
-                                "startup_s": round(r.startup_s, 2)} for r in reports],
-                "claims": reports[-1].claims, "study_compiles": summary.compiles,
-                "double_compiles": compiled - sum(reports[-1].claims.values()),
-            }
-            print(json.dumps({label: out[label]}), flush=True)
-    out["speedup"] = round(out["two_gpus"]["configs_per_s"] / out["one_gpu"]["configs_per_s"], 3)
-    out["window_speedup"] = round(
-        out["two_gpus"]["window_configs_per_s"] / out["one_gpu"]["window_configs_per_s"], 3)
+    for label in args.two_gpu_runs.split(","):
+        out[label] = _scale_run(label, args, sampler)
+    one = out.get("one_gpu")
+    for label in ("two_gpus", "two_separate"):
+        if one and label in out:
+            out[f"{label}_speedup"] = round(out[label]["configs_per_s"] / one["configs_per_s"], 3)
+            out[f"{label}_window_speedup"] = round(
+                out[label]["window_configs_per_s"] / one["window_configs_per_s"], 3)
     return out
 
 
@@ -158,6 +192,8 @@ def main() -> None:
     parser.add_argument("--two-gpu", default=None, help="Shape for the one-vs-two GPU comparison.")
     parser.add_argument("--two-gpu-budget", type=int, default=300)
     parser.add_argument("--two-gpu-sampler", default="random", help="Samplers, comma-separated.")
+    parser.add_argument("--two-gpu-runs", default="one_gpu,two_gpus,two_separate",
+                        help="Which runs of part 2, comma-separated (one_gpu, two_gpus, two_separate).")
     parser.add_argument("--skip-part-one", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()

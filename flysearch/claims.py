@@ -32,11 +32,13 @@ Thread safety: one :class:`ClaimStore` per worker process; processes share the d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -308,25 +310,55 @@ class ClaimStore:
         query = sa.select(_claims).where(_claims.c.study == self.study, _claims.c.key == key)
         return query if self.url.startswith("sqlite") else query.with_for_update()
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[sa.Connection]:
+        """One write transaction on the study's database, which also holds Optuna's tables: the
+        claims it records and whatever else the caller writes there (a measurement's trial) are
+        committed together, or not at all."""
+        with self._writer.begin() as c:
+            yield c
+
     def compiled(self, key: str, result: dict[str, Any]) -> None:
         """Record that *key*'s compile finished (a takeover then only re-times it)."""
-        self._set(key, "compiled", result, finished=False)
+        self.compiled_many({key: result})
+
+    def compiled_many(self, results: dict[str, dict[str, Any]], *, conn: sa.Connection | None = None) -> None:
+        """Record several finished compiles (key -> compile result) in one transaction."""
+        self._set_many([(key, "compiled", result, False) for key, result in results.items()], conn)
 
     def finish(self, key: str, result: dict[str, Any], *, failed: bool = False) -> None:
         """Record *key*'s measurement (or failure); the claim is then final."""
-        self._set(key, "failed" if failed else "done", result, finished=True)
+        self.finish_many([(key, result, failed)])
 
-    def _set(self, key: str, state: str, result: dict[str, Any], *, finished: bool) -> None:
-        values: dict[str, Any] = {"state": state, "result": json.dumps(result, sort_keys=True)}
-        if finished:
-            values["finished_at"] = time.time()
-        with self._writer.begin() as c:
+    def finish_many(self, results: Sequence[tuple[str, dict[str, Any], bool]], *,
+                    conn: sa.Connection | None = None) -> None:
+        """Record several measurements ``(key, result, failed)`` in one transaction (in *conn*'s,
+        from :meth:`writing`, when given)."""
+        self._set_many([(key, "failed" if failed else "done", result, True)
+                        for key, result, failed in results], conn)
+
+    def _set_many(self, updates: list[tuple[str, str, dict[str, Any], bool]],
+                  conn: sa.Connection | None) -> None:
+        if not updates:
+            return
+        now = time.time()
+        rows = [(key, {"state": state, "result": json.dumps(result, sort_keys=True),
+                       **({"finished_at": now} if finished else {})})
+                for key, state, result, finished in updates]
+        if conn is None:
+            with self.writing() as c:
+                self._apply(c, rows)
+        else:
+            self._apply(conn, rows)
+
+    def _apply(self, c: sa.Connection, rows: list[tuple[str, dict[str, Any]]]) -> None:
+        for key, values in rows:
             done = c.execute(_claims.update().where(
                 _claims.c.study == self.study, _claims.c.key == key, _claims.c.worker == self.worker,
                 _claims.c.state.in_(("claimed", "compiled")),
             ).values(**values))
-        if done.rowcount != 1:
-            raise FlysearchError(f"Config {key} of study {self.study!r} is not claimed by this worker.")
+            if done.rowcount != 1:
+                raise FlysearchError(f"Config {key} of study {self.study!r} is not claimed by this worker.")
 
     def get(self, key: str) -> ClaimRow | None:
         with self.engine.connect() as c:
@@ -343,11 +375,14 @@ class ClaimStore:
         with self.engine.connect() as c:
             return [_row(r) for r in c.execute(query).all()]
 
-    def finished_since(self, since: float) -> list[ClaimRow]:
-        """Claims finished at or after *since* (``time.time()`` seconds of the finishing host)."""
+    def finished_since(self, since: float, *, others_only: bool = False) -> list[ClaimRow]:
+        """Claims finished at or after *since* (``time.time()`` seconds of the finishing host);
+        with *others_only*, only other workers' claims."""
         query = sa.select(_claims).where(_claims.c.study == self.study,
                                          _claims.c.state.in_(("done", "failed")),
                                          _claims.c.finished_at >= since)
+        if others_only:
+            query = query.where(_claims.c.worker != self.worker)
         with self.engine.connect() as c:
             return [_row(r) for r in c.execute(query).all()]
 

@@ -12,11 +12,12 @@ records), but its configs are compiled and timed for real, as a pipeline:
   host or many, sharing a PostgreSQL or SQLite storage) never compile one config twice, and the
   study's budget of compiles is shared exactly;
 * compiled configs are timed one at a time by the timer process that owns this worker's GPU;
-* every measurement is written, in this order, to the claim (one transaction), to the
-  ground-truth table (:class:`~flysearch.tables.TableStore`, so live studies grow the data the cost
-  model trains on), to the trial's record, and told to Optuna. A worker killed at any point loses no
-  finished trial and no table row: a rerun completes the trials whose measurement was stored, fails
-  the others, and re-claims (compiles again) only configs whose claim never finished; a config that
+* every measurement is told to Optuna, then written to its claim and its trial (one transaction),
+  then to the ground-truth table (:class:`~flysearch.tables.TableStore`, so live studies grow the
+  data the cost model trains on); what one pass of the loop measured is written together. A worker
+  killed at any point loses no finished trial and no table row: a rerun adds the table rows that
+  stored measurements lack, fails the trials left running, and re-claims (compiles again) only
+  configs whose claim never finished; a config that
   killed its worker ``max_attempts`` times is recorded as failed. A compile or launch that crashes
   or hangs only its pool process is a recorded failure at once.
 * When the budget is spent, the worker that finishes last re-times the top configs in interleaved
@@ -100,7 +101,7 @@ def run_live_study(
     url = storage or DEFAULT_STORAGE
     if "://" not in url:
         raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), time.time()
     enumeration = space.enumerate(shape, arch)
     pools = start_pools(backend, live)
     try:
@@ -129,10 +130,13 @@ def run_live_study(
         claims.close()
         store.close()
     report.wall_s = loop_end - t0
+    report.started_at, report.ended_at = started_at, started_at + report.wall_s
     report.compile_busy_s = busy_seconds(runner.compile_intervals)
     report.timer_busy_s = busy_seconds(runner.timer_intervals)
     report.compile_sum_s = sum(b - a for a, b in runner.compile_intervals)
     spans = runner.compile_intervals + runner.timer_intervals
+    if runner.compile_intervals:
+        report.first_compile_s = min(a for a, _b in runner.compile_intervals) - t0
     if spans:
         report.head_s = max(0.0, min(a for a, _b in spans) - t0)
         report.tail_s = max(0.0, loop_end - max(b for _a, b in spans))

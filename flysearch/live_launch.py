@@ -34,7 +34,7 @@ from flysearch.tables import DEFAULT_DB
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["EVALUATORS", "LiveJob", "run_workers"]
+__all__ = ["EVALUATORS", "LiveJob", "run_jobs", "run_workers"]
 
 EVALUATORS = ("triton", "flydsl", "simulated")
 
@@ -139,19 +139,19 @@ class LiveJob:
                               progress=progress)
 
 
-def _worker_main(job: LiveJob, gpu: str, queue: Any) -> None:
+def _worker_main(job: LiveJob, index: int, gpu: str, queue: Any) -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         report = job.run(gpu)
-        queue.put((gpu, report, None))
+        queue.put((index, gpu, report, None))
     except Exception as exc:  # the parent reports it with the GPU it ran on
         if os.environ.get("FLYSEARCH_DEBUG"):
             import traceback
 
             traceback.print_exc()
-        queue.put((gpu, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+        queue.put((index, gpu, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
 
 
 def run_workers(job: LiveJob, gpus: list[str] | None = None,
@@ -172,32 +172,43 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
     prepare_storage(job.storage)
     from flysearch.tables import TableStore
 
-    TableStore(job.db).close()  # create the table database once, before the workers race to
+    TableStore(job.db).close()  # create the table database once, before the workers race to create it
     if job.live.compile_workers is None:
         share = max(1, ((os.cpu_count() or 2) - len(gpus)) // len(gpus))
         job = replace(job, live=replace(job.live, compile_workers=share))
+    return run_jobs([(replace(job, live=replace(job.live, worker_index=i)), gpu)
+                     for i, gpu in enumerate(gpus)])
+
+
+def run_jobs(jobs: list[tuple[LiveJob, str]]) -> list[LiveReport]:
+    """Run each ``(job, gpu)`` in its own process, all at once; return their reports in the
+    order given. The jobs may be workers of one study (:func:`run_workers` prepares its storage
+    first) or different studies.
+
+    Raises:
+        FlysearchError: a worker failed (its error, with its GPU).
+    """
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker_main, args=(replace(job, live=replace(job.live, worker_index=i)), gpu,
-                                                    queue)) for i, gpu in enumerate(gpus)]
-    with main_module_hidden(job):
+    procs = [ctx.Process(target=_worker_main, args=(job, i, gpu, queue)) for i, (job, gpu) in enumerate(jobs)]
+    with main_module_hidden(jobs[0][0]):
         for p in procs:
             p.start()
-    results: list[tuple[str, LiveReport | None, str | None]] = []
+    results: dict[int, tuple[str, LiveReport | None, str | None]] = {}
     while len(results) < len(procs):
         try:
-            results.append(queue.get(timeout=1.0))
+            i, gpu, report, err = queue.get(timeout=1.0)
+            results[i] = (gpu, report, err)
         except Empty:
-            answered = {gpu for gpu, _r, _e in results}
-            for gpu, p in zip(gpus, procs, strict=True):
-                if gpu not in answered and not p.is_alive() and queue.empty():
-                    results.append((gpu, None, f"worker died (exit code {p.exitcode})"))
+            for i, p in enumerate(procs):
+                if i not in results and not p.is_alive() and queue.empty():
+                    results[i] = (jobs[i][1], None, f"worker died (exit code {p.exitcode})")
     for p in procs:
         p.join()
-    errors = [f"GPU {gpu}: {err}" for gpu, _r, err in results if err]
+    errors = [f"GPU {gpu}: {err}" for gpu, _r, err in (results[i] for i in sorted(results)) if err]
     if errors:
         raise FlysearchError("; ".join(errors))
-    return [r for _g, r, _e in sorted(results, key=lambda x: x[0])]
+    return [results[i][1] for i in range(len(procs))]  # type: ignore[misc]
 
 
 def _load_prior(path: str) -> Any:

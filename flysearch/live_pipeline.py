@@ -111,7 +111,10 @@ class LiveReport:
     head_s: float = 0.0
     tail_s: float = 0.0
     loop_s: float = 0.0  # seconds the study loop was working (not waiting for its pools)
-    startup_s: float = 0.0
+    startup_s: float = 0.0  # until the first compile was sent to the pool
+    first_compile_s: float = 0.0  # until a compile process started the first compile
+    started_at: float = 0.0  # time.time() when the worker started (for launchers' overhead)
+    ended_at: float = 0.0  # time.time() when the worker stopped
     compiled: int = 0
     timed: int = 0
     claims: dict[str, int] = field(default_factory=dict)
@@ -195,6 +198,9 @@ class Pipeline:
         self.last_wait_check = 0.0
         self.meta: TableMeta | None = None
         self.rows: list[Row] = []
+        # Written at the end of each loop pass, one transaction each (see flush).
+        self.compiled_batch: dict[str, dict[str, Any]] = {}
+        self.finished_batch: list[tuple[_Item, dict[str, Any]]] = []
         self.report = LiveReport(study.study_name, claims.worker, StudySummary(study.study_name))
         self.compile_intervals: list[tuple[float, float]] = []
         self.timer_intervals: list[tuple[float, float]] = []
@@ -227,7 +233,8 @@ class Pipeline:
     def save(self) -> None:
         """Write the queued finished trials to the shared study, in one transaction."""
         if self.unsaved:
-            add_finished_trials(self.durable, self.unsaved)
+            with self.claims.writing() as c:
+                add_finished_trials(self.durable, self.unsaved, connection=c)
             self.unsaved.clear()
 
     def _duplicate(self, trial: optuna.trial.Trial, key: str) -> None:
@@ -289,7 +296,7 @@ class Pipeline:
         ``max_attempts`` workers), finish *trial* as its compile: record, table row, tell."""
         if row.worker != self.claims.worker or row.trial != trial.number or row.result is None:
             return False
-        self._add_row(config, row.result)
+        self._add_rows([_table_row(config, row.result)])
         self.history.compiles = max(self.history.compiles, row.compile_index)
         record = _record_of(row, row.result)
         record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
@@ -314,7 +321,7 @@ class Pipeline:
         self.report.compiled += 1
         if res.ok and res.value.get("ok"):
             item.compiled = dict(res.value)
-            self.claims.compiled(item.config.key, item.compiled)
+            self.compiled_batch[item.config.key] = item.compiled
             self.ready.append(item.config.key)
             return
         if res.ok:
@@ -360,30 +367,45 @@ class Pipeline:
         self._sync_table()
 
     def finish(self, item: _Item, result: dict[str, Any]) -> None:
-        """Store one measurement: claim, table row, trial record, tell (in that order)."""
-        key = item.config.key
-        failed = result["outcome"] != Outcome.OK.value
-        self.claims.finish(key, result, failed=failed)
-        self._add_row(item.config, result)
-        self.history.compiles = max(self.history.compiles, item.claim.compile_index)
-        self.history.cost_s += (result.get("compile_s") or 0.0) + (result.get("bench_s") or 0.0)
-        record = _record_of(item.claim, result)
-        record.compile_index = item.claim.compile_index
-        record.cost_s = self.history.cost_s
-        del self.items[key]
-        self._record_trial(item.trial, record)
-        self.save()
-        for trial in self.waiting.pop(key, []):
-            self._duplicate(trial, key)
+        """Queue one measurement; :meth:`flush` stores it at the end of the loop's pass."""
+        self.finished_batch.append((item, result))
 
-    def _add_row(self, config: Config, result: dict[str, Any]) -> None:
-        row = Row(config.key, config.as_dict(), result["outcome"], result.get("time_ms"),
-                  result.get("compile_s"), result.get("bench_s"), result.get("detail", ""),
-                  dict(result.get("extra") or {}))
+    def flush(self) -> None:
+        """Store what this pass measured: compiles finished (one transaction); measurements with
+        their claims and trials (one transaction: a measurement is stored with its trial or not at
+        all), then their table rows. A pass that had to wait long for the database finds more
+        results to store at once, so the writes per config fall as contention grows."""
+        if self.compiled_batch:
+            self.claims.compiled_many(self.compiled_batch)
+            self.compiled_batch = {}
+        if not self.finished_batch:
+            return
+        batch, self.finished_batch = self.finished_batch, []
+        rows = []
+        for item, result in batch:
+            key = item.config.key
+            self.history.compiles = max(self.history.compiles, item.claim.compile_index)
+            self.history.cost_s += (result.get("compile_s") or 0.0) + (result.get("bench_s") or 0.0)
+            record = _record_of(item.claim, result)
+            record.compile_index = item.claim.compile_index
+            record.cost_s = self.history.cost_s
+            del self.items[key]
+            self._record_trial(item.trial, record)
+            for trial in self.waiting.pop(key, []):
+                self._duplicate(trial, key)
+            rows.append(_table_row(item.config, result))
+        with self.claims.writing() as c:
+            self.claims.finish_many([(item.config.key, result, result["outcome"] != Outcome.OK.value)
+                                     for item, result in batch], conn=c)
+            add_finished_trials(self.durable, self.unsaved, connection=c)
+        self.unsaved.clear()
+        self._add_rows(rows)
+
+    def _add_rows(self, rows: list[Row]) -> None:
         if self.meta is None:
-            self.rows.append(row)
-        else:
-            self.store.add_rows(self.meta, [row])
+            self.rows.extend(rows)
+        elif rows:
+            self.store.add_rows(self.meta, rows)
 
     def _table_meta(self, info: dict[str, Any]) -> TableMeta:
         device = device_label(info["device"])
@@ -405,11 +427,7 @@ class Pipeline:
         have |= {r.key for r in rows}
         for claim in self.claims.rows(finished_only=True):
             if claim.key not in have and claim.result is not None:
-                res = claim.result
-                config = self.space.decode(claim.params, self.s.encoding)
-                rows.append(Row(claim.key, config.as_dict(), res["outcome"], res.get("time_ms"),
-                                res.get("compile_s"), res.get("bench_s"), res.get("detail", ""),
-                                dict(res.get("extra") or {})))
+                rows.append(_table_row(self.space.decode(claim.params, self.s.encoding), claim.result))
         self.store.add_rows(self.meta, rows)
         self.rows.clear()
         self.report.table = self.meta.name
@@ -427,7 +445,7 @@ class Pipeline:
         if now - self.last_pull < every_s:
             return
         self.last_pull = now
-        rows = self.claims.finished_since(self.pulled_to - _PULL_MARGIN_S)
+        rows = self.claims.finished_since(self.pulled_to - _PULL_MARGIN_S, others_only=True)
         for row in rows:
             self.pulled_to = max(self.pulled_to, row.finished_at or 0.0)
             if row.worker != self.claims.worker and row.key not in self.history.by_key and row.result:
@@ -501,8 +519,8 @@ class Pipeline:
         while len(self.timing) < 2 and self.ready and self.meta is not None:
             key = self.ready.popleft()
             item = self.items[key]
-            best = _best_ms(self.history)
-            self.timer.submit(key, self.backend.time_payload(item.config, self.shape, best))
+            payload = self.backend.time_payload(item.config, self.shape, self.history.best_ok_ms)
+            self.timer.submit(key, payload)
             self.timing.add(key)
 
     def wait(self, timeout: float) -> None:
@@ -525,6 +543,7 @@ class Pipeline:
         for res in timed:
             self.on_timed(res)
         self.dispatch_timer()
+        self.flush()
 
 
 def _compile_worker_init(warmup: Callable[[], None] | None) -> None:
@@ -538,9 +557,10 @@ def _compile_worker_init(warmup: Callable[[], None] | None) -> None:
         warmup()
 
 
-def _best_ms(history: _History) -> float | None:
-    times = [r.time_ms for _n, r in history.by_key.values() if r.outcome == Outcome.OK.value and r.time_ms]
-    return min(times) if times else None
+def _table_row(config: Config, result: dict[str, Any]) -> Row:
+    return Row(config.key, config.as_dict(), result["outcome"], result.get("time_ms"),
+               result.get("compile_s"), result.get("bench_s"), result.get("detail", ""),
+               dict(result.get("extra") or {}))
 
 
 def _record_of(claim: ClaimRow, result: dict[str, Any]) -> TrialRecord:

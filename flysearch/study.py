@@ -189,6 +189,7 @@ class _History:
         self.compiles = 0
         self.cost_s = 0.0
         self.worst_ok_ms: float | None = None
+        self.best_ok_ms: float | None = None
 
     def add(self, number: int, record: TrialRecord) -> None:
         if record.duplicate_of is None:
@@ -198,6 +199,7 @@ class _History:
         self.cost_s = max(self.cost_s, record.cost_s)
         if record.outcome == Outcome.OK.value and record.time_ms is not None:
             self.worst_ok_ms = max(self.worst_ok_ms or 0.0, record.time_ms)
+            self.best_ok_ms = min(self.best_ok_ms or math.inf, record.time_ms)
 
     def value(self, record: TrialRecord) -> float:
         """The objective value: the time, or for anything else the worst time seen (NaN if none)."""

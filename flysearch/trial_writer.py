@@ -41,9 +41,14 @@ def add_finished_trial(study: optuna.Study, trial: FrozenTrial) -> int | None:
     return add_finished_trials(study, [trial])[0]
 
 
-def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial]) -> list[int | None]:
+def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial], *,
+                        connection: sa.Connection | None = None) -> list[int | None]:
     """Add finished *trials* to *study*, in order, in one transaction (on an RDB storage); return
-    their storage ids."""
+    their storage ids.
+
+    With *connection* (open on the study's database, in a transaction), the trials are written in
+    that transaction, which the caller commits.
+    """
     rdb = _rdb(study)
     if rdb is None or any(not t.state.is_finished() or (t.values is not None and len(t.values) > 1)
                           for t in trials):
@@ -54,9 +59,19 @@ def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial]) -> l
         return []
     for t in trials:
         t._validate()
+    from optuna.storages._rdb.storage import _create_scoped_session
+
+    if connection is not None:
+        return _insert(connection, study._study_id, trials)
+    with _create_scoped_session(rdb.scoped_session) as session:
+        return _insert(session, study._study_id, trials)
+
+
+def _insert(session: Any, study_id: int, trials: Sequence[FrozenTrial]) -> list[int | None]:
+    """Insert *trials* with one statement per table after their trial rows (*session*: an ORM
+    session or a Core connection; both execute Core statements)."""
     from optuna.distributions import distribution_to_json
     from optuna.storages._rdb import models
-    from optuna.storages._rdb.storage import _create_scoped_session
 
     table = models.TrialModel.__table__
     params: list[dict[str, Any]] = []
@@ -64,31 +79,30 @@ def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial]) -> l
     system: list[dict[str, Any]] = []
     values: list[dict[str, Any]] = []
     ids: list[int | None] = []
-    with _create_scoped_session(rdb.scoped_session) as session:
-        # Optuna numbers a trial by the count of the study's trials with a smaller id; a new id
-        # is larger than every id there is, so the count of the study's trials before it will do.
-        first = session.execute(sa.select(sa.func.count()).select_from(table).where(
-            table.c.study_id == study._study_id)).scalar_one()
-        for i, trial in enumerate(trials):
-            tid = session.execute(sa.insert(table).values(
-                study_id=study._study_id, number=first + i, state=trial.state,
-                datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete,
-            )).inserted_primary_key[0]
-            ids.append(tid)
-            dists = trial.distributions
-            params += [{"trial_id": tid, "param_name": name, "param_value": dists[name].to_internal_repr(v),
-                        "distribution_json": distribution_to_json(dists[name])}
-                       for name, v in trial.params.items()]
-            user += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
-                     for k, v in trial.user_attrs.items()]
-            system += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
-                       for k, v in trial.system_attrs.items()]
-            if trial.value is not None:
-                stored, kind = models.TrialValueModel.value_to_stored_repr(trial.value)
-                values.append({"trial_id": tid, "objective": 0, "value": stored, "value_type": kind})
-        for model, rows in ((models.TrialParamModel, params), (models.TrialUserAttributeModel, user),
-                            (models.TrialSystemAttributeModel, system), (models.TrialValueModel, values)):
-            if rows:
-                session.execute(sa.insert(model.__table__), rows)
+    # Optuna numbers a trial by the count of the study's trials with a smaller id; a new id
+    # is larger than every id there is, so the count of the study's trials before it will do.
+    first = session.execute(sa.select(sa.func.count()).select_from(table).where(
+        table.c.study_id == study_id)).scalar_one()
+    for i, trial in enumerate(trials):
+        tid = session.execute(sa.insert(table).values(
+            study_id=study_id, number=first + i, state=trial.state,
+            datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete,
+        )).inserted_primary_key[0]
+        ids.append(tid)
+        dists = trial.distributions
+        params += [{"trial_id": tid, "param_name": name, "param_value": dists[name].to_internal_repr(v),
+                    "distribution_json": distribution_to_json(dists[name])}
+                   for name, v in trial.params.items()]
+        user += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
+                 for k, v in trial.user_attrs.items()]
+        system += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
+                   for k, v in trial.system_attrs.items()]
+        if trial.value is not None:
+            stored, kind = models.TrialValueModel.value_to_stored_repr(trial.value)
+            values.append({"trial_id": tid, "objective": 0, "value": stored, "value_type": kind})
+    for model, rows in ((models.TrialParamModel, params), (models.TrialUserAttributeModel, user),
+                        (models.TrialSystemAttributeModel, system), (models.TrialValueModel, values)):
+        if rows:
+            session.execute(sa.insert(model.__table__), rows)
     return ids
 

@@ -33,6 +33,32 @@ def test_claim_finish_and_answers(url):
     a.close()
 
 
+def test_a_batch_of_measurements_commits_with_what_else_its_transaction_writes(url):
+    import sqlalchemy as sa
+
+    a = ClaimStore(url, "s")
+    for key in ("k1", "k2", "k3"):
+        a.claim(key, budget=5)
+    a.compiled_many({"k1": {"ok": True}, "k2": {"ok": True}})
+    assert a.counts() == {"compiled": 2, "claimed": 1}
+    with pytest.raises(RuntimeError), a.writing() as c:  # the trial write after it fails: nothing lands
+        a.finish_many([("k1", {"outcome": "ok", "time_ms": 1.0}, False),
+                       ("k3", {"outcome": "compile_failed", "time_ms": None}, True)], conn=c)
+        raise RuntimeError("the trial could not be written")
+    assert a.counts() == {"compiled": 2, "claimed": 1}
+    with a.writing() as c:
+        a.finish_many([("k1", {"outcome": "ok", "time_ms": 1.0}, False),
+                       ("k3", {"outcome": "compile_failed", "time_ms": None}, True)], conn=c)
+        c.execute(sa.text("select 1"))
+    assert a.counts() == {"done": 1, "failed": 1, "compiled": 1}
+    assert sorted(r.key for r in a.finished_since(0.0)) == ["k1", "k3"]
+    assert a.finished_since(0.0, others_only=True) == []
+    with pytest.raises(Exception, match="not claimed by this worker"):  # one wrong key: none finish
+        a.finish_many([("k2", {"outcome": "ok", "time_ms": 1.0}, False), ("nope", {"outcome": "ok"}, False)])
+    assert a.counts()["compiled"] == 1
+    a.close()
+
+
 def test_budget_is_exact(url):
     a = ClaimStore(url, "s")
     granted = [a.claim(f"k{i}", budget=3).status for i in range(5)]

@@ -23,7 +23,7 @@ from flysearch.finalists import decide, retime
 from flysearch.kernels import space_for_table
 from flysearch.live import LiveSettings, busy_seconds, run_live_study
 from flysearch.live_backends import simulated_backend
-from flysearch.live_launch import LiveJob, run_workers
+from flysearch.live_launch import LiveJob, run_jobs, run_workers
 from flysearch.study import StudySettings
 from flysearch.tables import TableStore, read_table_file
 
@@ -115,6 +115,19 @@ def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, bac
     assert sum(1 for r in reports if r.finalists) >= 1  # the last worker to finish re-timed
     study = optuna.load_study(study_name="live", storage=storage)
     assert not [t for t in study.get_trials() if t.state == TrialState.RUNNING]
+
+
+def test_run_jobs_runs_separate_studies_at_once_and_times_them(tmp_path, db):
+    jobs = [(_job(tmp_path, db, name=f"solo{i}", budget=12, storage=f"sqlite:///{tmp_path}/solo{i}.db",
+                  compile_log=None, live=LiveSettings(compile_workers=1, finalists=0, table=f"solo{i}")), str(i))
+            for i in range(2)]
+    reports = run_jobs(jobs)
+    assert [r.study_name for r in reports] == ["solo0", "solo1"]
+    for r in reports:
+        assert r.compiled == 12 and r.claims == {"done": 12}  # neither saw the other's claims
+        assert r.ended_at - r.started_at == pytest.approx(r.wall_s)
+        assert 0 < r.startup_s <= r.first_compile_s < r.wall_s
+    assert max(r.started_at for r in reports) < min(r.ended_at for r in reports)  # they overlapped
 
 
 def _study_state(storage: str, db: str) -> tuple[dict[int, tuple], dict[str, float | None]]:
