@@ -116,7 +116,8 @@ def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budg
     return LiveJob(name, "triton", sampler, budget, 0, shape=args.two_gpu,
                    storage=f"sqlite:///{tmp}/{name}.db", db=f"{tmp}/tables.db", prior=prior_path,
                    cache_dir=os.path.join(tmp, "cache"),
-                   live=LiveSettings(compile_workers=args.compile_workers, finalists=0, table=f"live/{name}"))
+                   live=LiveSettings(compile_workers=args.compile_workers, depth=args.depth, finalists=0,
+                                     table=f"live/{name}"))
 
 
 def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
@@ -157,6 +158,7 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
                 r.wall_s - r.first_compile_s - r.tail_s, 1e-9)), 3),
             "timer_busy_s": round(r.timer_busy_s, 2), "loop_s": round(r.loop_s, 2),
             "loop_ms_per_compile": round(1000 * r.loop_s / max(r.compiled, 1), 1),
+            "loop_parts_s": {k: round(v, 2) for k, v in r.loop_parts.items()},
             "head_s": round(r.head_s, 2), "tail_s": round(r.tail_s, 2)} for r in reports],
         "claims": [r.claims for r in reports] if label == "two_separate" else reports[-1].claims,
         "study_compiles": ([r.summary.compiles for r in reports] if label == "two_separate"
@@ -170,7 +172,7 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
 
 def part_two(args: argparse.Namespace, sampler: str) -> dict:
     out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget, "sampler": sampler,
-                 "compile_workers_per_worker": args.compile_workers}
+                 "compile_workers_per_worker": args.compile_workers, "depth": args.depth}
     for label in args.two_gpu_runs.split(","):
         out[label] = _scale_run(label, args, sampler)
     one = out.get("one_gpu")
@@ -188,6 +190,7 @@ def main() -> None:
     parser.add_argument("--samplers", default="tpe,costmodel")
     parser.add_argument("--budget", default="48", help="Budgets, comma-separated.")
     parser.add_argument("--compile-workers", type=int, default=14)
+    parser.add_argument("--depth", type=int, default=None, help="Trials in flight per worker (part 2).")
     parser.add_argument("--race", action="store_true", help="Also race each shape exhaustively (cold).")
     parser.add_argument("--two-gpu", default=None, help="Shape for the one-vs-two GPU comparison.")
     parser.add_argument("--two-gpu-budget", type=int, default=300)

@@ -111,6 +111,9 @@ class LiveReport:
     head_s: float = 0.0
     tail_s: float = 0.0
     loop_s: float = 0.0  # seconds the study loop was working (not waiting for its pools)
+    # Of loop_s: seconds in asking the sampler (claims included), claiming, storing measurements
+    # (flush), storing other trials (save), and reading other workers' measurements (pull).
+    loop_parts: dict[str, float] = field(default_factory=dict)
     startup_s: float = 0.0  # until the first compile was sent to the pool
     first_compile_s: float = 0.0  # until a compile process started the first compile
     started_at: float = 0.0  # time.time() when the worker started (for launchers' overhead)
@@ -143,6 +146,24 @@ def busy_seconds(intervals: list[tuple[float, float]]) -> float:
         total += b - max(a, end)
         end = b
     return total
+
+
+def _spent(part: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add the wrapped :class:`Pipeline` method's seconds to ``report.loop_parts[part]``."""
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def timed(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+            start = time.monotonic()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                parts = self.report.loop_parts
+                parts[part] = parts.get(part, 0.0) + time.monotonic() - start
+
+        return timed
+
+    return wrap
 
 
 @dataclass
@@ -230,6 +251,7 @@ class Pipeline:
         if self.progress is not None:
             self.progress(self.history.compiles, self.target)
 
+    @_spent("save")
     def save(self) -> None:
         """Write the queued finished trials to the shared study, in one transaction."""
         if self.unsaved:
@@ -249,6 +271,7 @@ class Pipeline:
             return
         self.history.add(row.trial if row.trial is not None else -1, _record_of(row, row.result))
 
+    @_spent("ask")
     def ask_one(self) -> str:
         """Ask one trial and start answering it: ``"compile"``, ``"answered"``, ``"waiting"`` or
         ``"full"``."""
@@ -266,7 +289,9 @@ class Pipeline:
         if key in self.items:
             self.waiting.setdefault(key, []).append(trial)
             return "waiting"
+        start = time.monotonic()
         claim = self.claims.claim(key, budget=self.target, params=dict(trial.params), trial=trial.number)
+        self.report.loop_parts["claim"] = self.report.loop_parts.get("claim", 0.0) + time.monotonic() - start
         if claim.status in ("granted", "compiled"):
             assert claim.row is not None
             item = self.items[key] = _Item(trial, config, claim.row)
@@ -370,6 +395,7 @@ class Pipeline:
         """Queue one measurement; :meth:`flush` stores it at the end of the loop's pass."""
         self.finished_batch.append((item, result))
 
+    @_spent("flush")
     def flush(self) -> None:
         """Store what this pass measured: compiles finished (one transaction); measurements with
         their claims and trials (one transaction: a measurement is stored with its trial or not at
@@ -433,6 +459,7 @@ class Pipeline:
         self.report.table = self.meta.name
         self.report.device = self.meta.device
 
+    @_spent("pull")
     def pull(self, *, every_s: float = 0.25) -> None:
         """Bring other workers' measurements into the sampler's study (and the history), and
         show it the configs they are evaluating now.
@@ -475,6 +502,7 @@ class Pipeline:
         if record.key not in self.history.by_key or record.duplicate_of is None:
             self.history.add(t.number, record)
 
+    @_spent("check_waiting")
     def check_waiting(self) -> None:
         """Answer trials waiting on another worker's claim once it finished; take over a claim
         whose worker died."""

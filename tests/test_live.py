@@ -72,6 +72,9 @@ def test_live_study_compiles_ahead_and_lands_every_measurement(tmp_path, db):
     assert final["winner"] == best.key and final["winner"] in final["tie_set"]
     assert len(final["finalists"]) == 3 and all(f["rounds"] == 3 for f in final["finalists"])
     assert 0 < report.busy_s <= report.wall_s and 0 <= report.overhead < 1
+    parts = report.loop_parts  # "claim" is a part of "ask"
+    assert {"ask", "claim", "flush"} <= set(parts) and parts["claim"] <= parts["ask"]
+    assert 0 < sum(v for k, v in parts.items() if k != "claim") <= report.wall_s
 
 
 def test_resume_with_a_larger_budget_compiles_only_new_configs(tmp_path, db):
