@@ -29,6 +29,7 @@ import glob
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -105,7 +106,8 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
     return results
 
 
-def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budget: int) -> LiveJob:
+def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budget: int,
+               seed: int = 0) -> LiveJob:
     prior_path = None
     if sampler == "costmodel":
         store = _tables()
@@ -113,11 +115,17 @@ def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budg
         prior_path = os.path.join(tmp, "prior.joblib")
         if not os.path.exists(prior_path):
             fit_prior([store.load(n) for n in store.names() if n != table]).save(prior_path)
-    return LiveJob(name, "triton", sampler, budget, 0, shape=args.two_gpu,
+    # A study's own Triton cache: separate studies must not load each other's binaries.
+    return LiveJob(name, "triton", sampler, budget, seed, shape=args.two_gpu,
                    storage=f"sqlite:///{tmp}/{name}.db", db=f"{tmp}/tables.db", prior=prior_path,
-                   cache_dir=os.path.join(tmp, "cache"),
+                   cache_dir=os.path.join(tmp, f"cache-{name}"),
                    live=LiveSettings(compile_workers=args.compile_workers, depth=args.depth, finalists=0,
                                      table=f"live/{name}"))
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 4) if values else None
 
 
 def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
@@ -132,9 +140,14 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
         elif label == "two_gpus":
             reports = run_workers(_scale_job(args, sampler, tmp, "scale", budget), ["0", "1"])
         else:
-            jobs = [(_scale_job(args, sampler, tmp, f"scale{g}", budget // 2), g) for g in ("0", "1")]
+            # Different seeds: with one seed, both would compile the same configs.
+            jobs = [(_scale_job(args, sampler, tmp, f"scale{g}", budget // 2, seed=int(g)), g)
+                    for g in ("0", "1")]
             reports = run_jobs(jobs)
         wall, ended = time.perf_counter() - start, time.time()
+        store = TableStore(f"{tmp}/tables.db")
+        rows = [row for r in reports for row in store.load(r.table).rows.values()]
+        store.close()
     compiled = sum(r.compiled for r in reports)
     # Between the first compile or timing and the last, in the slowest worker: the study
     # without its start-up (process spawn, imports, set-up) and shutdown.
@@ -160,6 +173,13 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
             "loop_ms_per_compile": round(1000 * r.loop_s / max(r.compiled, 1), 1),
             "loop_parts_s": {k: round(v, 2) for k, v in r.loop_parts.items()},
             "head_s": round(r.head_s, 2), "tail_s": round(r.tail_s, 2)} for r in reports],
+        # Medians over the configs measured: a compile (in its process), a timing (the timer's
+        # whole task), and of it, loading the binary onto the GPU.
+        "median_s": {
+            "compile": _median([row.compile_s for row in rows]),
+            "timing": _median([row.bench_s for row in rows]),
+            "load": _median([row.extra.get("load_s") for row in rows]),
+        },
         "claims": [r.claims for r in reports] if label == "two_separate" else reports[-1].claims,
         "study_compiles": ([r.summary.compiles for r in reports] if label == "two_separate"
                            else summary.compiles),

@@ -576,9 +576,10 @@ class Pipeline:
 
 def _compile_worker_init(warmup: Callable[[], None] | None) -> None:
     """Compile workers yield the CPU to the study loop and the timer (which feed and drain the
-    pipeline), then import what the first compile needs while the study starts."""
+    pipeline; at nice 10 a compile gets about a tenth of a core the loop or the timer wants), then
+    import what the first compile needs while the study starts."""
     try:
-        os.nice(5)
+        os.nice(10)
     except OSError:
         pass
     if warmup is not None:

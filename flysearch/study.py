@@ -117,7 +117,11 @@ class TrialRecord:
 
     @classmethod
     def from_trial(cls, trial: FrozenTrial) -> TrialRecord | None:
-        raw = trial.user_attrs.get(_ATTR)
+        return cls.from_dict(trial.user_attrs.get(_ATTR))
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> TrialRecord | None:
+        """The record stored as a trial's user attribute (``None`` if *raw* is not one)."""
         if not isinstance(raw, dict):
             return None
         return cls(**{k: raw.get(k) for k in cls.__dataclass_fields__ if k in raw})
@@ -169,6 +173,17 @@ def sqlalchemy_errors() -> type[Exception]:
     import sqlalchemy.exc
 
     return sqlalchemy.exc.SQLAlchemyError
+
+
+def _records(study: optuna.Study) -> list[TrialRecord]:
+    """The records of *study*'s finished trials, in trial order (one query on an RDB storage)."""
+    from flysearch.trial_writer import finished_attr
+
+    found = finished_attr(study, _ATTR)
+    if found is None:
+        return [record for _t, record in trial_records(study)]
+    records = (TrialRecord.from_dict(raw) for _n, raw in found)
+    return [r for r in records if r is not None]
 
 
 def trial_records(study: optuna.Study) -> list[tuple[FrozenTrial, TrialRecord]]:
@@ -372,7 +387,7 @@ def summarize(study: optuna.Study) -> StudySummary:
     """Counts and best config of a stored study, read from its trials' flysearch records."""
     summary = StudySummary(study.study_name, settings=dict(study.user_attrs.get(_ATTR, {})),
                            finalists=study.user_attrs.get("flysearch_finalists"))
-    for _t, record in trial_records(study):
+    for record in _records(study):
         summary.trials += 1
         if record.duplicate_of is not None:
             summary.duplicates += 1

@@ -167,3 +167,19 @@ def test_costmodel_sampler_proposes_only_new_feasible_configs(
     keys = list(conv_mi250x.rows)
     scores = prior.score([conv_mi250x.rows[k].params for k in keys], conv_mi250x.meta.problem, None)
     assert scores[keys.index(runs[0][0])] == scores.min()
+
+
+def test_summary_of_a_database_study_reads_the_same_records_as_optuna(conv_mi250x: GroundTruth,
+                                                                       tmp_path) -> None:
+    from flysearch.study import _records
+
+    space = space_for_table(conv_mi250x)
+    url = f"sqlite:///{tmp_path}/s.db"
+    run_study("q", space, ReplayEvaluator(conv_mi250x), settings(conv_mi250x, "random", 25), storage=url)
+    study = optuna.load_study(study_name="q", storage=url)
+    study.ask()  # a running trial is not part of the summary
+    slow = [record for _t, record in trial_records(study)]
+    assert _records(study) == slow and len(slow) > 25  # duplicates and rejections too
+    summary = summarize(study)
+    assert summary.trials == len(slow) and summary.compiles == 25
+    assert summary.best_ms == min(r.time_ms for r in slow if r.time_ms is not None)
