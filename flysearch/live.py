@@ -4,9 +4,9 @@ A live study runs the same Optuna study as a replayed one (:mod:`flysearch.study
 suggestion, constraint rejections and duplicates answered without a compile, the same trial
 records), but its configs are compiled and timed for real, as a pipeline:
 
-* the sampler is asked for several trials at once (up to ``depth`` in flight; TPE runs with its
-  constant liar, the model-based and grid samplers skip what running trials evaluate), so the
-  compile pool is never idle while the GPU times;
+* the sampler is asked for several trials at once (up to ``depth`` in flight, fewer while the GPU
+  is the bottleneck; TPE runs with its constant liar, the model-based and grid samplers skip what
+  running trials evaluate), so the compile pool is never idle while the GPU times;
 * each config is **claimed** before it is compiled (:mod:`flysearch.claims`): one row per
   (study, config) taken atomically in the study's database, so several workers (one per GPU, on one
   host or many, sharing a PostgreSQL or SQLite storage) never compile one config twice, and the
@@ -202,10 +202,10 @@ def prepare_storage(url: str) -> None:
 def _run(r: Pipeline) -> str:
     idle = 0
     stop = ""
-    depth = r.live.in_flight()
     while True:
         r.claims.heartbeat()
         r.pull()
+        depth = r.in_flight_limit()
         while not stop and len(r.items) + sum(len(v) for v in r.waiting.values()) < depth:
             outcome = r.ask_one()
             if outcome == "full":

@@ -58,8 +58,9 @@ class LiveSettings:
 
     Attributes:
         compile_workers: Compile processes (default: CPU count minus 2, at least 1).
-        depth: Trials in flight at once (compiling, queued for a compile process, compiled, timing);
-            default :meth:`in_flight`.
+        depth: Most trials in flight at once (compiling, queued for a compile process, compiled,
+            timing); default :meth:`in_flight`. A worker whose GPU is its bottleneck keeps fewer
+            (:meth:`Pipeline.in_flight_limit`).
         gpu: The GPU this worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``).
         table: Name of the table the measurements land in (default ``live/<kernel>/<device>/<MxNxK>``).
         finalists: Configs re-timed before the winner is named (0: none).
@@ -228,10 +229,37 @@ class Pipeline:
         self.compiler, self.timer = pools
         self.uses_constraints = settings.sampler in CONSTRAINT_AWARE
         self.t0 = time.monotonic()
+        self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
 
     def close(self) -> None:
         self.compiler.close(grace_s=0.0)  # idle workers hold nothing to lose
         self.timer.close(grace_s=0.0)
+
+    def in_flight_limit(self) -> int:
+        """How many trials to keep in flight: enough to keep the slower stage busy, and no more.
+
+        By Little's law the pipeline holds its throughput times a config's time in it. Compiles
+        bound the throughput at ``workers / compile_s``, the GPU at ``1 / timing_s``. While
+        compiles are the bottleneck this is about one trial per compile process, plus half as
+        many queued behind them (:meth:`LiveSettings.in_flight`). While the GPU is, it is a
+        few: configs compiled far ahead of the GPU only wait, the sampler proposes with fewer
+        results missing, and when the budget is spent no worker is left with a long queue to
+        time while the others stop.
+        """
+        depth = self.live.in_flight()
+        compile_s, timing_s = self.mean_s.get("compile"), self.mean_s.get("timing")
+        if not compile_s or not timing_s:
+            return depth
+        workers = self.live.workers()
+        if workers / compile_s <= 1.0 / timing_s:
+            return depth  # compile-bound
+        return max(4, min(depth, math.ceil((compile_s + timing_s) / timing_s) + 3))
+
+    def _observe(self, stage: str, interval: tuple[float, float]) -> None:
+        """Fold one task's seconds into the running mean of *stage* (the last ~20 tasks)."""
+        seconds = interval[1] - interval[0]
+        mean = self.mean_s.get(stage)
+        self.mean_s[stage] = seconds if mean is None else mean + (seconds - mean) / 20.0
 
     # -- trials -----------------------------------------------------------------------------------
 
@@ -342,6 +370,7 @@ class Pipeline:
 
     def on_compiled(self, res: TaskResult) -> None:
         self.compile_intervals.append(self._interval(res))
+        self._observe("compile", self.compile_intervals[-1])
         item = self.items[res.task_id]
         self.report.compiled += 1
         if res.ok and res.value.get("ok"):
@@ -367,6 +396,7 @@ class Pipeline:
         item = self.items[res.task_id]
         self.timing.discard(res.task_id)
         self.report.timed += 1
+        self._observe("timing", self.timer_intervals[-1])
         compiled = item.compiled or {}
         extra = dict(compiled.get("extra", {}))
         if not res.ok:

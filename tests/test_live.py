@@ -214,3 +214,22 @@ def test_finalists_tie_set_and_failures():
 def test_busy_seconds_is_the_union():
     assert busy_seconds([(0, 2), (1, 3), (5, 6)]) == 4
     assert busy_seconds([]) == 0
+
+
+def test_a_gpu_bound_worker_keeps_few_trials_in_flight():
+    from types import SimpleNamespace
+
+    from flysearch.live_pipeline import Pipeline
+
+    def limit(compile_s, timing_s, **live):
+        fake = SimpleNamespace(live=LiveSettings(compile_workers=14, **live), mean_s={})
+        if compile_s:
+            fake.mean_s = {"compile": compile_s, "timing": timing_s}
+        return Pipeline.in_flight_limit(fake)
+
+    assert limit(None, None) == 21  # nothing measured yet: the full depth
+    assert limit(0.4, 0.01) == 21  # compile-bound: one per compile process and half again
+    assert limit(0.33, 0.4) == 5  # GPU-bound: the GPU's next configs, compiling or ready
+    assert limit(3.0, 0.1) == 21  # 14 processes compile 4.7 configs/s, the GPU times 10/s
+    assert limit(3.0, 0.5) == 10  # ...and here only 2/s
+    assert limit(0.33, 0.4, depth=4) == 4  # never more than the depth asked for
