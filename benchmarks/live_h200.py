@@ -33,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,8 +65,10 @@ def _race_wall(shape_text: str, workers: int) -> dict:
         return {"race_wall_s": round(report.wall_s, 1), "race_measured": report.measured}
 
 
-def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
-    results = []
+def part_one(args: argparse.Namespace, store: TableStore, save: Callable[[list[dict]], None]) -> list[dict]:
+    """The studies of part 1; *save* is called with the results so far after each one (a run cut
+    short by a time limit keeps what it measured)."""
+    results: list[dict] = []
     for text in args.shapes.split(","):
         name = f"triton_gemm/H200/{text}"
         table = store.load(name)
@@ -94,7 +97,9 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
                 "busy_s": round(rep.busy_s, 2), "overhead": round(rep.overhead, 4),
                 "compile_busy_s": round(rep.compile_busy_s, 2), "timer_busy_s": round(rep.timer_busy_s, 2),
                 "compile_sum_s": round(rep.compile_sum_s, 2), "loop_s": round(rep.loop_s, 2),
-                "startup_s": round(rep.startup_s, 2), "head_s": round(rep.head_s, 2),
+                "startup_s": round(rep.startup_s, 2), "first_compile_s": round(rep.first_compile_s, 2),
+                "loop_parts_s": {k: round(v, 2) for k, v in rep.loop_parts.items()},
+                "head_s": round(rep.head_s, 2),
                 "tail_s": round(rep.tail_s, 2), "winner": winner,
                 "winner_live_ms": final.get("winner_ms"),
                 "winner_spread": final.get("spread"), "tie_set": final.get("tie_set"),
@@ -103,6 +108,7 @@ def part_one(args: argparse.Namespace, store: TableStore) -> list[dict]:
                 "feasible": rep.summary.n_feasible, **race,
             })
             print(json.dumps(results[-1]), flush=True)
+            save(results)
     return results
 
 
@@ -227,8 +233,14 @@ def main() -> None:
     doc = {"device": torch.cuda.get_device_name(0), "gpus": torch.cuda.device_count(),
            "torch": torch.__version__, "python": platform.python_version(),
            "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
+
+    def save(results: list[dict]) -> None:
+        doc["live"] = results
+        if args.out:
+            Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+
     if not args.skip_part_one:
-        doc["live"] = part_one(args, _tables())
+        part_one(args, _tables(), save)
     if args.two_gpu:
         doc["two_gpu"] = [part_two(args, sampler) for sampler in args.two_gpu_sampler.split(",")]
     if args.out:

@@ -121,9 +121,9 @@ def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, bac
 
 
 def test_run_jobs_runs_separate_studies_at_once_and_times_them(tmp_path, db):
+    live = [LiveSettings(compile_workers=1, finalists=0, table=f"solo{i}") for i in range(2)]
     jobs = [(_job(tmp_path, db, name=f"solo{i}", budget=12, storage=f"sqlite:///{tmp_path}/solo{i}.db",
-                  compile_log=None, live=LiveSettings(compile_workers=1, finalists=0, table=f"solo{i}")), str(i))
-            for i in range(2)]
+                  compile_log=None, live=live[i]), str(i)) for i in range(2)]
     reports = run_jobs(jobs)
     assert [r.study_name for r in reports] == ["solo0", "solo1"]
     for r in reports:
