@@ -102,24 +102,6 @@ def compare_section() -> str:
     return "\n".join(lines) if len(lines) > 2 else "(no compare experiment has been run)"
 
 
-def _budget200_facts() -> dict[str, str]:
-    """Overheads of the budget-200 live studies, from the lines the benchmark printed (their JSON
-    files were lost to a timeout; see the log's header)."""
-    import json
-
-    text = (ROOT / "benchmarks" / "results" / "live_h200_budget200.log").read_text()
-    runs = []
-    for line in text.splitlines():
-        if line.startswith("{"):
-            head = line[: line.index('"loop_s"')].rstrip(", ") + "}"  # the fields before the cut
-            runs.append(json.loads(head))
-    tpe_small = next(r for r in runs if r["sampler"] == "tpe" and r["shape"] == "1x6144x4096")
-    others = [100 * r["overhead"] for r in runs if r is not tpe_small]
-    return {"B200_OTHERS": f"{min(others):.1f}-{max(others):.1f}%", "B200_N": str(len(others)),
-            "B200_TPE_TRIALS": f"{tpe_small['trials']:,}",
-            "B200_TPE_OVERHEAD": f"{100 * tpe_small['overhead']:.1f}%"}
-
-
 def _two_gpu_facts(key: str, path: Path) -> dict[str, str]:
     """One run of benchmarks/live_h200.py part 2: one worker, two sharing a study, two separate."""
     import json
@@ -165,17 +147,29 @@ def live_section() -> tuple[str, dict[str, str]]:
     first = ROOT / "benchmarks" / "results" / "live_h200_first_run.json"
     races = ({r["shape"]: r.get("race_wall_s") for r in json.loads(first.read_text())["live"]}
              if first.exists() else {})
-    lines = ["| shape | sampler | trials | wall s | overhead | winner / optimum (table) | tie set | race s |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in live["live"]:
+    lines = ["| shape | sampler | budget | trials | wall s | overhead | winner / optimum (table) | tie set "
+             "| race s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = sorted(live["live"], key=lambda r: (r["shape"], r["budget"], r["sampler"]))
+    for r in rows:
         race = races.get(r["shape"])
-        lines.append(f"| {r['shape']} | {r['sampler']} | {r['trials']} | {r['wall_s']:.1f} | "
+        lines.append(f"| {r['shape']} | {r['sampler']} | {r['budget']} | {r['trials']} | {r['wall_s']:.1f} | "
                      f"{100 * r['overhead']:.1f}% | {r['winner_vs_optimum_in_table']:.3f} | "
                      f"{len(r['tie_set'])} | {race if race is not None else '-'} |")
-    facts = {"LIVE_TABLE": "\n".join(lines), "LIVE_BUDGET": str(live["live"][0]["budget"]),
-             "LIVE_DATE": live["date"]}
-    over = [100 * r["overhead"] for r in live["live"]]
-    facts["LIVE_OVERHEAD"] = f"{min(over):.1f}-{max(over):.1f}%"
+    budgets = sorted({r["budget"] for r in rows})
+    facts = {"LIVE_TABLE": "\n".join(lines), "LIVE_BUDGET": " and ".join(map(str, budgets)),
+             "LIVE_DATE": live["date"], "LIVE_COMMIT": live.get("code_commit", "?")}
+    small = [100 * r["overhead"] for r in rows if r["budget"] == budgets[0]]
+    facts["LIVE_OVERHEAD"] = f"{min(small):.1f}-{max(small):.1f}%"
+    facts["LIVE_SMALL"] = str(budgets[0])
+    big = [r for r in rows if r["budget"] == budgets[-1]]
+    fine = [100 * r["overhead"] for r in big if r["overhead"] <= 0.05]
+    slow = [r for r in big if r["overhead"] > 0.05]
+    facts.update({"LIVE_BIG": str(budgets[-1]), "LIVE_BIG_N": str(len(fine)),
+                  "LIVE_BIG_OVERHEAD": f"{min(fine):.1f}-{max(fine):.1f}%",
+                  "LIVE_BIG_SLOW": "; ".join(
+                      f"{r['sampler']} on {r['shape']} ({r['feasible']} feasible configs): {r['trials']:,} "
+                      f"suggestions, {100 * r['overhead']:.1f}% overhead, {r['loop_parts_s']['ask']:.0f} s "
+                      f"of {r['wall_s']:.0f} asking" for r in slow)})
     before = json.loads((ROOT / "benchmarks" / "results" / "live_h200_81901a9.json").read_text())
     old = [100 * r["overhead"] for r in before["live"]]
     facts["LIVE_OVERHEAD_BEFORE"] = f"{min(old):.0f}-{max(old):.0f}%"
@@ -185,7 +179,6 @@ def live_section() -> tuple[str, dict[str, str]]:
         facts.update(_two_gpu_facts(key, ROOT / "benchmarks" / "results" / name))
     first_two = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_029ef28.json").read_text())
     facts["TWO_FIRST_SPEEDUP"] = f"{first_two['two_gpu'][0]['speedup']:.2f}"
-    facts.update(_budget200_facts())
     return "\n".join(lines), facts
 
 
