@@ -203,10 +203,19 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
                                                                                    total=total))
     _print_summary(reports[-1].summary, None)
     for r in reports:
+        ask = r.loop_parts.get("ask", 0.0)
         console.print(
             f"  worker {r.worker}: {r.compiled} compiled, {r.timed} timed in {r.wall_s:.1f} s; "
-            f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%}; rows in {r.table}"
+            f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%}; "
+            f"asking the sampler {ask:.1f} s; rows in {r.table}"
         )
+        if r.wall_s > 0 and ask > 0.25 * r.wall_s:
+            per_compile = r.summary.trials / max(r.summary.compiles, 1)
+            console.print(
+                f"  [yellow]note[/]: asking the sampler took {ask / r.wall_s:.0%} of this worker's time "
+                f"({per_compile:.1f} suggestions per compile): the sampler, not the compile pool or the "
+                "GPU, set the pace (costmodel, surrogate and spreadforest never suggest a config twice)"
+            )
     if live["json_out"]:
         with open(live["json_out"], "w") as fh:
             json.dump([r.as_dict() for r in reports], fh, indent=2, default=str)

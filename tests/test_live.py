@@ -233,3 +233,14 @@ def test_a_gpu_bound_worker_keeps_few_trials_in_flight():
     assert limit(3.0, 0.1) == 21  # 14 processes compile 4.7 configs/s, the GPU times 10/s
     assert limit(3.0, 0.5) == 10  # ...and here only 2/s
     assert limit(0.33, 0.4, depth=4) == 4  # never more than the depth asked for
+
+
+def test_the_cli_reports_the_time_spent_asking_the_sampler(tmp_path, db):
+    cmd = [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
+           "--db", db, "--storage", f"sqlite:///{tmp_path}/study.db", "--name", "ask", "--budget", "12",
+           "--scale", "0.01", "--compile-workers", "1", "--finalists", "0", "--sampler", "random"]
+    wide = {**os.environ, "COLUMNS": "300"}  # rich wraps at the terminal's width
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=wide)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(ln for ln in done.stdout.splitlines() if "worker" in ln and "asking the sampler" in ln)
+    assert "12 compiled, 12 timed" in line
