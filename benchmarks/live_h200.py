@@ -178,6 +178,7 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
             "timer_busy_s": round(r.timer_busy_s, 2), "loop_s": round(r.loop_s, 2),
             "loop_ms_per_compile": round(1000 * r.loop_s / max(r.compiled, 1), 1),
             "loop_parts_s": {k: round(v, 2) for k, v in r.loop_parts.items()},
+            "pipeline_mean": r.pipeline_mean,
             "head_s": round(r.head_s, 2), "tail_s": round(r.tail_s, 2)} for r in reports],
         # Medians over the configs measured: a compile (in its process), a timing (the timer's
         # whole task), and of it, loading the binary onto the GPU.

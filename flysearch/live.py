@@ -118,6 +118,8 @@ def run_live_study(
         start = time.monotonic()
         stopped = _run(runner)
         runner.report.loop_s = time.monotonic() - start - runner.blocked_s
+        runner.sample()
+        runner.report.pipeline_mean = runner.pipeline_means()
         runner.save()
         runner.compiler.close(grace_s=0.0)  # nothing left to compile; the finalists only time
         report = runner.report

@@ -115,6 +115,10 @@ class LiveReport:
     # Of loop_s: seconds in asking the sampler (claims included), claiming, storing measurements
     # (flush), storing other trials (save), and reading other workers' measurements (pull).
     loop_parts: dict[str, float] = field(default_factory=dict)
+    # Time-weighted means over the loop: trials in flight, compile tasks in the pool (queued or
+    # sent), compile processes holding a task, configs compiled and waiting for the timer, and
+    # configs at the timer.
+    pipeline_mean: dict[str, float] = field(default_factory=dict)
     startup_s: float = 0.0  # until the first compile was sent to the pool
     first_compile_s: float = 0.0  # until a compile process started the first compile
     started_at: float = 0.0  # time.time() when the worker started (for launchers' overhead)
@@ -230,6 +234,7 @@ class Pipeline:
         self.uses_constraints = settings.sampler in CONSTRAINT_AWARE
         self.t0 = time.monotonic()
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
+        self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
 
     def close(self) -> None:
         self.compiler.close(grace_s=0.0)  # idle workers hold nothing to lose
@@ -581,9 +586,31 @@ class Pipeline:
             self.timer.submit(key, payload)
             self.timing.add(key)
 
+    def sample(self) -> None:
+        """Add the pipeline's state since the last sample to the time-weighted sums of
+        ``report.pipeline_mean`` (divided by the time sampled in :meth:`pipeline_means`)."""
+        now = time.monotonic()
+        if self._state is not None:
+            since, state = self._state
+            sums = self.report.pipeline_mean
+            for key, value in state.items():
+                sums[key] = sums.get(key, 0.0) + value * (now - since)
+            sums["_s"] = sums.get("_s", 0.0) + now - since
+        self._state = (now, {
+            "in_flight": len(self.items) + sum(len(v) for v in self.waiting.values()),
+            "compile_tasks": self.compiler.pending, "compile_procs_busy": self.compiler.busy_workers,
+            "ready": len(self.ready), "timing": len(self.timing),
+        })
+
+    def pipeline_means(self) -> dict[str, float]:
+        sums = dict(self.report.pipeline_mean)
+        total = sums.pop("_s", 0.0)
+        return {k: round(v / total, 2) for k, v in sums.items()} if total > 0 else {}
+
     def wait(self, timeout: float) -> None:
         """Block until a compile or a timing finishes (or *timeout* seconds), then handle it."""
         handles = self.compiler.handles() + self.timer.handles()
+        self.sample()
         deadlines = [d for d in (self.compiler.next_deadline(), self.timer.next_deadline()) if d is not None]
         if deadlines:
             timeout = max(0.0, min(timeout, min(deadlines) - time.monotonic()))

@@ -72,6 +72,8 @@ def test_live_study_compiles_ahead_and_lands_every_measurement(tmp_path, db):
     assert final["winner"] == best.key and final["winner"] in final["tie_set"]
     assert len(final["finalists"]) == 3 and all(f["rounds"] == 3 for f in final["finalists"])
     assert 0 < report.busy_s <= report.wall_s and 0 <= report.overhead < 1
+    mean = report.pipeline_mean  # two compile processes, a depth of 2 + 2
+    assert 0 < mean["compile_procs_busy"] <= 2 and 0 < mean["in_flight"] <= 4 and mean["timing"] <= 2
     parts = report.loop_parts  # "claim" is a part of "ask"
     assert {"ask", "claim", "flush"} <= set(parts) and parts["claim"] <= parts["ask"]
     assert 0 < sum(v for k, v in parts.items() if k != "claim") <= report.wall_s

@@ -263,6 +263,11 @@ class WorkerPool:
         return sum(len(s.tasks) for s in self._slots if s is not None)
 
     @property
+    def busy_workers(self) -> int:
+        """Worker processes holding a task (running it, or with one prefetched behind it)."""
+        return len(self._busy())
+
+    @property
     def pending(self) -> int:
         """Tasks submitted and not yet returned by :meth:`poll`."""
         return self.queued + self.running
