@@ -17,7 +17,9 @@ for one config cannot both win: the loser's insert violates the key, its transac
 included) rolls back, and it reads the winner's row instead. A claim whose worker is dead (its
 process is gone, on this host, or its heartbeat is older than the lease) is taken over with a
 compare-and-set on the old owner; after ``max_attempts`` takeovers the config is recorded as failed
-(it keeps killing the workers that evaluate it) instead of being retried forever.
+(it keeps killing the workers that evaluate it) instead of being retried forever. A worker that was
+only stalled finds out when it records its result: the update matches no row it holds
+(:meth:`ClaimStore.finish_many` with ``lost_ok`` returns those keys).
 
 Example:
     >>> from flysearch.claims import ClaimStore
@@ -322,43 +324,55 @@ class ClaimStore:
         """Record that *key*'s compile finished (a takeover then only re-times it)."""
         self.compiled_many({key: result})
 
-    def compiled_many(self, results: dict[str, dict[str, Any]], *, conn: sa.Connection | None = None) -> None:
-        """Record several finished compiles (key -> compile result) in one transaction."""
-        self._set_many([(key, "compiled", result, False) for key, result in results.items()], conn)
+    def compiled_many(self, results: dict[str, dict[str, Any]], *, conn: sa.Connection | None = None,
+                      lost_ok: bool = False) -> list[str]:
+        """Record several finished compiles (key -> compile result) in one transaction; see
+        :meth:`finish_many` for *conn* and *lost_ok*."""
+        return self._set_many([(key, "compiled", result, False) for key, result in results.items()],
+                              conn, lost_ok)
 
     def finish(self, key: str, result: dict[str, Any], *, failed: bool = False) -> None:
         """Record *key*'s measurement (or failure); the claim is then final."""
         self.finish_many([(key, result, failed)])
 
     def finish_many(self, results: Sequence[tuple[str, dict[str, Any], bool]], *,
-                    conn: sa.Connection | None = None) -> None:
+                    conn: sa.Connection | None = None, lost_ok: bool = False) -> list[str]:
         """Record several measurements ``(key, result, failed)`` in one transaction (in *conn*'s,
-        from :meth:`writing`, when given)."""
-        self._set_many([(key, "failed" if failed else "done", result, True)
-                        for key, result, failed in results], conn)
+        from :meth:`writing`, when given).
+
+        A claim this worker no longer holds (another worker took it over, having found this one
+        dead: its heartbeat was older than the lease) raises :class:`FlysearchError`, or with
+        *lost_ok* is left alone and its key returned (the others are recorded).
+        """
+        return self._set_many([(key, "failed" if failed else "done", result, True)
+                               for key, result, failed in results], conn, lost_ok)
 
     def _set_many(self, updates: list[tuple[str, str, dict[str, Any], bool]],
-                  conn: sa.Connection | None) -> None:
+                  conn: sa.Connection | None, lost_ok: bool) -> list[str]:
         if not updates:
-            return
+            return []
         now = time.time()
         rows = [(key, {"state": state, "result": json.dumps(result, sort_keys=True),
                        **({"finished_at": now} if finished else {})})
                 for key, state, result, finished in updates]
         if conn is None:
             with self.writing() as c:
-                self._apply(c, rows)
-        else:
-            self._apply(conn, rows)
+                return self._apply(c, rows, lost_ok)
+        return self._apply(conn, rows, lost_ok)
 
-    def _apply(self, c: sa.Connection, rows: list[tuple[str, dict[str, Any]]]) -> None:
+    def _apply(self, c: sa.Connection, rows: list[tuple[str, dict[str, Any]]], lost_ok: bool) -> list[str]:
+        lost = []
         for key, values in rows:
             done = c.execute(_claims.update().where(
                 _claims.c.study == self.study, _claims.c.key == key, _claims.c.worker == self.worker,
                 _claims.c.state.in_(("claimed", "compiled")),
             ).values(**values))
             if done.rowcount != 1:
-                raise FlysearchError(f"Config {key} of study {self.study!r} is not claimed by this worker.")
+                if not lost_ok:  # raised inside the transaction: nothing of it is recorded
+                    raise FlysearchError(
+                        f"Config {key} of study {self.study!r} is not claimed by this worker.")
+                lost.append(key)
+        return lost
 
     def get(self, key: str) -> ClaimRow | None:
         with self.engine.connect() as c:

@@ -215,6 +215,7 @@ class Pipeline:
         self.shape, self.arch = context.shape, context.arch
         self.target = min(settings.budget, n_feasible)
         self.progress = progress
+        self._writing = False  # in flush's transaction: progress is reported after its commit
         self.history = _History()
         self.unsaved: list[FrozenTrial] = []
         self.items: dict[str, _Item] = {}
@@ -281,7 +282,7 @@ class Pipeline:
         self.history.add(trial.number, record)
         _tell(self.study, trial.number, self.history, record)
         self.unsaved.append(self.study.get_trials(deepcopy=False)[trial.number])
-        if self.progress is not None:
+        if self.progress is not None and not self._writing:
             self.progress(self.history.compiles, self.target)
 
     @_spent("save")
@@ -435,32 +436,52 @@ class Pipeline:
         """Store what this pass measured: compiles finished (one transaction); measurements with
         their claims and trials (one transaction: a measurement is stored with its trial or not at
         all), then their table rows. A pass that had to wait long for the database finds more
-        results to store at once, so the writes per config fall as contention grows."""
+        results to store at once, so the writes per config fall as contention grows.
+
+        A claim another worker took over (it found this one dead: a heartbeat older than the
+        lease, e.g. a host that stalled) is that worker's now: this worker's measurement of it is
+        dropped, and its trial waits for the new owner's, like any trial of a busy claim.
+        """
         if self.compiled_batch:
-            self.claims.compiled_many(self.compiled_batch)
+            self.claims.compiled_many(self.compiled_batch, lost_ok=True)  # lost ones: see below
             self.compiled_batch = {}
         if not self.finished_batch:
             return
         batch, self.finished_batch = self.finished_batch, []
         rows = []
-        for item, result in batch:
-            key = item.config.key
-            self.history.compiles = max(self.history.compiles, item.claim.compile_index)
-            self.history.cost_s += (result.get("compile_s") or 0.0) + (result.get("bench_s") or 0.0)
-            record = _record_of(item.claim, result)
-            record.compile_index = item.claim.compile_index
-            record.cost_s = self.history.cost_s
-            del self.items[key]
-            self._record_trial(item.trial, record)
-            for trial in self.waiting.pop(key, []):
-                self._duplicate(trial, key)
-            rows.append(_table_row(item.config, result))
-        with self.claims.writing() as c:
-            self.claims.finish_many([(item.config.key, result, result["outcome"] != Outcome.OK.value)
-                                     for item, result in batch], conn=c)
-            add_finished_trials(self.durable, self.unsaved, connection=c)
+        self._writing = True
+        try:
+            self._store(batch, rows)
+        finally:
+            self._writing = False
         self.unsaved.clear()
         self._add_rows(rows)
+        if self.progress is not None:
+            self.progress(self.history.compiles, self.target)
+
+    def _store(self, batch: list[tuple[_Item, dict[str, Any]]], rows: list[Row]) -> None:
+        """Finish *batch*'s claims and write their trials in one transaction (see :meth:`flush`);
+        the table rows of the measurements kept are appended to *rows*."""
+        with self.claims.writing() as c:
+            lost = set(self.claims.finish_many(
+                [(item.config.key, result, result["outcome"] != Outcome.OK.value) for item, result in batch],
+                conn=c, lost_ok=True))
+            for item, result in batch:
+                key = item.config.key
+                del self.items[key]
+                if key in lost:
+                    self.waiting.setdefault(key, []).append(item.trial)
+                    continue
+                self.history.compiles = max(self.history.compiles, item.claim.compile_index)
+                self.history.cost_s += (result.get("compile_s") or 0.0) + (result.get("bench_s") or 0.0)
+                record = _record_of(item.claim, result)
+                record.compile_index = item.claim.compile_index
+                record.cost_s = self.history.cost_s
+                self._record_trial(item.trial, record)
+                for trial in self.waiting.pop(key, []):
+                    self._duplicate(trial, key)
+                rows.append(_table_row(item.config, result))
+            add_finished_trials(self.durable, self.unsaved, connection=c)
 
     def _add_rows(self, rows: list[Row]) -> None:
         if self.meta is None:

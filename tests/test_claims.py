@@ -59,6 +59,21 @@ def test_a_batch_of_measurements_commits_with_what_else_its_transaction_writes(u
     a.close()
 
 
+def test_a_claim_lost_to_a_takeover_is_reported_and_the_others_are_recorded(url):
+    import sqlalchemy as sa
+
+    a = ClaimStore(url, "s")
+    a.claim("k1", budget=5)
+    a.claim("k2", budget=5)
+    with a.writing() as c:  # another worker took k1 over, having found this one dead
+        c.execute(sa.text("update flysearch_claims set worker = 'elsewhere:1:x' where key = 'k1'"))
+    ok = {"outcome": "ok", "time_ms": 1.0}
+    assert a.finish_many([("k1", ok, False), ("k2", ok, False)], lost_ok=True) == ["k1"]
+    assert a.get("k2").state == "done" and a.get("k1").state == "claimed"
+    assert a.compiled_many({"k1": {"ok": True}}, lost_ok=True) == ["k1"]
+    a.close()
+
+
 def test_budget_is_exact(url):
     a = ClaimStore(url, "s")
     granted = [a.claim(f"k{i}", budget=3).status for i in range(5)]

@@ -246,3 +246,46 @@ def test_the_cli_reports_the_time_spent_asking_the_sampler(tmp_path, db):
     assert done.returncode == 0, done.stderr[-2000:]
     line = next(ln for ln in done.stdout.splitlines() if "worker" in ln and "asking the sampler" in ln)
     assert "12 compiled, 12 timed" in line
+
+
+def test_a_claim_taken_over_while_this_worker_measured_it_is_left_to_its_new_owner(tmp_path, db):
+    """A stalled worker (presumed dead) finds that its claim was taken over: it keeps going, drops
+    its own measurement of that config, and answers the trial with the claim's final result."""
+    import sqlalchemy as sa
+
+    store = TableStore(db)
+    table = store.load(TABLE)
+    store.close()
+    space = space_for_table(table)
+    storage = f"sqlite:///{tmp_path}/s.db"
+    stolen: list[str] = []
+
+    def steal(compiles: int, _budget: int) -> None:
+        if stolen or compiles < 5:
+            return
+        watcher = ClaimStore(storage, "stolen")
+        try:
+            flying = [r for r in watcher.in_flight() if r.worker != watcher.worker]
+            if flying:  # hand one to a worker that is gone at once (so this one re-takes it)
+                with watcher.writing() as c:
+                    c.execute(sa.text("update flysearch_claims set worker = 'elsewhere:1:ghost' "
+                                      "where study = 'stolen' and key = :k"), {"k": flying[0].key})
+                stolen.append(flying[0].key)
+        finally:
+            watcher.close()
+
+    settings = StudySettings("random", 20, 3, space=space.name, table=TABLE)
+    report = run_live_study("stolen", space, simulated_backend(table, scale=0.05), settings,
+                            shape=table.meta.shape(), arch=get_arch(table.meta.arch), storage=storage, db=db,
+                            live=LiveSettings(compile_workers=2, finalists=0, table="stolen"), progress=steal)
+    assert stolen and report.summary.compiles == 20 and report.claims == {"done": 20}
+    claims = ClaimStore(storage, "stolen")
+    try:
+        row = claims.get(stolen[0])
+    finally:
+        claims.close()
+    assert row.state == "done" and row.attempts == 2  # re-taken from the vanished owner, measured
+    study = optuna.load_study(study_name="stolen", storage=storage)
+    indices = [t.user_attrs["flysearch"].get("compile_index") for t in study.trials
+               if t.user_attrs.get("flysearch") and t.user_attrs["flysearch"].get("duplicate_of") is None]
+    assert sorted(i for i in indices if i is not None) == list(range(1, 21))  # one trial per compile
