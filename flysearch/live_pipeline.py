@@ -236,6 +236,7 @@ class Pipeline:
         self.t0 = time.monotonic()
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
         self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
+        self._sums: dict[str, float] = {}  # time-weighted sums of the samples, and their seconds
 
     def close(self) -> None:
         self.compiler.close(grace_s=0.0)  # idle workers hold nothing to lose
@@ -608,12 +609,12 @@ class Pipeline:
             self.timing.add(key)
 
     def sample(self) -> None:
-        """Add the pipeline's state since the last sample to the time-weighted sums of
-        ``report.pipeline_mean`` (divided by the time sampled in :meth:`pipeline_means`)."""
+        """Add the pipeline's state since the last sample to time-weighted sums (their means are
+        :meth:`pipeline_means`)."""
         now = time.monotonic()
         if self._state is not None:
             since, state = self._state
-            sums = self.report.pipeline_mean
+            sums = self._sums
             for key, value in state.items():
                 sums[key] = sums.get(key, 0.0) + value * (now - since)
             sums["_s"] = sums.get("_s", 0.0) + now - since
@@ -624,7 +625,8 @@ class Pipeline:
         })
 
     def pipeline_means(self) -> dict[str, float]:
-        sums = dict(self.report.pipeline_mean)
+        """Time-weighted means of the samples (see ``LiveReport.pipeline_mean``)."""
+        sums = dict(self._sums)
         total = sums.pop("_s", 0.0)
         return {k: round(v / total, 2) for k, v in sums.items()} if total > 0 else {}
 
