@@ -26,8 +26,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.ensemble import ExtraTreesRegressor
 
-from flysearch.features import config_features, feature_matrix
-from flysearch.sampler_history import CandidateHistory, CandidateSampler
+from flysearch.sampler_history import (
+    CandidateHistory,
+    CandidateSampler,
+    candidate_features,
+    candidate_ordinals,
+)
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -67,21 +71,14 @@ class SpreadForestSampler(CandidateSampler):
     def __init__(self, context: SearchContext, *, seed: int | None = None, n_startup: int = 16,
                  n_trees: int = 24, max_features: float = 0.7, kappa: float = 1.0,
                  max_scored: int = 4096) -> None:
-        self._context = context
-        self._seed = seed
-        self._rng = np.random.default_rng(seed)
+        super().__init__(context, seed)
         self._n_startup = n_startup
         self._n_trees = n_trees
         self._max_features = max_features
         self._kappa = kappa
         self._max_scored = max_scored
-        problem = dict(context.problem or {})
-        feats = [config_features(c.as_dict(), problem, context.arch) for c in context.feasible]
-        schema = sorted({name for row in feats for name in row})
-        self._X = np.nan_to_num(feature_matrix(feats, schema), nan=-1.0)
-        params = context.space.free_params()
-        ordinal = [[p.values.index(c[p.name]) for p in params] for c in context.feasible]
-        self._ordinal = np.array(ordinal, dtype=np.int32).reshape(len(context.feasible), len(params))
+        self._X = candidate_features(context)
+        self._ordinal = candidate_ordinals(context)
         self._history = CandidateHistory(context)
 
     # -- Optuna's sampler interface ---------------------------------------------------------------

@@ -125,9 +125,7 @@ class FeasibleGPSampler(CandidateSampler):
 
     def __init__(self, context: SearchContext, *, seed: int | None = None, n_startup: int = 10,
                  refit_growth: float = 1.5, max_iter: int = 50, max_candidates: int = 50_000) -> None:
-        self._context = context
-        self._seed = seed
-        self._rng = np.random.default_rng(seed)
+        super().__init__(context, seed)
         self._n_startup = n_startup
         self._refit_growth = refit_growth
         self._max_iter = max_iter

@@ -142,7 +142,7 @@ def run_live_study(
     if spans:
         report.head_s = max(0.0, min(a for a, _b in spans) - t0)
         report.tail_s = max(0.0, loop_end - max(b for _a, b in spans))
-    report.busy_s = busy_seconds(runner.compile_intervals + runner.timer_intervals)
+    report.busy_s = busy_seconds(spans)
     report.claims = claims_counts
     report.stopped = stopped
     summary = summarize(runner.durable)

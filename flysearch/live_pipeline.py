@@ -8,12 +8,13 @@ worker left behind. :mod:`flysearch.live` runs the loop and documents the design
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
@@ -153,18 +154,24 @@ def busy_seconds(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+@contextlib.contextmanager
+def _spending(report: LiveReport, part: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``report.loop_parts[part]``."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        report.loop_parts[part] = report.loop_parts.get(part, 0.0) + time.monotonic() - start
+
+
 def _spent(part: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add the wrapped :class:`Pipeline` method's seconds to ``report.loop_parts[part]``."""
 
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         def timed(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-            start = time.monotonic()
-            try:
+            with _spending(self.report, part):
                 return method(self, *args, **kwargs)
-            finally:
-                parts = self.report.loop_parts
-                parts[part] = parts.get(part, 0.0) + time.monotonic() - start
 
         return timed
 
@@ -324,9 +331,8 @@ class Pipeline:
         if key in self.items:
             self.waiting.setdefault(key, []).append(trial)
             return "waiting"
-        start = time.monotonic()
-        claim = self.claims.claim(key, budget=self.target, params=dict(trial.params), trial=trial.number)
-        self.report.loop_parts["claim"] = self.report.loop_parts.get("claim", 0.0) + time.monotonic() - start
+        with _spending(self.report, "claim"):
+            claim = self.claims.claim(key, budget=self.target, params=dict(trial.params), trial=trial.number)
         if claim.status in ("granted", "compiled"):
             assert claim.row is not None
             item = self.items[key] = _Item(trial, config, claim.row)

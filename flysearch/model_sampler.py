@@ -32,8 +32,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.ensemble import ExtraTreesRegressor
 
-from flysearch.features import config_features, feature_matrix
-from flysearch.sampler_history import CandidateHistory, CandidateSampler
+from flysearch.sampler_history import (
+    CandidateHistory,
+    CandidateSampler,
+    candidate_features,
+    candidate_ordinals,
+)
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -77,10 +81,8 @@ class CostModelSampler(CandidateSampler):
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
                  n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0) -> None:
-        self._context = context
+        super().__init__(context, seed)
         self._prior = prior
-        self._rng = np.random.default_rng(seed)
-        self._seed = seed
         self._epsilon, self._kappa = epsilon, kappa
         self._n_startup = n_startup if prior is None else 0
         self._n_trees = n_trees
@@ -90,17 +92,14 @@ class CostModelSampler(CandidateSampler):
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
         self._keys = [c.key for c in context.feasible]
+        self._X = candidate_features(context)
         problem = dict(context.problem or {})
-        feats = [config_features(c.as_dict(), problem, context.arch) for c in context.feasible]
-        schema = sorted({name for row in feats for name in row})
-        self._X = np.nan_to_num(feature_matrix(feats, schema), nan=-1.0)
         if prior is not None:
             self._prior_score = prior.score([c.as_dict() for c in context.feasible], problem, context.arch)
         else:
             self._prior_score = np.zeros(len(self._keys))
         self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
-        params = context.space.params
-        self._ordinal = np.array([[p.values.index(c[p.name]) for p in params] for c in context.feasible])
+        self._ordinal = candidate_ordinals(context)
         self._history = CandidateHistory(context)
         self._observed = self._history.observed  # candidate index -> log time (nan: failed)
         self._seen = self._history.seen

@@ -4,7 +4,8 @@
 candidate index: the measured log time of its first compile (NaN for a failure), whether any trial
 evaluated it, and (per call) which candidates running trials hold: asked and not told yet, in a
 batch or by another worker. :class:`CandidateSampler` is the Optuna sampler interface those
-samplers share. Used by the cost-model, GP and spread-forest samplers.
+samplers share; :func:`candidate_features` and :func:`candidate_ordinals` are the candidates as the
+forests see them. Used by the cost-model, GP and spread-forest samplers.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     from flysearch.samplers import SearchContext
 
-__all__ = ["CandidateHistory", "CandidateSampler"]
+__all__ = ["CandidateHistory", "CandidateSampler", "candidate_features", "candidate_ordinals"]
 
 _ATTR = "flysearch"
 
@@ -89,13 +90,33 @@ class CandidateHistory:
             return ""
 
 
+def candidate_features(context: SearchContext) -> np.ndarray:
+    """The analytic features of every feasible config (rows in ``context.feasible`` order), missing
+    values as -1."""
+    from flysearch.features import config_features, feature_matrix
+
+    problem = dict(context.problem or {})
+    feats = [config_features(c.as_dict(), problem, context.arch) for c in context.feasible]
+    schema = sorted({name for row in feats for name in row})
+    return np.nan_to_num(feature_matrix(feats, schema), nan=-1.0)
+
+
+def candidate_ordinals(context: SearchContext) -> np.ndarray:
+    """Each feasible config's value indices of the space's free parameters (one column each)."""
+    params = context.space.free_params()
+    ordinal = [[p.values.index(c[p.name]) for p in params] for c in context.feasible]
+    return np.array(ordinal, dtype=np.int32).reshape(len(context.feasible), len(params))
+
+
 class CandidateSampler(BaseSampler):
     """What flysearch's samplers over the feasible configs share: every parameter is sampled
     jointly (the relative search space is the whole space), never one at a time, and an unseeded
-    reseed draws a fresh random stream. Subclasses set ``_context`` and ``_rng``."""
+    reseed draws a fresh random stream."""
 
-    _context: SearchContext
-    _rng: np.random.Generator
+    def __init__(self, context: SearchContext, seed: int | None) -> None:
+        self._context = context
+        self._seed = seed
+        self._rng = np.random.default_rng(seed)
 
     def reseed_rng(self) -> None:
         self._rng = np.random.default_rng()

@@ -64,10 +64,10 @@ def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial], *,
         return []
     for t in trials:
         t._validate()
-    from optuna.storages._rdb.storage import _create_scoped_session
-
     if connection is not None:
         return _insert(connection, study._study_id, trials)
+    from optuna.storages._rdb.storage import _create_scoped_session
+
     with _create_scoped_session(rdb.scoped_session) as session:
         return _insert(session, study._study_id, trials)
 
