@@ -175,7 +175,12 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
             # Share of the compile processes' time after the first compile began that they compiled.
             "compile_process_use": round(r.compile_sum_s / (args.compile_workers * max(
                 r.wall_s - r.first_compile_s - r.tail_s, 1e-9)), 3),
-            "timer_busy_s": round(r.timer_busy_s, 2), "loop_s": round(r.loop_s, 2),
+            "timer_busy_s": round(r.timer_busy_s, 2),
+            # The GPU's share of the worker's wall-clock, and its seconds per config timed (which
+            # depend on the configs: a slow kernel takes longer to time).
+            "gpu_busy_share": round(r.timer_busy_s / max(r.wall_s, 1e-9), 3),
+            "timer_s_per_config": round(r.timer_busy_s / max(r.timed, 1), 4),
+            "loop_s": round(r.loop_s, 2),
             "loop_ms_per_compile": round(1000 * r.loop_s / max(r.compiled, 1), 1),
             "loop_parts_s": {k: round(v, 2) for k, v in r.loop_parts.items()},
             "pipeline_mean": r.pipeline_mean,
@@ -187,6 +192,8 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
             "timing": _median([row.bench_s for row in rows]),
             "load": _median([row.extra.get("load_s") for row in rows]),
         },
+        # The timer's seconds over all workers: the GPU work of the configs this run timed.
+        "timer_work_s": round(sum(r.timer_busy_s for r in reports), 2),
         "claims": [r.claims for r in reports] if label == "two_separate" else reports[-1].claims,
         "study_compiles": ([r.summary.compiles for r in reports] if label == "two_separate"
                            else summary.compiles),
@@ -208,6 +215,10 @@ def part_two(args: argparse.Namespace, sampler: str) -> dict:
             out[f"{label}_speedup"] = round(out[label]["configs_per_s"] / one["configs_per_s"], 3)
             out[f"{label}_window_speedup"] = round(
                 out[label]["window_configs_per_s"] / one["window_configs_per_s"], 3)
+            # Above 1: the same number of configs took more GPU seconds to time (other configs,
+            # or a GPU slowed by the other one).
+            out[f"{label}_timer_work_ratio"] = round(
+                out[label]["timer_work_s"] / max(one["timer_work_s"], 1e-9), 3)
     return out
 
 
