@@ -39,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from flysearch.claims import ClaimStore  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.live import LiveSettings  # noqa: E402
 from flysearch.live_launch import LiveJob, run_jobs, run_workers  # noqa: E402
@@ -154,11 +155,17 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
         store = TableStore(f"{tmp}/tables.db")
         rows = [row for r in reports for row in store.load(r.table).rows.values()]
         store.close()
+        # The claims once every worker stopped (a report's own counts are taken when its worker
+        # stops, while another may still be compiling).
+        claim_counts = []
+        for name in sorted({r.summary.study_name for r in reports}):
+            claims = ClaimStore(f"sqlite:///{tmp}/{name}.db", name)
+            claim_counts.append(claims.counts())
+            claims.close()
     compiled = sum(r.compiled for r in reports)
     # Between the first compile or timing and the last, in the slowest worker: the study
     # without its start-up (process spawn, imports, set-up) and shutdown.
     window = max(r.wall_s - r.head_s - r.tail_s for r in reports)
-    summary = reports[-1].summary
     out = {
         "wall_s": round(wall, 2), "compiled": compiled, "configs_per_s": round(compiled / wall, 2),
         "busy_window_s": round(window, 2), "window_configs_per_s": round(compiled / window, 2),
@@ -194,12 +201,13 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
         },
         # The timer's seconds over all workers: the GPU work of the configs this run timed.
         "timer_work_s": round(sum(r.timer_busy_s for r in reports), 2),
-        "claims": [r.claims for r in reports] if label == "two_separate" else reports[-1].claims,
+        "claims": claim_counts if label == "two_separate" else claim_counts[0],
         "study_compiles": ([r.summary.compiles for r in reports] if label == "two_separate"
-                           else summary.compiles),
+                           else max(r.summary.compiles for r in reports)),
     }
     if label != "two_separate":
-        out["double_compiles"] = compiled - sum(reports[-1].claims.values())
+        # Every compile has its claim, and a claim is compiled once (no worker died here).
+        out["double_compiles"] = compiled - sum(claim_counts[0].values())
     print(json.dumps({label: out}), flush=True)
     return out
 
