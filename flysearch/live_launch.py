@@ -151,16 +151,22 @@ def _worker_main(job: LiveJob, index: int, gpu: str, queue: Any) -> None:
             import traceback
 
             traceback.print_exc()
-        queue.put((index, gpu, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+        queue.put((index, gpu, None, _one_line(exc)))
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 def run_workers(job: LiveJob, gpus: list[str] | None = None,
                 progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
-    """Run *job* with one worker per GPU in *gpus* (in this process when there is one).
+    """Run *job* with one worker per GPU in *gpus*: the first in this process, the others in
+    processes of their own.
 
     With several GPUs, each worker gets an equal share of the CPU cores for its compile pool
-    (unless the job sets ``compile_workers``). A worker that fails is reported in one line; set
-    ``FLYSEARCH_DEBUG=1`` to have it print its traceback too.
+    (unless the job sets ``compile_workers``), and *progress* follows the study through the first
+    worker (the budget is shared, so it counts every worker's compiles). A worker that fails is
+    reported in one line; set ``FLYSEARCH_DEBUG=1`` to have it print its traceback too.
 
     Raises:
         FlysearchError: a worker failed (its error, with its GPU).
@@ -177,38 +183,64 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
         share = max(1, ((os.cpu_count() or 2) - len(gpus)) // len(gpus))
         job = replace(job, live=replace(job.live, compile_workers=share))
     return run_jobs([(replace(job, live=replace(job.live, worker_index=i)), gpu)
-                     for i, gpu in enumerate(gpus)])
+                     for i, gpu in enumerate(gpus)], progress=progress)
 
 
-def run_jobs(jobs: list[tuple[LiveJob, str]]) -> list[LiveReport]:
-    """Run each ``(job, gpu)`` in its own process, all at once; return their reports in the
-    order given. The jobs may be workers of one study (:func:`run_workers` prepares its storage
-    first) or different studies.
+def run_jobs(jobs: list[tuple[LiveJob, str]],
+             progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
+    """Run each ``(job, gpu)`` at once: the first in this process (reporting to *progress*), each
+    other one in a process of its own; return their reports in the order given. The jobs may be
+    workers of one study (:func:`run_workers` prepares its storage first) or different studies.
+
+    The first job starts as soon as the others' processes are spawned, without waiting for them
+    to import and set up (seconds a study would otherwise spend with no GPU busy).
 
     Raises:
         FlysearchError: a worker failed (its error, with its GPU).
     """
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker_main, args=(job, i, gpu, queue)) for i, (job, gpu) in enumerate(jobs)]
+    procs = {i: ctx.Process(target=_worker_main, args=(job, i, gpu, queue))
+             for i, (job, gpu) in enumerate(jobs) if i > 0}
     with main_module_hidden(jobs[0][0]):
-        for p in procs:
+        for p in procs.values():
             p.start()
     results: dict[int, tuple[str, LiveReport | None, str | None]] = {}
-    while len(results) < len(procs):
-        try:
-            i, gpu, report, err = queue.get(timeout=1.0)
-            results[i] = (gpu, report, err)
-        except Empty:
-            for i, p in enumerate(procs):
-                if i not in results and not p.is_alive() and queue.empty():
-                    results[i] = (jobs[i][1], None, f"worker died (exit code {p.exitcode})")
-    for p in procs:
-        p.join()
+    try:
+        job, gpu = jobs[0]
+        results[0] = (gpu, *_run_here(job, gpu, progress))
+        while len(results) < len(jobs):
+            try:
+                i, gpu, report, err = queue.get(timeout=1.0)
+                results[i] = (gpu, report, err)
+            except Empty:
+                for i, p in procs.items():
+                    if i not in results and not p.is_alive() and queue.empty():
+                        results[i] = (jobs[i][1], None, f"worker died (exit code {p.exitcode})")
+    except BaseException:
+        for p in procs.values():  # interrupted: the other workers stop too (a rerun resumes)
+            p.terminate()
+        raise
+    finally:
+        for p in procs.values():
+            p.join()
     errors = [f"GPU {gpu}: {err}" for gpu, _r, err in (results[i] for i in sorted(results)) if err]
     if errors:
         raise FlysearchError("; ".join(errors))
-    return [results[i][1] for i in range(len(procs))]  # type: ignore[misc]
+    return [results[i][1] for i in range(len(jobs))]  # type: ignore[misc]
+
+
+def _run_here(job: LiveJob, gpu: str,
+              progress: Callable[[int, int], None] | None) -> tuple[LiveReport | None, str | None]:
+    """Run *job* in this process; a failure is returned as one line, like a worker process's."""
+    try:
+        return job.run(gpu, progress), None
+    except Exception as exc:
+        if os.environ.get("FLYSEARCH_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return None, _one_line(exc)
 
 
 def _load_prior(path: str) -> Any:

@@ -109,11 +109,17 @@ def test_a_compile_that_kills_its_worker_is_a_recorded_failure(tmp_path, db):
 def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, backend, request):
     storage = (f"sqlite:///{tmp_path}/study.db" if backend == "sqlite"
                else request.getfixturevalue("postgres_url"))
-    job = _job(tmp_path, db, budget=40, storage=storage, scale=0.02,
+    # Compiles slow enough (~0.1 s) that the second worker, seconds to start, joins the first.
+    job = _job(tmp_path, db, budget=40, storage=storage, scale=0.3,
                live=LiveSettings(compile_workers=1, finalists=3, rounds=2))
-    reports = run_workers(job, gpus=["0", "1"])
+    seen: list[int] = []
+    reports = run_workers(job, gpus=["0", "1"], progress=lambda done, total: seen.append(done))
     compiled = _log(tmp_path)
     assert len(compiled) == len(set(compiled)) == 40
+    # The first worker ran in this process (and reported progress), the second in its own.
+    pids = [r.worker.split(":")[1] for r in reports]
+    assert pids[0] == str(os.getpid()) != pids[1]
+    assert seen and max(seen) <= 40 and seen == sorted(seen)
     assert sum(r.compiled for r in reports) == 40 and all(r.compiled > 0 for r in reports)
     assert {"done": 40} in [r.claims for r in reports]  # as the last worker to stop saw them
     assert len(TableStore(db).load(LIVE_TABLE).rows) == 40
