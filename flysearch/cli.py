@@ -201,7 +201,8 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
         task = bar.add_task(name, total=spec.budget)
         reports = run_workers(job, gpus, progress=lambda done, total: bar.update(task, completed=done,
                                                                                    total=total))
-    _print_summary(reports[-1].summary, None)
+    # The worker that stopped last saw the whole study.
+    _print_summary(max(reports, key=lambda r: r.ended_at).summary, None)
     for r in reports:
         ask = r.loop_parts.get("ask", 0.0)
         console.print(

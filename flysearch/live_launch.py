@@ -165,8 +165,9 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
 
     With several GPUs, each worker gets an equal share of the CPU cores for its compile pool
     (unless the job sets ``compile_workers``), and *progress* follows the study through the first
-    worker (the budget is shared, so it counts every worker's compiles). A worker that fails is
-    reported in one line; set ``FLYSEARCH_DEBUG=1`` to have it print its traceback too.
+    worker (its count is the study-wide index of its latest compile, so it counts the others'). A
+    worker that fails is reported in one line; set ``FLYSEARCH_DEBUG=1`` to have it print its
+    traceback too.
 
     Raises:
         FlysearchError: a worker failed (its error, with its GPU).

@@ -102,6 +102,11 @@ def compare_section() -> str:
     return "\n".join(lines) if len(lines) > 2 else "(no compare experiment has been run)"
 
 
+def _rate(configs_per_s: float) -> str:
+    """Configs/s with three significant digits (2.48, 35.2)."""
+    return f"{configs_per_s:.2f}" if configs_per_s < 10 else f"{configs_per_s:.1f}"
+
+
 def _two_gpu_facts(key: str, path: Path) -> dict[str, str]:
     """One run of benchmarks/live_h200.py part 2: one worker, two sharing a study, two separate."""
     import json
@@ -119,7 +124,7 @@ def _two_gpu_facts(key: str, path: Path) -> dict[str, str]:
 
     facts = {f"{key}_SHAPE": two["shape"], f"{key}_BUDGET": str(two["budget"]),
              f"{key}_COMMIT": json.loads(path.read_text()).get("code_commit", "?"),
-             f"{key}_ONE": f"{one['configs_per_s']:.1f}", f"{key}_TWO": f"{pair['configs_per_s']:.1f}",
+             f"{key}_ONE": _rate(one["configs_per_s"]), f"{key}_TWO": _rate(pair["configs_per_s"]),
              f"{key}_SPEEDUP": f"{two['two_gpus_speedup']:.2f}",
              f"{key}_WINDOW_SPEEDUP": f"{two['two_gpus_window_speedup']:.2f}",
              f"{key}_ONE_OVERHEAD": f"{100 * one_w['overhead']:.1f}%",
@@ -133,10 +138,30 @@ def _two_gpu_facts(key: str, path: Path) -> dict[str, str]:
         facts[f"{key}_TIMING_SLOWER"] = f"{100 * slower:.1f}%"
         facts[f"{key}_ONE_COMPILE_S"] = f"{one['median_s']['compile']:.2f}"
         facts[f"{key}_ONE_TIMING_S"] = f"{one['median_s']['timing']:.3f}"
+    if "two_gpus_timer_work_ratio" in two:
+        facts[f"{key}_WORK_MORE"] = f"{100 * (two['two_gpus_timer_work_ratio'] - 1):.1f}%"
+        facts[f"{key}_FEASIBLE_TIMED"] = " and ".join(str(r["compiled"]) for r in (one, pair))
     if "two_separate" in two and key != "TWO_CM":  # TWO_CM's separate run predates the fix (see its note)
-        facts[f"{key}_SEP"] = f"{two['two_separate']['configs_per_s']:.1f}"
+        facts[f"{key}_SEP"] = _rate(two["two_separate"]["configs_per_s"])
         facts[f"{key}_SEP_SPEEDUP"] = f"{two['two_separate_speedup']:.2f}"
     return facts
+
+
+def _host_facts() -> dict[str, str]:
+    """What one H200 host compiles: one worker with 28 compile processes, two with 7, and whether
+    one GPU slows down while the other works (benchmarks/gpu_pair.py)."""
+    import json
+
+    results = ROOT / "benchmarks" / "results"
+    wide = json.loads((results / "live_h200_one_gpu_28procs.json").read_text())["two_gpu"][0]["one_gpu"]
+    narrow = json.loads((results / "live_h200_two_gpu_7procs.json").read_text())["two_gpu"][0]["two_gpus"]
+    pair = json.loads((results / "gpu_pair_h200.json").read_text())
+    w = wide["per_worker"][0]
+    return {"HOST28": f"{wide['configs_per_s']:.1f}", "HOST28_USE": f"{100 * w['compile_process_use']:.0f}%",
+            "HOST28_COMPILE_S": f"{w['compile_s_per_config']:.2f}", "HOST7": f"{narrow['configs_per_s']:.1f}",
+            "PAIR_ALONE_MS": f"{pair['gpu0_alone']['0']['median_ms']:.2f}",
+            "PAIR_BOTH_MS": f"{pair['both']['0']['median_ms']:.2f}",
+            "PAIR_BOUND": f"{pair['two_gpu_bound']:.2f}"}
 
 
 def live_section() -> tuple[str, dict[str, str]]:
@@ -177,6 +202,13 @@ def live_section() -> tuple[str, dict[str, str]]:
             ("TWO_MID", "live_h200_two_gpu_8192.json"), ("TWO_GPU", "live_h200_two_gpu_16384.json"))
     for key, name in runs:
         facts.update(_two_gpu_facts(key, ROOT / "benchmarks" / "results" / name))
+    for key, name in (("HERE", "live_h200_two_gpu_here.json"),
+                      ("HERE600", "live_h200_two_gpu_16384_here.json"),
+                      ("HERE400", "live_h200_two_gpu_16384_400_here.json"),
+                      ("SPAWN600", "live_h200_two_gpu_16384_600.json"),
+                      ("HOST", "live_h200_two_gpu_pipeline.json")):
+        facts.update(_two_gpu_facts(key, ROOT / "benchmarks" / "results" / name))
+    facts.update(_host_facts())
     first_two = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_029ef28.json").read_text())
     facts["TWO_FIRST_SPEEDUP"] = f"{first_two['two_gpu'][0]['speedup']:.2f}"
     return "\n".join(lines), facts
