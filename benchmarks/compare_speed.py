@@ -1,13 +1,15 @@
 """Speed of ``flysearch compare``: seeds x samplers x tables at a 200-compile budget, on this machine.
 
 The issue's target: 20 seeds x 8 samplers x 6 tables (960 runs) within 10 minutes on 2 cores, GP
-included. The eight samplers are grid, random, qmc, tpe, cmaes, flysearch's own GP (``fastgp``) and
-the two model-based samplers; runs stop once they found the table's optimum (``stop_at_optimum``,
-which changes no reported metric). This script runs the grid (or a subset of seeds: ``--seeds``),
-reports wall time and the per-sampler cost per trial (ms per suggestion, study loop included), and
-extrapolates to 20 seeds from the measured mean run time per sampler. Optuna's own GP sampler
-(``gp``) is timed apart on ``--gp-seeds`` seeds of ``--gp-tables`` tables, since one of its runs
-takes minutes.
+included. The eight samplers are grid, random, qmc, TPE (``tpe-unseen``: Optuna's TPE proposing the
+best of its candidates that is feasible and not tried yet), cmaes, flysearch's own GP (``fastgp``)
+and the two model-based samplers; runs stop once they found the table's optimum
+(``stop_at_optimum``, which changes no reported metric). This script runs the grid (or a subset of
+seeds: ``--seeds``), reports wall time and the per-sampler cost per trial (ms per suggestion, study
+loop included), and extrapolates to 20 seeds from the measured mean run time per sampler. Optuna's
+own GP sampler (``gp``) is timed apart on ``--gp-seeds`` seeds of ``--gp-tables`` tables, since one
+of its runs takes minutes, and Optuna's plain TPE (``tpe``) on ``--tpe-seeds`` seeds of every
+table.
 
 Run it: OMP_NUM_THREADS=1 python benchmarks/compare_speed.py --seeds 20 \
     --out benchmarks/results/compare_speed.md
@@ -37,7 +39,7 @@ TABLES = [
     REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz",
     REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__4096x4096x4096.table.json.gz",
 ]
-SAMPLERS = ["grid", "random", "qmc", "tpe", "cmaes", "fastgp", "costmodel", "surrogate"]
+SAMPLERS = ["grid", "random", "qmc", "tpe-unseen", "cmaes", "fastgp", "costmodel", "surrogate"]
 TARGET_S = 600.0
 
 
@@ -48,6 +50,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--gp-seeds", type=int, default=1, help="Seeds of Optuna's gp, timed apart (0: skip).")
     ap.add_argument("--gp-tables", type=int, default=2, help="Tables (the first ones) of Optuna's gp.")
+    ap.add_argument("--tpe-seeds", type=int, default=1, help="Seeds of plain tpe, timed apart (0: skip).")
     ap.add_argument("--no-stop", action="store_true", help="Spend every budget in full (no stop at optimum).")
     ap.add_argument("--out", type=Path, default=None, help="Write the markdown report here.")
     args = ap.parse_args()
@@ -58,6 +61,9 @@ def main() -> int:
     if args.gp_seeds:
         gp_seeds = tuple(range(args.gp_seeds))
         gp_runs, _w, _s = _run(tables[: args.gp_tables], (SamplerSpec("gp"),), gp_seeds, args)
+    if args.tpe_seeds:
+        tpe_runs, _w, _s = _run(tables, (SamplerSpec("tpe"),), tuple(range(args.tpe_seeds)), args)
+        gp_runs += tpe_runs
     lines = report(runs, gp_runs, wall, args, len(tables), skipped)
     text = "\n".join(lines)
     print(text)
@@ -105,15 +111,16 @@ def report(
         "|---|---|---|---|---|---|---|---|",
     ]
     total = 0.0
-    for sampler in [*SAMPLERS, "gp"]:
-        rs = [r for r in (gp_runs if sampler == "gp" else runs) if r["sampler"] == sampler]
+    apart = {"gp": "gp (Optuna's GP, not in the 8)", "tpe": "tpe (Optuna's plain TPE, not in the 8)"}
+    for sampler in [*SAMPLERS, *apart]:
+        rs = [r for r in (gp_runs if sampler in apart else runs) if r["sampler"] == sampler]
         if not rs:
             continue
         mean = statistics.mean(r["wall_s"] for r in rs)
         extra = mean * 20 * n_tables / args.workers
-        if sampler != "gp":
+        if sampler not in apart:
             total += extra
-        name = "gp (Optuna's, not in the 8)" if sampler == "gp" else sampler
+        name = apart.get(sampler, sampler)
         lines.append(
             f"| {name} | {len(rs)} | {sum(r['stopped'] == 'target reached' for r in rs)} | {mean:.2f} | "
             f"{statistics.median(r['ms_per_trial'] for r in rs):.1f} | "
@@ -127,10 +134,18 @@ def report(
         f"= {(total + fixed) / 60:.1f} min (target 10 min).",
         "",
     ]
-    if gp_runs:
+    n_gp = sum(r["sampler"] == "gp" for r in gp_runs)
+    if n_gp:
         lines.append(
-            f"- Optuna's GP (`gp`) was timed on {len(gp_runs)} runs ({args.gp_seeds} seed(s) of the first "
+            f"- Optuna's GP (`gp`) was timed on {n_gp} runs ({args.gp_seeds} seed(s) of the first "
             f"{args.gp_tables} tables); it is not one of the 8 samplers above."
+        )
+    n_tpe = sum(r["sampler"] == "tpe" for r in gp_runs)
+    if n_tpe:
+        lines.append(
+            f"- Optuna's plain TPE (`tpe`) was timed on {n_tpe} runs ({args.tpe_seeds} seed(s) of every "
+            "table); the 8 above use `tpe-unseen` (its quality against `tpe`: "
+            "`benchmarks/results/compare/compare_tpe_unseen/summary.md`)."
         )
     lines += [f"- skipped: {s}" for s in skipped]
     if model_samplers_available():

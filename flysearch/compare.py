@@ -62,7 +62,8 @@ __all__ = [
 
 RESULTS_DB = "results.db"
 # Rough relative cost of one run per sampler, to start the slow ones first (better packing).
-_COST_ORDER = {"gp": 0, "costmodel": 1, "surrogate": 1, "spreadforest": 1, "tpe": 2, "fastgp": 3, "cmaes": 3}
+_COST_ORDER = {"gp": 0, "costmodel": 1, "surrogate": 1, "spreadforest": 1, "tpe": 2, "tpe-unseen": 2,
+               "fastgp": 3, "cmaes": 3}
 
 
 # -- tables ---------------------------------------------------------------------------------------

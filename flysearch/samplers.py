@@ -3,7 +3,8 @@
 ``grid`` is an exhaustive race of the *feasible* candidates, in an order fixed by the seed (a grid
 over the raw cartesian product would spend trials on configs the constraints reject). The others
 are Optuna's samplers; ``tpe`` and ``gp`` read the constraint each trial sets (a rejected or failed
-config is infeasible), so they learn which regions not to propose.
+config is infeasible), so they learn which regions not to propose. ``tpe-unseen`` is TPE that
+proposes the best of its candidates that is feasible and not tried yet (:mod:`flysearch.tpe_sampler`).
 
 Example:
     >>> from flysearch.samplers import make_sampler
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["SAMPLERS", "FeasibleGridSampler", "SearchContext", "make_sampler"]
 
 SAMPLERS: tuple[str, ...] = (
-    "grid", "random", "tpe", "gp", "fastgp", "cmaes", "qmc", "costmodel", "surrogate", "spreadforest"
+    "grid", "random", "tpe", "tpe-unseen", "gp", "fastgp", "cmaes", "qmc", "costmodel", "surrogate",
+    "spreadforest",
 )
 
 @dataclass(frozen=True)
@@ -163,6 +165,11 @@ def make_sampler(
     if name == "tpe":
         # The constant liar keeps a batch of asks (or several workers) from proposing one config.
         return optuna.samplers.TPESampler(seed=seed, constant_liar=batch)
+    if name == "tpe-unseen":
+        from flysearch.tpe_sampler import UnseenTPESampler
+
+        feasible = context.encoded() if context is not None else None
+        return UnseenTPESampler(seed=seed, constant_liar=batch, feasible=feasible)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed)
     if name == "fastgp":

@@ -54,7 +54,7 @@ __all__ = [
 
 DEFAULT_STORAGE = "sqlite:///flysearch-studies.db"
 # Samplers that learn from trial constraints; the others are spared the extra storage write.
-CONSTRAINT_AWARE = frozenset({"tpe", "gp"})
+CONSTRAINT_AWARE = frozenset({"tpe", "tpe-unseen", "gp"})
 _ATTR = "flysearch"
 
 
