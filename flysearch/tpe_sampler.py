@@ -10,10 +10,12 @@ on small spaces spent most of their time asking it.
 candidates it draws from the estimator of the good trials (``n_ei_candidates``), those whose
 config a trial of the study already has (finished, or running: in flight in a live pipeline), or
 that the space's constraints reject (when it is given the feasible configs), get an acquisition of
-minus infinity, so the best *new feasible* candidate wins. If no candidate is new and feasible,
-TPE's own choice stands (and the study records it: a duplicate, or a rejection TPE learns from).
-Its random stream is drawn exactly as TPE's, so everything else (start-up trials, estimators,
-constant liar) is unchanged.
+minus infinity, so the best *new feasible* candidate wins. If no candidate is new and feasible, it
+draws up to ``extra_rounds`` more rounds of candidates from the same estimator; if none of those is
+either, TPE's own choice stands (and the study records it: a duplicate, or a rejection TPE learns
+from).
+Until the first extra round, its random stream is drawn exactly as TPE's; the start-up trials,
+estimators and constant liar are TPE's.
 
 Example:
     >>> from flysearch.tpe_sampler import UnseenTPESampler
@@ -48,6 +50,8 @@ class UnseenTPESampler(optuna.samplers.TPESampler):
             when the sampler should not know the constraints (then only tried configs are skipped).
         **kwargs: :class:`optuna.samplers.TPESampler`'s arguments.
     """
+
+    extra_rounds = 8  # rounds of candidates drawn again while none is new and feasible
 
     def __init__(self, *, feasible: Iterable[Mapping[str, Any]] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -91,11 +95,24 @@ class UnseenTPESampler(optuna.samplers.TPESampler):
         values = super()._compute_acquisition_func(samples, mpe_below, mpe_above)
         if set(samples) != set(self._names):
             return values
-        external = [[self._space[n].to_external_repr(v) for v in samples[n]] for n in self._names]
-        keys = list(zip(*external, strict=True))
-        allowed = self._feasible
-        skip = np.array([key in self._exclude or (allowed is not None and key not in allowed)
-                         for key in keys])
+        skip = self._skip(samples)
+        for _ in range(self.extra_rounds):
+            if not skip.all():
+                break
+            # No candidate is new and feasible: draw another round from the same estimator. The
+            # caller picks from *samples*, so the new candidates are appended to its arrays.
+            more = mpe_below.sample(self._rng.rng, self._n_ei_candidates)
+            for name in samples:
+                samples[name] = np.concatenate([samples[name], more[name]])
+            values = np.concatenate([values, super()._compute_acquisition_func(more, mpe_below, mpe_above)])
+            skip = np.concatenate([skip, self._skip(more)])
         if skip.all():
-            return values  # no candidate is new and feasible: TPE's own choice stands
+            return values  # still none: TPE's own choice stands
         return np.where(skip, -np.inf, values)
+
+    def _skip(self, samples: dict[str, np.ndarray]) -> np.ndarray:
+        """Which candidates were tried already or are infeasible."""
+        external = [[self._space[n].to_external_repr(v) for v in samples[n]] for n in self._names]
+        allowed = self._feasible
+        return np.array([key in self._exclude or (allowed is not None and key not in allowed)
+                         for key in zip(*external, strict=True)], dtype=bool)
