@@ -102,6 +102,19 @@ def compare_section() -> str:
     return "\n".join(lines) if len(lines) > 2 else "(no compare experiment has been run)"
 
 
+def speed_facts() -> dict[str, str]:
+    """Wall time of the compare speed benchmark (benchmarks/compare_speed.py)."""
+    import re
+
+    text = (ROOT / "benchmarks" / "results" / "compare_speed.md").read_text()
+    wall = re.search(r"Measured wall time: ([\d.]+) s for (\d+) runs", text)
+    plain = re.search(r"\| tpe \(Optuna's plain TPE.*?\| [\d.]+ \| ([\d.]+) \| (\d+) \|", text)
+    if wall is None:
+        return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_PLAIN_TRIALS": "?"}
+    return {"SPEED_WALL": wall.group(1), "SPEED_RUNS": wall.group(2),
+            "SPEED_PLAIN_TRIALS": f"{int(plain.group(2)):,}" if plain else "?"}
+
+
 def _rate(configs_per_s: float) -> str:
     """Configs/s with three significant digits (2.48, 35.2)."""
     return f"{configs_per_s:.2f}" if configs_per_s < 10 else f"{configs_per_s:.1f}"
@@ -222,6 +235,7 @@ def main() -> None:
     facts["RACE_TABLE"] = race_table
     facts["COSTMODEL_TABLE"] = cm_table
     facts["COMPARE_TABLE"] = compare_section()
+    facts.update(speed_facts())
     facts.update(live_section()[1])
     facts["BUILT"] = dt.date.today().isoformat()
     text = TEMPLATE.read_text()
