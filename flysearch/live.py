@@ -164,7 +164,8 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
         settings.seed * 7919 + live.worker_index)
     if callable(prior):
         prior = prior()
-    sampler = make_sampler(settings.sampler, seed=seed, context=context, prior=prior, batch=True)
+    sampler = make_sampler(settings.sampler, seed=seed, context=context, prior=prior, batch=True,
+                           worker=live.worker_index)
     storage_obj = _open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
         tune_sqlite(storage_obj.engine, immediate=True)

@@ -73,6 +73,9 @@ class SearchContext:
         return [self.space.encode(c, self.encoding) for c in self.feasible]
 
 
+_GOLDEN = (5**0.5 - 1) / 2  # successive multiples mod 1 stay evenly spread, for any number of workers
+
+
 def _params_key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
 
@@ -86,14 +89,18 @@ class FeasibleGridSampler(BaseSampler):
 
     Candidates that the study already holds (after a resume) are skipped. Once all were proposed,
     it proposes the first one again; the study loop stops before that, when the space is exhausted.
+    With *start*, the order begins at that candidate and wraps around: workers sharing a study
+    start at different places, instead of all asking for the configs the first one has in flight.
     """
 
     def __init__(
         self,
         candidates: Sequence[Mapping[str, Any]],
         distributions: Mapping[str, BaseDistribution],
+        start: int = 0,
     ) -> None:
-        self._candidates = [dict(c) for c in candidates]
+        start = start % len(candidates) if candidates else 0
+        self._candidates = [dict(c) for c in [*candidates[start:], *candidates[:start]]]
         self._distributions = dict(distributions)
         self._seen: set[tuple[tuple[str, Any], ...]] = set()
         self._n_trials_read = 0
@@ -140,6 +147,7 @@ def make_sampler(
     context: SearchContext | None = None,
     prior: Any = None,
     batch: bool = False,
+    worker: int = 0,
 ) -> BaseSampler:
     """Build the sampler called *name*.
 
@@ -151,6 +159,9 @@ def make_sampler(
         prior: A trained cost model for the model-based samplers (``None``: cold start).
         batch: Several trials will be asked before the first is told (a live study's pipeline,
             several workers): TPE then uses its constant liar.
+        worker: This worker's number among the workers of a shared study: ``grid`` starts the
+            feasible configs' order at a golden-ratio fraction of it per worker (worker 0 at the
+            beginning), so that workers walk different parts of it.
 
     Raises:
         UnknownSamplerError: *name* is not a known sampler.
@@ -159,7 +170,8 @@ def make_sampler(
     if name == "grid":
         if context is None:
             raise ValueError("The grid sampler needs the search context (its feasible configs).")
-        return FeasibleGridSampler(context.encoded(), context.distributions)
+        start = int(len(context.feasible) * ((worker * _GOLDEN) % 1.0))
+        return FeasibleGridSampler(context.encoded(), context.distributions, start=start)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "tpe":

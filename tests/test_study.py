@@ -23,6 +23,29 @@ def compiled_keys(study: optuna.Study) -> list[str]:
     return [r.key for _, r in trial_records(study) if r.compile_index is not None]
 
 
+def test_grid_workers_walk_the_order_from_different_places(conv_mi250x: GroundTruth) -> None:
+    from flysearch.samplers import SearchContext
+
+    space = space_for_table(conv_mi250x)
+    enumeration = space.enumerate(None, None)
+    context = SearchContext(space, "ordinal", enumeration.shuffled(0))
+    order = context.encoded()
+    firsts = []
+    for worker in range(3):
+        study = optuna.create_study(sampler=make_sampler("grid", context=context, worker=worker))
+        asked = []
+        for _ in range(len(order)):
+            trial = study.ask(context.distributions)
+            asked.append(trial.params)
+            study.tell(trial, 1.0)
+        start = order.index(asked[0])
+        assert asked == order[start:] + order[:start]  # the same order, wrapped around
+        firsts.append(start)
+    n = len(order)
+    assert firsts[0] == 0 and len(set(firsts)) == 3
+    assert min(abs(a - b) for a in firsts for b in firsts if a != b) > n // 5  # spread apart
+
+
 def test_grid_over_the_whole_table_finds_its_optimum(conv_mi250x: GroundTruth) -> None:
     space = space_for_table(conv_mi250x)
     storage = optuna.storages.InMemoryStorage()
