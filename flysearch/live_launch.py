@@ -1,4 +1,5 @@
-"""Launch live studies: one worker in this process, or one worker process per GPU.
+"""Launch live studies: one worker per GPU, the first in this process and each other one in a
+process of its own.
 
 A :class:`LiveJob` is plain data (it crosses process boundaries), naming the evaluator and what it
 needs: ``triton`` (a GEMM shape and a CUDA arch), ``flydsl`` (a GEMM shape, an AMD arch and the
