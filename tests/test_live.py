@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 
 from flysearch.arch import get_arch
 from flysearch.claims import ClaimStore
+from flysearch.errors import FlysearchError
 from flysearch.finalists import decide, retime
 from flysearch.kernels import space_for_table
 from flysearch.live import LiveSettings, busy_seconds, run_live_study
@@ -126,6 +127,18 @@ def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, bac
     assert sum(1 for r in reports if r.finalists) >= 1  # the last worker to finish re-timed
     study = optuna.load_study(study_name="live", storage=storage)
     assert not [t for t in study.get_trials() if t.state == TrialState.RUNNING]
+
+
+def test_run_jobs_reports_a_failed_worker_in_one_line_after_the_others_finish(tmp_path, db):
+    # The first job (run in this process) names a table that is not there; the second is fine.
+    bad = _job(tmp_path, db, name="bad", table="no/such/table", storage=f"sqlite:///{tmp_path}/bad.db",
+               compile_log=None)
+    good = _job(tmp_path, db, name="good", budget=8, storage=f"sqlite:///{tmp_path}/good.db",
+                compile_log=None, live=LiveSettings(compile_workers=1, finalists=0, table="good"))
+    with pytest.raises(FlysearchError, match=r"^GPU 0: .*no/such/table") as info:
+        run_jobs([(bad, "0"), (good, "1")])
+    assert "\n" not in str(info.value) and "GPU 1" not in str(info.value)
+    assert len(TableStore(db).load("good").rows) == 8  # the other worker ran to its end
 
 
 def test_run_jobs_runs_separate_studies_at_once_and_times_them(tmp_path, db):
