@@ -143,8 +143,10 @@ def test_run_jobs_reports_a_failed_worker_in_one_line_after_the_others_finish(tm
 
 def test_run_jobs_runs_separate_studies_at_once_and_times_them(tmp_path, db):
     live = [LiveSettings(compile_workers=1, finalists=0, table=f"solo{i}") for i in range(2)]
+    # Compiles of ~0.3 s: the first study (in this process) lasts long enough for the second,
+    # seconds to spawn, to start before it ends.
     jobs = [(_job(tmp_path, db, name=f"solo{i}", budget=12, storage=f"sqlite:///{tmp_path}/solo{i}.db",
-                  compile_log=None, live=live[i]), str(i)) for i in range(2)]
+                  compile_log=None, scale=1.0, live=live[i]), str(i)) for i in range(2)]
     reports = run_jobs(jobs)
     assert [r.study_name for r in reports] == ["solo0", "solo1"]
     for r in reports:
