@@ -9,7 +9,7 @@ proposes the best of its candidates that is feasible and not tried yet (:mod:`fl
 Example:
     >>> from flysearch.samplers import make_sampler
     >>> type(make_sampler("tpe", seed=0)).__name__
-    'TPESampler'
+    'CachedTPESampler'
 """
 
 from __future__ import annotations
@@ -175,8 +175,11 @@ def make_sampler(
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "tpe":
+        from flysearch.tpe_sampler import CachedTPESampler
+
+        # Optuna's TPE (its parameters converted once per trial: the same suggestions, faster).
         # The constant liar keeps a batch of asks (or several workers) from proposing one config.
-        return optuna.samplers.TPESampler(seed=seed, constant_liar=batch)
+        return CachedTPESampler(seed=seed, constant_liar=batch)
     if name == "tpe-unseen":
         from flysearch.tpe_sampler import UnseenTPESampler
 

@@ -4,7 +4,7 @@ import optuna
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
 from flysearch.samplers import make_sampler
-from flysearch.tpe_sampler import UnseenTPESampler
+from flysearch.tpe_sampler import CachedTPESampler, UnseenTPESampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -70,3 +70,23 @@ def test_given_the_feasible_configs_it_proposes_only_those_while_it_can():
     def rejected(s: optuna.Study) -> int:
         return sum(t.params["a"] + t.params["b"] > 4 for t in s.trials[10:])  # after the random start-up
     assert rejected(study) <= 2 and rejected(plain) >= 8
+
+
+def test_cached_tpe_proposes_exactly_what_optunas_tpe_does():
+    def run(sampler: optuna.samplers.BaseSampler, liar: int) -> list[dict]:
+        study = optuna.create_study(sampler=sampler)
+        asked = []
+        for i in range(70):
+            trial = study.ask(SPACE)
+            asked.append(trial.params)
+            if liar and i % liar == 0:  # leave some running: the constant liar reads them
+                continue
+            infeasible = trial.params["a"] + trial.params["b"] > 6
+            trial.set_constraint("flysearch", 1.0 if infeasible else 0.0)  # what a rejection sets
+            study.tell(trial, _objective(trial.params))
+        return asked
+
+    for seed, liar in ((0, 0), (5, 4)):
+        plain = run(optuna.samplers.TPESampler(seed=seed, constant_liar=bool(liar)), liar)
+        cached = run(CachedTPESampler(seed=seed, constant_liar=bool(liar)), liar)
+        assert plain == cached
