@@ -215,7 +215,8 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
             console.print(
                 f"  [yellow]note[/]: asking the sampler took {ask / r.wall_s:.0%} of this worker's time "
                 f"({per_compile:.1f} suggestions per compile): the sampler, not the compile pool or the "
-                "GPU, set the pace (costmodel, surrogate and spreadforest never suggest a config twice)"
+                "GPU, set the pace (tpe-unseen, costmodel, surrogate and spreadforest make about one "
+                "suggestion per compile)"
             )
     if live["json_out"]:
         with open(live["json_out"], "w") as fh:

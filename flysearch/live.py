@@ -209,7 +209,7 @@ def _run(r: Pipeline) -> str:
         r.claims.heartbeat()
         r.pull()
         depth = r.in_flight_limit()
-        while not stop and len(r.items) + sum(len(v) for v in r.waiting.values()) < depth:
+        while not stop and r.in_flight < depth:
             outcome = r.ask_one()
             if outcome == "full":
                 stop = "budget spent" if r.target < len(r.context.feasible) else "feasible space exhausted"

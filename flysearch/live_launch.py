@@ -144,19 +144,7 @@ def _worker_main(job: LiveJob, index: int, gpu: str, queue: Any) -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        report = job.run(gpu)
-        queue.put((index, gpu, report, None))
-    except Exception as exc:  # the parent reports it with the GPU it ran on
-        if os.environ.get("FLYSEARCH_DEBUG"):
-            import traceback
-
-            traceback.print_exc()
-        queue.put((index, gpu, None, _one_line(exc)))
-
-
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    queue.put((index, gpu, *_run_here(job, gpu, None)))  # the parent reports a failure with its GPU
 
 
 def run_workers(job: LiveJob, gpus: list[str] | None = None,
@@ -234,7 +222,8 @@ def run_jobs(jobs: list[tuple[LiveJob, str]],
 
 def _run_here(job: LiveJob, gpu: str,
               progress: Callable[[int, int], None] | None) -> tuple[LiveReport | None, str | None]:
-    """Run *job* in this process; a failure is returned as one line, like a worker process's."""
+    """Run *job* in this process: its report, or its failure in one line (a worker process runs
+    its job through this too)."""
     try:
         return job.run(gpu, progress), None
     except Exception as exc:
@@ -242,7 +231,7 @@ def _run_here(job: LiveJob, gpu: str,
             import traceback
 
             traceback.print_exc()
-        return None, _one_line(exc)
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 def _load_prior(path: str) -> Any:

@@ -249,6 +249,11 @@ class Pipeline:
         self.compiler.close(grace_s=0.0)  # idle workers hold nothing to lose
         self.timer.close(grace_s=0.0)
 
+    @property
+    def in_flight(self) -> int:
+        """Trials in flight: compiling, compiled, timing, or waiting on another worker's claim."""
+        return len(self.items) + sum(len(v) for v in self.waiting.values())
+
     def in_flight_limit(self) -> int:
         """How many trials to keep in flight: enough to keep the slower stage busy, and no more.
 
@@ -538,7 +543,7 @@ class Pipeline:
         rows = self.claims.finished_since(self.pulled_to - _PULL_MARGIN_S, others_only=True)
         for row in rows:
             self.pulled_to = max(self.pulled_to, row.finished_at or 0.0)
-            if row.worker != self.claims.worker and row.key not in self.history.by_key and row.result:
+            if row.key not in self.history.by_key and row.result:
                 self.study.add_trial(_trial_of(self, row))
         self._mirror_in_flight()
 
@@ -625,7 +630,7 @@ class Pipeline:
                 sums[key] = sums.get(key, 0.0) + value * (now - since)
             sums["_s"] = sums.get("_s", 0.0) + now - since
         self._state = (now, {
-            "in_flight": len(self.items) + sum(len(v) for v in self.waiting.values()),
+            "in_flight": self.in_flight,
             "compile_tasks": self.compiler.pending, "compile_procs_busy": self.compiler.busy_workers,
             "ready": len(self.ready), "timing": len(self.timing),
         })

@@ -93,34 +93,33 @@ class UnseenTPESampler(CachedTPESampler):
         super().__init__(**kwargs)
         self._feasible_params = None if feasible is None else [dict(p) for p in feasible]
         self._feasible: set[_Key] | None = None
-        self._tried: dict[int, _Key] = {}  # trial number -> config (of finished trials: final)
+        self._read: set[int] = set()  # finished trials already in _tried (their params are final)
+        self._tried: set[_Key] = set()  # configs of finished trials
+        self._running: set[_Key] = set()  # configs of running trials, at this suggestion
         self._names: tuple[str, ...] = ()
         self._space: dict[str, BaseDistribution] = {}
-        self._exclude: set[_Key] = set()
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
         names = tuple(sorted(search_space))
         if names != self._names:
+            self._read.clear()
             self._tried.clear()
             self._names, self._space = names, dict(search_space)
             self._feasible = None if self._feasible_params is None else {
                 tuple(p.get(n) for n in names) for p in self._feasible_params}
-        running: set[_Key] = set()
+        self._running = set()
         for t in study._get_trials(deepcopy=False, use_cache=True):
-            if t.number == trial.number or t.number in self._tried or not t.params.keys() >= set(names):
+            if t.number == trial.number or t.number in self._read or not t.params.keys() >= set(names):
                 continue
             key = tuple(t.params[n] for n in names)
             if t.state.is_finished():
-                self._tried[t.number] = key
+                self._read.add(t.number)
+                self._tried.add(key)
             else:
-                running.add(key)
-        self._exclude = set(self._tried.values()) | running
-        try:
-            return super().sample_relative(study, trial, search_space)
-        finally:
-            self._exclude = set()
+                self._running.add(key)
+        return super().sample_relative(study, trial, search_space)
 
     def _compute_acquisition_func(
         self,
@@ -150,5 +149,6 @@ class UnseenTPESampler(CachedTPESampler):
         """Which candidates were tried already or are infeasible."""
         external = [[self._space[n].to_external_repr(v) for v in samples[n]] for n in self._names]
         allowed = self._feasible
-        return np.array([key in self._exclude or (allowed is not None and key not in allowed)
+        return np.array([key in self._tried or key in self._running
+                         or (allowed is not None and key not in allowed)
                          for key in zip(*external, strict=True)], dtype=bool)
