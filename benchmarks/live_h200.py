@@ -113,6 +113,17 @@ def part_one(args: argparse.Namespace, store: TableStore, save: Callable[[list[d
     return results
 
 
+def _storage(args: argparse.Namespace, tmp: str, name: str) -> str:
+    """The study's database: a file in *tmp*, or with ``--postgres`` a fresh database on the
+    benchmark's PostgreSQL server."""
+    if args.pg_server is None:
+        return f"sqlite:///{tmp}/{name}.db"
+    database = f"{name}_{os.path.basename(tmp)}".lower().replace("-", "_")
+    if database not in args.pg_databases:
+        args.pg_databases[database] = args.pg_server.create_database(database)
+    return args.pg_databases[database]
+
+
 def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budget: int,
                seed: int = 0) -> LiveJob:
     prior_path = None
@@ -124,7 +135,7 @@ def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budg
             fit_prior([store.load(n) for n in store.names() if n != table]).save(prior_path)
     # A study's own Triton cache: separate studies must not load each other's binaries.
     return LiveJob(name, "triton", sampler, budget, seed, shape=args.two_gpu,
-                   storage=f"sqlite:///{tmp}/{name}.db", db=f"{tmp}/tables.db", prior=prior_path,
+                   storage=_storage(args, tmp, name), db=f"{tmp}/tables.db", prior=prior_path,
                    cache_dir=os.path.join(tmp, f"cache-{name}"),
                    live=LiveSettings(compile_workers=args.compile_workers, depth=args.depth, finalists=0,
                                      table=f"live/{name}"))
@@ -159,7 +170,7 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
         # stops, while another may still be compiling).
         claim_counts = []
         for name in sorted({r.summary.study_name for r in reports}):
-            claims = ClaimStore(f"sqlite:///{tmp}/{name}.db", name)
+            claims = ClaimStore(_storage(args, tmp, name), name)
             claim_counts.append(claims.counts())
             claims.close()
     compiled = sum(r.compiled for r in reports)
@@ -214,7 +225,8 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
 
 def part_two(args: argparse.Namespace, sampler: str) -> dict:
     out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget, "sampler": sampler,
-                 "compile_workers_per_worker": args.compile_workers, "depth": args.depth}
+                 "compile_workers_per_worker": args.compile_workers, "depth": args.depth,
+                 "storage": "sqlite" if args.pg_server is None else "postgresql"}
     for label in args.two_gpu_runs.split(","):
         out[label] = _scale_run(label, args, sampler)
     one = out.get("one_gpu")
@@ -228,6 +240,25 @@ def part_two(args: argparse.Namespace, sampler: str) -> dict:
             out[f"{label}_timer_work_ratio"] = round(
                 out[label]["timer_work_s"] / max(one["timer_work_s"], 1e-9), 3)
     return out
+
+
+def _start_postgres(args: argparse.Namespace, doc: dict) -> object:
+    """A throwaway PostgreSQL server on loopback (the tests' helper), durable writes on."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from pgserver import PostgresServer
+
+    server = PostgresServer()
+    if server.available:
+        raise SystemExit(f"--postgres: {server.available}")
+    server.start(fsync=True)
+    args.pg_server = server
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(server.url("postgres"))
+    with engine.connect() as c:
+        doc["postgres"] = c.exec_driver_sql("select version()").scalar()
+    engine.dispose()
+    return server
 
 
 def main() -> None:
@@ -244,8 +275,12 @@ def main() -> None:
     parser.add_argument("--two-gpu-runs", default="one_gpu,two_gpus,two_separate",
                         help="Which runs of part 2, comma-separated (one_gpu, two_gpus, two_separate).")
     parser.add_argument("--skip-part-one", action="store_true")
+    parser.add_argument("--postgres", action="store_true",
+                        help="Part 2's studies on a PostgreSQL server started for the run (initdb and "
+                             "pg_ctl on PATH; fsync on) instead of SQLite files.")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    args.pg_server, args.pg_databases = None, {}
     import optuna
     import torch
 
@@ -262,7 +297,12 @@ def main() -> None:
     if not args.skip_part_one:
         part_one(args, _tables(), save)
     if args.two_gpu:
-        doc["two_gpu"] = [part_two(args, sampler) for sampler in args.two_gpu_sampler.split(",")]
+        server = _start_postgres(args, doc) if args.postgres else None
+        try:
+            doc["two_gpu"] = [part_two(args, sampler) for sampler in args.two_gpu_sampler.split(",")]
+        finally:
+            if server is not None:
+                server.stop()
     if args.out:
         Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
 
