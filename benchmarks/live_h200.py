@@ -96,6 +96,8 @@ def part_one(args: argparse.Namespace, store: TableStore, save: Callable[[list[d
                 "shape": text, "sampler": sampler, "budget": budget, "compiles": rep.summary.compiles,
                 "trials": rep.summary.trials, "wall_s": round(wall, 2), "worker_wall_s": round(rep.wall_s, 2),
                 "busy_s": round(rep.busy_s, 2), "overhead": round(rep.overhead, 4),
+                "overhead_after_start": round(rep.overhead_after_start, 4),
+                "timer_ready_s": round(rep.timer_ready_s, 2),
                 "compile_busy_s": round(rep.compile_busy_s, 2), "timer_busy_s": round(rep.timer_busy_s, 2),
                 "compile_sum_s": round(rep.compile_sum_s, 2), "loop_s": round(rep.loop_s, 2),
                 "startup_s": round(rep.startup_s, 2), "first_compile_s": round(rep.first_compile_s, 2),
@@ -187,6 +189,8 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
         "per_worker": [{
             "compiled": r.compiled, "timed": r.timed, "trials": r.summary.trials,
             "wall_s": round(r.wall_s, 2), "overhead": round(r.overhead, 4),
+            "overhead_after_start": round(r.overhead_after_start, 4),
+            "timer_ready_s": round(r.timer_ready_s, 2),
             "startup_s": round(r.startup_s, 2), "first_compile_s": round(r.first_compile_s, 2),
             "compile_busy_s": round(r.compile_busy_s, 2), "compile_sum_s": round(r.compile_sum_s, 2),
             "compile_s_per_config": round(r.compile_sum_s / max(r.compiled, 1), 3),

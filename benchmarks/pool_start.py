@@ -8,7 +8,9 @@ rich), as a live study started from the CLI or a benchmark does. A spawned child
 parent's main module (this script) before anything else, unless the pool starts it inside
 :func:`flysearch.evaluators.pool.main_module_hidden` (what ``WorkerPool`` does when its function does
 not live in ``__main__``). Reports the median over a few repeats of the seconds from starting the pool
-to the first task's start, measured by the workers themselves.
+to the first task's start, measured by the workers themselves. With ``--warm triton --workers 14``
+(where Triton is installed) it also times the pool of a live Triton study, whose workers import
+Triton and the GEMM kernel before their first task.
 """
 
 from __future__ import annotations
@@ -32,12 +34,17 @@ from flysearch.evaluators import pool as pool_module  # noqa: E402
 from flysearch.evaluators.pool import WorkerPool  # noqa: E402
 
 
-def first_task_s(workers: int, hide: bool) -> float:
+def first_task_s(workers: int, hide: bool, warm: str | None = None) -> float:
+    initializer = None
+    if warm == "triton":  # what a live Triton study's compile processes import before their first task
+        from flysearch.live_backends import warm_triton
+
+        initializer = warm_triton
     guard = (contextlib.nullcontext() if hide
              else mock.patch.object(pool_module, "main_module_hidden", lambda *a: contextlib.nullcontext()))
     with guard:
         t0 = time.monotonic()
-        pool = WorkerPool(abs, workers=workers, timeout_s=120)
+        pool = WorkerPool(abs, workers=workers, timeout_s=120, initializer=initializer)
         pool.start()
     try:
         pool.submit_many((i, -i) for i in range(workers))
@@ -51,6 +58,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warm", choices=["triton"], default=None,
+                        help="Also time pools whose workers import Triton and the GEMM kernel first.")
     args = parser.parse_args()
     print(f"# pool start, {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {args.workers} workers, median of {args.repeats}")
@@ -62,6 +71,10 @@ def main() -> None:
         print(f"{label}: first task starts after {medians[hide]:.2f} s (runs: "
               f"{', '.join(f'{r:.2f}' for r in runs)})")
     print(f"ratio: {medians[False] / medians[True]:.0f}x")
+    if args.warm:
+        runs = [first_task_s(args.workers, True, args.warm) for _ in range(args.repeats)]
+        print(f"main module hidden, workers import {args.warm} first: first task starts after "
+              f"{statistics.median(runs):.2f} s (runs: {', '.join(f'{r:.2f}' for r in runs)})")
 
 
 if __name__ == "__main__":

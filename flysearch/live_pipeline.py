@@ -122,6 +122,7 @@ class LiveReport:
     pipeline_mean: dict[str, float] = field(default_factory=dict)
     startup_s: float = 0.0  # until the first compile was sent to the pool
     first_compile_s: float = 0.0  # until a compile process started the first compile
+    timer_ready_s: float = 0.0  # until the timer had started up (its process, imports, the device)
     started_at: float = 0.0  # time.time() when the worker started (for launchers' overhead)
     ended_at: float = 0.0  # time.time() when the worker stopped
     compiled: int = 0
@@ -133,13 +134,22 @@ class LiveReport:
     @property
     def overhead(self) -> float:
         """Share of the wall-clock time during which neither a compile nor a timing ran (of it,
-        ``head_s`` before the first one started: process start-up and study set-up; ``tail_s``
-        after the last one ended: shutting the pools down)."""
+        ``head_s`` before the first one started: process start-up, the pools' imports, the GPU's
+        start-up and the study's set-up; ``tail_s`` after the last one ended: shutting the pools
+        down)."""
         return 1.0 - self.busy_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def overhead_after_start(self) -> float:
+        """:attr:`overhead` without the start-up: the share of the wall-clock after the first
+        compile or timing began during which none ran."""
+        rest = self.wall_s - self.head_s
+        return 1.0 - self.busy_s / rest if rest > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["overhead"] = self.overhead
+        out["overhead_after_start"] = self.overhead_after_start
         return out
 
 
@@ -407,10 +417,13 @@ class Pipeline:
         self.finish(item, result)
 
     def on_timed(self, res: TaskResult) -> None:
-        self.timer_intervals.append(self._interval(res))
         if res.task_id == "info":
+            # Starting the GPU (its process, the framework's imports, the device's context) is
+            # start-up, not timing: it stays out of the busy time.
+            self.report.timer_ready_s = self._interval(res)[1] - self.t0
             self.on_info(res)
             return
+        self.timer_intervals.append(self._interval(res))
         item = self.items[res.task_id]
         self.timing.discard(res.task_id)
         self.report.timed += 1

@@ -73,6 +73,9 @@ def test_live_study_compiles_ahead_and_lands_every_measurement(tmp_path, db):
     assert final["winner"] == best.key and final["winner"] in final["tie_set"]
     assert len(final["finalists"]) == 3 and all(f["rounds"] == 3 for f in final["finalists"])
     assert 0 < report.busy_s <= report.wall_s and 0 <= report.overhead < 1
+    # The timer's start-up is not busy time: nothing ran before the first compile started.
+    assert report.timer_ready_s > 0 and report.head_s == pytest.approx(report.first_compile_s)
+    assert 0 <= report.overhead_after_start <= report.overhead
     mean = report.pipeline_mean  # two compile processes, a depth of 2 + 2
     assert 0 < mean["compile_procs_busy"] <= 2 and 0 < mean["in_flight"] <= 4 and mean["timing"] <= 2
     parts = report.loop_parts  # "claim" is a part of "ask"
