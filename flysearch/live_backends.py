@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LiveBackend",
+    "compile_worker_init",
     "flydsl_backend",
     "simulated_backend",
     "simulated_compile_task",
@@ -84,6 +85,23 @@ class LiveBackend:
     launch_timeout_s: float = 60.0
     info_payload: dict[str, Any] = field(default_factory=lambda: {"op": "info"})
     warmup: Callable[[], None] | None = None
+
+
+def compile_worker_init(warmup: Callable[[], None] | None) -> None:
+    """Compile workers yield the CPU to the study loop and the timer (which feed and drain the
+    pipeline; at nice 10 a compile gets about a tenth of a core the loop or the timer wants), then
+    import what the first compile needs while the study starts.
+
+    It lives here, not beside the study loop, because each compile process imports its module
+    before its first task (``flysearch.live_pipeline`` would bring Optuna and SQLAlchemy: a second
+    of start-up in each of the processes).
+    """
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+    if warmup is not None:
+        warmup()
 
 
 def gpu_env(gpu: str | int | None) -> dict[str, str]:

@@ -27,6 +27,7 @@ from flysearch.claims import ClaimRow, ClaimStore
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.pool import TaskResult, WorkerPool
+from flysearch.live_backends import compile_worker_init
 from flysearch.samplers import SearchContext
 from flysearch.study import (
     _ATTR,
@@ -200,17 +201,19 @@ def start_pools(backend: LiveBackend, live: LiveSettings) -> tuple[WorkerPool, W
     """Start a worker's compile pool and its timer (which is asked for its device at once), so
     that their processes start up while the study is being set up."""
     env = dict(backend.env)
-    # A compile process holds its next config in its pipe too (see LiveSettings.in_flight).
-    compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
-                          env=env, initializer=functools.partial(_compile_worker_init, backend.warmup),
-                          prefetch=1)
     # The timer holds the next compiled config in its pipe, so the GPU goes from one timing to the
-    # next without waiting for the study loop (busy with the sampler) to read the answer.
+    # next without waiting for the study loop (busy with the sampler) to read the answer. It starts
+    # first: its start-up (the framework's imports, the GPU's context) is the longest.
     timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
                        env={**env, **backend.timer_env}, prefetch=1)
-    compiler.start()
     timer.submit("info", dict(backend.info_payload))
     timer.poll(0)
+    # A compile process holds its next config in its pipe too (see LiveSettings.in_flight). Its
+    # initializer lives in a light module: unpickling it must not import the study's machinery.
+    compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
+                          env=env, initializer=functools.partial(compile_worker_init, backend.warmup),
+                          prefetch=1)
+    compiler.start()
     return compiler, timer
 
 
@@ -676,18 +679,6 @@ class Pipeline:
             self.on_timed(res)
         self.dispatch_timer()
         self.flush()
-
-
-def _compile_worker_init(warmup: Callable[[], None] | None) -> None:
-    """Compile workers yield the CPU to the study loop and the timer (which feed and drain the
-    pipeline; at nice 10 a compile gets about a tenth of a core the loop or the timer wants), then
-    import what the first compile needs while the study starts."""
-    try:
-        os.nice(10)
-    except OSError:
-        pass
-    if warmup is not None:
-        warmup()
 
 
 def _table_row(config: Config, result: dict[str, Any]) -> Row:
