@@ -73,24 +73,45 @@ def run_op(payload: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"Unknown timer op {op!r}.")
 
 
-def device_info() -> dict[str, Any]:
-    """Device name, SM count, L2 size and the versions a table records."""
-    import platform
+def driver_from_proc(text: str) -> str | None:
+    """The driver version in the text of ``/proc/driver/nvidia/version``, or ``None``."""
+    import re
+
+    found = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+)+)", text)
+    return found.group(1) if found else None
+
+
+def _nvidia_driver_version() -> str:
+    """The NVIDIA driver's version: from the kernel module's file (instant), else from
+    ``nvidia-smi`` (which starts NVML on every GPU: up to a second of the timer's start-up)."""
     import subprocess
 
-    import torch
-    import triton
-
-    props = torch.cuda.get_device_properties(0)
-    driver = ""
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            found = driver_from_proc(f.read())
+        if found:
+            return found
+    except OSError:
+        pass
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
             capture_output=True, text=True, timeout=20, check=False,
         )
-        driver = out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
     except (OSError, subprocess.SubprocessError):
-        pass
+        return ""
+
+
+def device_info() -> dict[str, Any]:
+    """Device name, SM count, L2 size and the versions a table records."""
+    import platform
+
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(0)
+    driver = _nvidia_driver_version()
     return {
         "device": torch.cuda.get_device_name(0), "sms": props.multi_processor_count,
         "l2_bytes": int(getattr(props, "L2_cache_size", 50 * 2**20)),

@@ -1,0 +1,14 @@
+"""The timer's device description, without a GPU."""
+
+from __future__ import annotations
+
+from flysearch.evaluators.gpu_bench import driver_from_proc
+
+
+def test_driver_version_read_from_the_kernel_module_file():
+    proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
+    open_module = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build  "
+                   "(dvs-builder@U16-I3-B03-4-3)  Thu Jan 23 2025\n")
+    assert driver_from_proc(proprietary) == "550.54.15"
+    assert driver_from_proc(open_module) == "570.86.15"
+    assert driver_from_proc("no driver here") is None
