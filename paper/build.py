@@ -141,6 +141,7 @@ def _two_gpu_facts(key: str, path: Path) -> dict[str, str]:
              f"{key}_SPEEDUP": f"{two['two_gpus_speedup']:.2f}",
              f"{key}_WINDOW_SPEEDUP": f"{two['two_gpus_window_speedup']:.2f}",
              f"{key}_ONE_OVERHEAD": f"{100 * one_w['overhead']:.1f}%",
+             f"{key}_ONE_WALL": f"{one_w['wall_s']:.0f}",
              f"{key}_ONE_USE": pct(one_w["compile_process_use"]),
              f"{key}_TWO_USE": span([w["compile_process_use"] for w in pair["per_worker"]]),
              f"{key}_ONE_TIMER": f"{100 * one_w['timer_busy_s'] / one_w['wall_s']:.1f}%",
@@ -196,21 +197,39 @@ def live_section() -> tuple[str, dict[str, str]]:
     budgets = sorted({r["budget"] for r in rows})
     facts = {"LIVE_TABLE": "\n".join(lines), "LIVE_BUDGET": " and ".join(map(str, budgets)),
              "LIVE_DATE": live["date"], "LIVE_COMMIT": live.get("code_commit", "?")}
-    small = [100 * r["overhead"] for r in rows if r["budget"] == budgets[0]]
-    facts["LIVE_OVERHEAD"] = f"{min(small):.1f}-{max(small):.1f}%"
-    facts["LIVE_SMALL"] = str(budgets[0])
-    big = [r for r in rows if r["budget"] == budgets[-1]]
-    fine = [100 * r["overhead"] for r in big if r["overhead"] <= 0.05]
-    slow = [r for r in big if r["overhead"] > 0.05]
-    facts.update({"LIVE_BIG": str(budgets[-1]), "LIVE_BIG_N": str(len(fine)),
-                  "LIVE_BIG_OVERHEAD": f"{min(fine):.1f}-{max(fine):.1f}%",
-                  "LIVE_BIG_SLOW": "; ".join(
-                      f"{r['sampler']} on {r['shape']} ({r['feasible']} feasible configs): {r['trials']:,} "
-                      f"suggestions, {100 * r['overhead']:.1f}% overhead, {r['loop_parts_s']['ask']:.0f} s "
-                      f"of {r['wall_s']:.0f} asking" for r in slow)})
+
+    def pct_range(values: list[float]) -> str:
+        return f"{100 * min(values):.1f}-{100 * max(values):.1f}%"
+
+    facts["LIVE_SMALL"], facts["LIVE_BIG"] = str(budgets[0]), str(budgets[-1])
+    facts["LIVE_OVERHEAD"] = pct_range([r["overhead"] for r in rows if r["budget"] == budgets[0]])
+    facts["LIVE_BIG_OVERHEAD"] = pct_range([r["overhead"] for r in rows if r["budget"] == budgets[-1]])
+    ready = [r["timer_ready_s"] for r in rows]
+    facts["LIVE_TIMER_READY"] = f"{min(ready):.1f}-{max(ready):.1f}"
+    idle = [r["wall_s"] - r["busy_s"] for r in rows]
+    facts["LIVE_IDLE"] = f"{min(idle):.1f}-{max(idle):.1f}"
+    facts["LIVE_IDLE_BELOW"] = f"{sum(i < t for i, t in zip(idle, ready, strict=True))} of {len(rows)}"
+    parts = (ROOT / "benchmarks" / "results" / "timer_startup_h200.txt").read_text().splitlines()[-1]
+    facts["TIMER_PARTS"] = parts.split(": ", 1)[1]
+    # Plain TPE beside tpe-unseen and the cost model, on the same host (the first run with the
+    # timer's start-up out of the busy time).
+    same = json.loads((ROOT / "benchmarks" / "results" / "live_h200_bc25551.json").read_text())
+    facts["PLAIN_COMMIT"] = same["code_commit"]
+    big = [r for r in same["live"] if r["budget"] == budgets[-1]]
+    facts["LIVE_PLAIN"] = "; ".join(
+        f"on {shape}: plain TPE {t['trials']:,} suggestions, {t['wall_s']:.1f} s, "
+        f"{100 * t['overhead']:.0f}% overhead ({t['loop_parts_s']['ask']:.0f} s asking); "
+        f"tpe-unseen {u['trials']:,}, {u['wall_s']:.1f} s, {100 * u['overhead']:.0f}%"
+        for shape in sorted({r["shape"] for r in big})
+        for t in [r for r in big if r["shape"] == shape and r["sampler"] == "tpe"]
+        for u in [r for r in big if r["shape"] == shape and r["sampler"] == "tpe-unseen"])
     before = json.loads((ROOT / "benchmarks" / "results" / "live_h200_81901a9.json").read_text())
     old = [100 * r["overhead"] for r in before["live"]]
     facts["LIVE_OVERHEAD_BEFORE"] = f"{min(old):.0f}-{max(old):.0f}%"
+    walls = [r["wall_s"] for r in before["live"]]
+    facts["LIVE_WALL_BEFORE"] = f"{min(walls):.1f}-{max(walls):.1f}"
+    walls = [r["wall_s"] for r in rows if r["budget"] == budgets[0]]
+    facts["LIVE_WALL_SMALL"] = f"{min(walls):.1f}-{max(walls):.1f}"
     runs = (("TWO", "live_h200_two_gpu.json"), ("TWO_CM", "live_h200_two_gpu_costmodel.json"),
             ("TWO_MID", "live_h200_two_gpu_8192.json"), ("TWO_GPU", "live_h200_two_gpu_16384.json"))
     for key, name in runs:
@@ -219,9 +238,15 @@ def live_section() -> tuple[str, dict[str, str]]:
                       ("HERE600", "live_h200_two_gpu_16384_here.json"),
                       ("HERE400", "live_h200_two_gpu_16384_400_here.json"),
                       ("SPAWN600", "live_h200_two_gpu_16384_600.json"),
-                      ("HOST", "live_h200_two_gpu_pipeline.json")):
+                      ("HOST", "live_h200_two_gpu_pipeline.json"),
+                      ("PG600", "live_h200_two_gpu_16384_600_postgres.json"),
+                      ("PG400", "live_h200_two_gpu_16384_400_postgres.json"),
+                      ("PGC", "live_h200_two_gpu_postgres.json"),
+                      ("SQLC", "live_h200_two_gpu_sqlite_pghost.json")):
         facts.update(_two_gpu_facts(key, ROOT / "benchmarks" / "results" / name))
     facts.update(_host_facts())
+    pg = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_postgres.json").read_text())
+    facts["PG_VERSION"] = " ".join(pg["postgres"].split()[:2])
     first_two = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_029ef28.json").read_text())
     facts["TWO_FIRST_SPEEDUP"] = f"{first_two['two_gpu'][0]['speedup']:.2f}"
     return "\n".join(lines), facts

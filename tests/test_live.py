@@ -269,7 +269,7 @@ def test_the_cli_reports_the_time_spent_asking_the_sampler(tmp_path, db):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=wide)
     assert done.returncode == 0, done.stderr[-2000:]
     line = next(ln for ln in done.stdout.splitlines() if "worker" in ln and "asking the sampler" in ln)
-    assert "12 compiled, 12 timed" in line
+    assert "12 compiled, 12 timed" in line and "the GPU was ready after" in line
 
 
 def test_a_claim_taken_over_while_this_worker_measured_it_is_left_to_its_new_owner(tmp_path, db):
