@@ -117,10 +117,13 @@ def study() -> None:
 
 @study.command("run")
 @click.argument("study_file", required=False, type=click.Path(dir_okay=False))
-@click.option("--table", default=None, help="Ground-truth table to replay.")
+@click.option("--table", default=None,
+              help="Ground-truth table to replay (live --evaluator simulated: several, comma-separated).")
 @click.option("--kernel", default=None, help="Kernel family (picks the table with --arch/--shape).")
 @click.option("--arch", default=None, help="Arch profile, e.g. gfx942, gfx950, sm_90 (picks the table).")
-@click.option("--shape", default=None, help="GEMM shape MxNxK, e.g. 1x4096x4096 (picks the table).")
+@click.option("--shape", default=None,
+              help="GEMM shape MxNxK, e.g. 1x4096x4096 (picks the table). Live: several, comma-separated, "
+                   "run one study each on pools started once.")
 @click.option("--sampler", default=None, help=f"One of: {', '.join(SAMPLERS)} (default tpe).")
 @click.option("--budget", type=int, default=None, help="Unique compiles (default 200).")
 @click.option("--seed", type=int, default=None, help="Sampler seed (default 0).")
@@ -180,29 +183,51 @@ def study_run(study_file: str | None, **options: Any) -> None:
 
 def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, Any]) -> None:
     from flysearch.live import LiveSettings
-    from flysearch.live_launch import LiveJob, run_workers
+    from flysearch.live_launch import LiveJob, run_shapes, run_workers
 
     base = load_study_file(study_file) if study_file is not None else StudySpec()
     spec = with_overrides(base, **options)
-    name = spec.name or ":".join(
-        str(x) for x in (live["evaluator"], spec.table or spec.shape, spec.sampler, f"seed{spec.seed}") if x)
-    job = LiveJob(
-        name, live["evaluator"], spec.sampler, spec.budget, spec.seed, spec.encoding, spec.shape, spec.arch,
-        None, spec.table, spec.storage, spec.db, spec.prior, live["scale"], live["noise"],
-        compile_log=live["compile_log"],
-        live=LiveSettings(compile_workers=live["compile_workers"], depth=live["depth"],
-                          finalists=live["finalists"], rounds=live["rounds"]),
-    )
+    simulated = live["evaluator"] == "simulated"
+    listed = (spec.table if simulated else spec.shape) or ""
+    targets = [t.strip() for t in str(listed).split(",") if t.strip()]
+
+    def job_for(target: str | None) -> LiveJob:
+        name = ":".join(str(x) for x in (live["evaluator"], target, spec.sampler, f"seed{spec.seed}") if x)
+        if spec.name:
+            name = spec.name if len(targets) < 2 else f"{spec.name}:{target}"
+        return LiveJob(
+            name, live["evaluator"], spec.sampler, spec.budget, spec.seed, spec.encoding,
+            None if simulated else target, spec.arch, None, target if simulated else spec.table,
+            spec.storage, spec.db, spec.prior, live["scale"], live["noise"], compile_log=live["compile_log"],
+            live=LiveSettings(compile_workers=live["compile_workers"], depth=live["depth"],
+                              finalists=live["finalists"], rounds=live["rounds"]),
+        )
+
+    jobs = [job_for(t) for t in targets] or [job_for(None)]
     gpus = [g.strip() for g in live["gpus"].split(",")] if live["gpus"] else None
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
     ) as bar:
-        task = bar.add_task(name, total=spec.budget)
-        reports = run_workers(job, gpus, progress=lambda done, total: bar.update(task, completed=done,
-                                                                                   total=total))
+        # With several shapes the bar follows the first GPU's current study.
+        task = bar.add_task(jobs[0].name if len(jobs) == 1 else f"{len(jobs)} studies", total=spec.budget)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        reports = (run_workers(jobs[0], gpus, progress=progress) if len(jobs) == 1
+                   else run_shapes(jobs, gpus, progress=progress))
+    if len(jobs) > 1:
+        for r in reports:
+            _print_summary(r.summary, None)
+        _print_workers(reports, live)
+        return
     # The worker that stopped last saw the whole study.
     _print_summary(max(reports, key=lambda r: r.ended_at).summary, None)
+    _print_workers(reports, live)
+
+
+def _print_workers(reports: list[Any], live: dict[str, Any]) -> None:
     for r in reports:
         ask = r.loop_parts.get("ask", 0.0)
         console.print(

@@ -45,6 +45,7 @@ from flysearch.live_pipeline import (
     LiveReport,
     LiveSettings,
     Pipeline,
+    ask_device,
     busy_seconds,
     recover,
     start_pools,
@@ -56,6 +57,7 @@ from flysearch.tables import DEFAULT_DB, TableStore
 
 if TYPE_CHECKING:
     from flysearch.arch import ArchProfile
+    from flysearch.evaluators.pool import WorkerPool
     from flysearch.live_backends import LiveBackend
     from flysearch.shapes import Shape
     from flysearch.space import Space
@@ -77,6 +79,7 @@ def run_live_study(
     problem: dict[str, Any] | None = None,
     prior: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    pools: tuple[WorkerPool, WorkerPool] | None = None,
 ) -> LiveReport:
     """Run (or resume, or join) a live study as one worker; see the module docstring.
 
@@ -92,6 +95,9 @@ def run_live_study(
         prior: A trained cost model for the ``costmodel`` sampler, or a function that loads one
             (called once the pools are starting, so that loading overlaps their start-up).
         progress: Called as ``progress(compiles, budget)`` after each trial.
+        pools: A compile pool and a timer already started for an equivalent backend
+            (:func:`~flysearch.live_pipeline.start_pools`, idle), to run this study on instead of
+            starting its own: the caller keeps them (open) for its next study and closes them.
 
     Raises:
         EmptySpaceError: the constraints leave no config.
@@ -103,13 +109,20 @@ def run_live_study(
         raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
     t0, started_at = time.monotonic(), time.time()
     enumeration = space.enumerate(shape, arch)
-    pools = start_pools(backend, live)
+    own = pools is None
+    if pools is None:
+        pools = start_pools(backend, live)
+    elif any(pool.pending for pool in pools):
+        raise FlysearchError("The pools given to a live study must be idle.")
+    else:
+        ask_device(pools[1], backend)
     try:
         runner = _setup(study_name, space, backend, settings, enumeration, shape, arch, url, db, live,
                         problem, prior, progress, pools)
     except BaseException:
-        for pool in pools:
-            pool.close(grace_s=0.0)
+        if own:
+            for pool in pools:
+                pool.close(grace_s=0.0)
         raise
     runner.t0 = t0
     claims, store = runner.claims, runner.store
@@ -121,12 +134,14 @@ def run_live_study(
         runner.sample()
         runner.report.pipeline_mean = runner.pipeline_means()
         runner.save()
-        runner.compiler.close(grace_s=0.0)  # nothing left to compile; the finalists only time
+        if own:
+            runner.compiler.close(grace_s=0.0)  # nothing left to compile; the finalists only time
         report = runner.report
         if live.finalists > 0:
             report.finalists = _finalists(runner)
     finally:
-        runner.close()
+        if own:
+            runner.close()
         loop_end = time.monotonic()
         claims_counts = claims.counts()
         claims.close()

@@ -197,17 +197,20 @@ class _Item:
     compiled: dict[str, Any] | None = None
 
 
-def start_pools(backend: LiveBackend, live: LiveSettings) -> tuple[WorkerPool, WorkerPool]:
-    """Start a worker's compile pool and its timer (which is asked for its device at once), so
-    that their processes start up while the study is being set up."""
+def start_pools(backend: LiveBackend, live: LiveSettings, *,
+                ask: bool = True) -> tuple[WorkerPool, WorkerPool]:
+    """Start a worker's compile pool and its timer (which is asked for its device at once, unless
+    not *ask*), so that their processes start up while the study is being set up."""
     env = dict(backend.env)
     # The timer holds the next compiled config in its pipe, so the GPU goes from one timing to the
     # next without waiting for the study loop (busy with the sampler) to read the answer. It starts
     # first: its start-up (the framework's imports, the GPU's context) is the longest.
     timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
                        env={**env, **backend.timer_env}, prefetch=1)
-    timer.submit("info", dict(backend.info_payload))
-    timer.poll(0)
+    if ask:
+        ask_device(timer, backend)
+    else:
+        timer.start()
     # A compile process holds its next config in its pipe too (see LiveSettings.in_flight). Its
     # initializer lives in a light module: unpickling it must not import the study's machinery.
     compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
@@ -215,6 +218,20 @@ def start_pools(backend: LiveBackend, live: LiveSettings) -> tuple[WorkerPool, W
                           prefetch=1)
     compiler.start()
     return compiler, timer
+
+
+def ask_device(timer: WorkerPool, backend: LiveBackend) -> None:
+    """Ask the timer for its device (a study's first task; the answer marks the GPU ready)."""
+    timer.submit("info", dict(backend.info_payload))
+    timer.dispatch()  # not poll(): a warm timer may answer at once, and the loop reads the answer
+
+
+def pools_key(backend: LiveBackend, live: LiveSettings) -> tuple[Any, ...]:
+    """What a compile pool and a timer started for *backend* run: studies whose backends have the
+    same key can share them (the same task functions, environments, timeouts and pool size)."""
+    return (backend.compile_fn, backend.timer_fn, backend.warmup, tuple(sorted(backend.env.items())),
+            tuple(sorted(backend.timer_env.items())), backend.compile_timeout_s, backend.launch_timeout_s,
+            live.workers())
 
 
 class Pipeline:

@@ -313,3 +313,93 @@ def test_a_claim_taken_over_while_this_worker_measured_it_is_left_to_its_new_own
     indices = [t.user_attrs["flysearch"].get("compile_index") for t in study.trials
                if t.user_attrs.get("flysearch") and t.user_attrs["flysearch"].get("duplicate_of") is None]
     assert sorted(i for i in indices if i is not None) == list(range(1, 21))  # one trial per compile
+
+
+SECOND_FILE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__4096x4096x4096.table.json.gz"
+SECOND = "triton_gemm/H200/4096x4096x4096"
+
+
+def test_a_sequence_of_studies_runs_on_pools_started_once(tmp_path, db, monkeypatch):
+    """Studies of several shapes in one worker share its compile pool and GPU timer: the pools
+    start once, each study asks the (warm) timer for its device, and each lands its own rows."""
+    import flysearch.live as live_module
+    import flysearch.live_pipeline as pipeline_module
+    from flysearch.live_launch import run_sequence
+
+    store = TableStore(db)
+    store.write(*read_table_file(SECOND_FILE))
+    store.close()
+    started = []
+    real_start = pipeline_module.start_pools
+
+    def counting(*args, **kwargs):
+        started.append(kwargs.get("ask", True))
+        return real_start(*args, **kwargs)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a study of the sequence started pools of its own")
+
+    monkeypatch.setattr(pipeline_module, "start_pools", counting)
+    monkeypatch.setattr(live_module, "start_pools", forbidden)
+    settings = LiveSettings(compile_workers=2, finalists=2, rounds=2)
+    jobs = [_job(tmp_path, db, name=f"seq-{t}", table=t, budget=12, live=settings, compile_log=None)
+            for t in (TABLE, SECOND)]
+    reports = run_sequence(jobs)
+    assert started == [False]
+    assert [r.summary.study_name for r in reports] == ["seq-" + TABLE, "seq-" + SECOND]
+    assert all(r.compiled == 12 and r.timed == 12 and r.timer_ready_s > 0 for r in reports)
+    assert all(r.finalists and r.finalists["winner"] for r in reports)
+    store = TableStore(db)
+    assert len(store.load(LIVE_TABLE).rows) == 12 and len(store.load("live/" + SECOND).rows) == 12
+
+
+def test_studies_of_several_shapes_are_dealt_to_the_gpus(tmp_path, db):
+    from flysearch.live_launch import run_shapes
+
+    store = TableStore(db)
+    store.write(*read_table_file(SECOND_FILE))
+    store.close()
+    settings = LiveSettings(compile_workers=1, finalists=0)
+    jobs = [_job(tmp_path, db, name=f"deal{i}", table=t, budget=8, live=settings, compile_log=None)
+            for i, t in enumerate((TABLE, SECOND, TABLE))]
+    reports = run_shapes(jobs, ["0", "1"])
+    assert [r.summary.study_name for r in reports] == ["deal0", "deal1", "deal2"]
+    assert all(r.compiled == 8 for r in reports)
+    # GPU 0 ran the first and the third (one after another, in this process), GPU 1 the second.
+    assert reports[0].worker.split(":")[1] == reports[2].worker.split(":")[1] == str(os.getpid())
+    assert reports[1].worker.split(":")[1] != str(os.getpid())
+
+
+def test_pools_given_to_a_study_must_be_idle(tmp_path, db):
+    from flysearch.live_pipeline import start_pools
+
+    store = TableStore(db)
+    table = store.load(TABLE)
+    store.close()
+    backend = simulated_backend(table, scale=0.01)
+    settings = LiveSettings(compile_workers=1, finalists=0)
+    pools = start_pools(backend, settings)  # the timer holds its device question: not idle
+    try:
+        with pytest.raises(FlysearchError, match="must be idle"):
+            run_live_study("busy", space_for_table(table), backend, StudySettings("random", 4, 0),
+                           storage=f"sqlite:///{tmp_path}/s.db", db=db, live=settings, pools=pools)
+    finally:
+        for pool in pools:
+            pool.close(grace_s=0.0)
+
+
+def test_the_cli_runs_one_study_per_listed_table_on_one_set_of_pools(tmp_path, db):
+    store = TableStore(db)
+    store.write(*read_table_file(SECOND_FILE))
+    store.close()
+    cmd = [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated",
+           "--table", f"{TABLE},{SECOND}", "--db", db, "--storage", f"sqlite:///{tmp_path}/study.db",
+           "--budget", "8", "--scale", "0.01", "--compile-workers", "1", "--finalists", "0",
+           "--sampler", "random"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "300"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    for table in (TABLE, SECOND):
+        assert f"simulated:{table}:random:seed0" in done.stdout
+    workers = [ln for ln in done.stdout.splitlines() if "compiled" in ln and "worker" in ln]
+    assert len(workers) == 2 and all("8 compiled, 8 timed" in ln for ln in workers)

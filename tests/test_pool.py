@@ -114,3 +114,14 @@ def test_workers_start_without_the_parents_main_module_unless_they_need_it() -> 
     exec("def f(x):\n    return x\n", fake_main.__dict__)
     with main_module_hidden(functools.partial(fakes.square, fake_main.f)):
         assert sys.modules["__main__"] is real  # a worker needs f from __main__: nothing hidden
+
+
+def test_dispatch_sends_tasks_and_leaves_their_answers_to_poll():
+    with WorkerPool(abs, workers=1, timeout_s=30) as pool:
+        pool.start()
+        pool.submit("a", -2)
+        pool.dispatch()
+        assert pool.queued == 0 and pool.running == 1
+        time.sleep(0.5)  # answered by now; only a poll reads it
+        assert pool.pending == 1
+        assert [(r.task_id, r.value) for r in pool.drain(timeout=30)] == [("a", 2)]

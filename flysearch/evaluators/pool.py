@@ -336,6 +336,11 @@ class WorkerPool:
         self._slots[i] = None
         self.restarts += 1
 
+    def dispatch(self) -> None:
+        """Send queued tasks to the workers now (starting workers as needed), without reading any
+        result: their answers wait for the next :meth:`poll`."""
+        self._dispatch()
+
     def poll(self, timeout: float | None = 0.0) -> list[TaskResult]:
         """Dispatch queued tasks and return the results ready within *timeout* seconds."""
         self._dispatch()
