@@ -157,7 +157,7 @@ def run_sequence(jobs: Sequence[LiveJob], gpu: str | None = None,
     pool and one GPU timer while their backends allow it (studies of one kernel on several shapes).
 
     A live study's GPU process starts up once (importing torch and creating the device's context
-    took 3.2-4.9 s on the H200 hosts): each study after the first finds it, and the compile
+    took 3.2-5.5 s on the H200 hosts): each study after the first finds it, and the compile
     processes, ready. Triton jobs without a ``cache_dir`` share one cache, so that their compile
     processes match. *progress* is called for each study in turn.
     """
