@@ -245,6 +245,11 @@ def live_section() -> tuple[str, dict[str, str]]:
                       ("SQLC", "live_h200_two_gpu_sqlite_pghost.json")):
         facts.update(_two_gpu_facts(key, ROOT / "benchmarks" / "results" / name))
     facts.update(_host_facts())
+    seq = json.loads((ROOT / "benchmarks" / "results" / "live_sequence_sim.json").read_text())
+    after = [r["overhead"] for r in seq["sequence"]["studies"][1:]]
+    alone = [r["overhead"] for r in seq["separate"]["studies"][1:]]
+    facts["SEQ_AFTER"] = f"{100 * min(after):.1f}-{100 * max(after):.1f}%"
+    facts["SEQ_ALONE"] = f"{100 * min(alone):.1f}-{100 * max(alone):.1f}%"
     pg = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_postgres.json").read_text())
     facts["PG_VERSION"] = " ".join(pg["postgres"].split()[:2])
     first_two = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_029ef28.json").read_text())
