@@ -154,6 +154,8 @@ def study_run(study_file: str | None, **options: Any) -> None:
         flysearch study run --table convolution_milo/MI250X --sampler gp --budget 100
 
         flysearch study run --kernel convolution_kernel --arch gfx90a --sampler random
+
+        flysearch study run --evaluator triton --shape 1x6144x4096,4096x4096x4096 --sampler tpe-unseen
     """
     live_keys = ("evaluator", "gpus", "compile_workers", "depth", "finalists", "rounds", "scale", "noise",
                  "compile_log", "json_out")
