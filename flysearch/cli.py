@@ -134,7 +134,9 @@ def study() -> None:
 @storage_option
 @click.option("--evaluator", default="replay", show_default=True,
               help="replay (a table, in process), or live: triton, flydsl, simulated (a table in real time).")
-@click.option("--gpus", default=None, help="Live: GPUs to time on, one worker each (e.g. 0,1).")
+@click.option("--gpus", default=None,
+              help="Live: GPUs to time on (e.g. 0,1): one worker each, sharing the study; with several "
+                   "shapes, the shapes are dealt to them.")
 @click.option("--compile-workers", type=int, default=None, help="Live: compile processes per worker.")
 @click.option("--depth", type=int, default=None, help="Live: trials in flight per worker.")
 @click.option("--finalists", type=int, default=5, show_default=True, help="Live: configs re-timed last.")
