@@ -221,17 +221,10 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
 
         reports = (run_workers(jobs[0], gpus, progress=progress) if len(jobs) == 1
                    else run_shapes(jobs, gpus, progress=progress))
-    if len(jobs) > 1:
-        for r in reports:
-            _print_summary(r.summary, None)
-        _print_workers(reports, live)
-        return
-    # The worker that stopped last saw the whole study.
-    _print_summary(max(reports, key=lambda r: r.ended_at).summary, None)
-    _print_workers(reports, live)
-
-
-def _print_workers(reports: list[Any], live: dict[str, Any]) -> None:
+    # One study: the worker that stopped last saw all of it. Several: each report is its study's.
+    shown = reports if len(jobs) > 1 else [max(reports, key=lambda rep: rep.ended_at)]
+    for r in shown:
+        _print_summary(r.summary, None)
     for r in reports:
         ask = r.loop_parts.get("ask", 0.0)
         console.print(

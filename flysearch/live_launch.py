@@ -175,12 +175,12 @@ def run_sequence(jobs: Sequence[LiveJob], gpu: str | None = None,
     try:
         for job in jobs:
             backend, kwargs = job.prepare(gpu)
-            if pools is None or pools_key(backend, kwargs["live"]) != key:
+            needed = pools_key(backend, kwargs["live"])
+            if pools is None or needed != key:
                 for pool in pools or ():
                     pool.close(grace_s=0.0)
                 # The study asks the timer for its device; its process starts up meanwhile.
-                pools = start_pools(backend, kwargs["live"], ask=False)
-                key = pools_key(backend, kwargs["live"])
+                pools, key = start_pools(backend, kwargs["live"], ask=False), needed
             reports.append(run_live_study(backend=backend, progress=progress, pools=pools, **kwargs))
     finally:
         for pool in pools or ():
@@ -213,15 +213,24 @@ def run_workers(job: LiveJob, gpus: list[str] | None = None,
     gpus = list(gpus or [""])
     if len(gpus) == 1:
         return [job.run(gpus[0] or None, progress)]
-    prepare_storage(job.storage)
-    from flysearch.tables import TableStore
-
-    TableStore(job.db).close()  # create the table database once, before the workers race to create it
-    if job.live.compile_workers is None:
-        share = max(1, ((os.cpu_count() or 2) - len(gpus)) // len(gpus))
-        job = replace(job, live=replace(job.live, compile_workers=share))
+    (job,) = _prepare_processes([job], len(gpus))
     return run_jobs([(replace(job, live=replace(job.live, worker_index=i)), gpu)
                      for i, gpu in enumerate(gpus)], progress=progress)
+
+
+def _prepare_processes(jobs: Sequence[LiveJob], n_gpus: int) -> list[LiveJob]:
+    """Before workers start in processes of their own: create the jobs' study storages and table
+    databases once (rather than have the workers race to create them), and give each job without
+    ``compile_workers`` an equal share of the CPU cores per GPU."""
+    from flysearch.tables import TableStore
+
+    for url in sorted({job.storage for job in jobs}):
+        prepare_storage(url)
+    for db in sorted({job.db for job in jobs}):
+        TableStore(db).close()
+    share = max(1, ((os.cpu_count() or 2) - n_gpus) // n_gpus)
+    return [job if job.live.compile_workers is not None
+            else replace(job, live=replace(job.live, compile_workers=share)) for job in jobs]
 
 
 def run_shapes(jobs: Sequence[LiveJob], gpus: list[str] | None = None,
@@ -242,20 +251,15 @@ def run_shapes(jobs: Sequence[LiveJob], gpus: list[str] | None = None,
     gpus = list(gpus or [""])
     if len(gpus) == 1:
         return run_sequence(jobs, gpus[0] or None, progress)
-    from flysearch.tables import TableStore
-
-    for url in sorted({job.storage for job in jobs}):
-        prepare_storage(url)
-    for db in sorted({job.db for job in jobs}):
-        TableStore(db).close()
-    share = max(1, ((os.cpu_count() or 2) - len(gpus)) // len(gpus))
-    jobs = [job if job.live.compile_workers is not None
-            else replace(job, live=replace(job.live, compile_workers=share)) for job in jobs]
+    jobs = _prepare_processes(jobs, len(gpus))
     dealt: list[tuple[LiveJob | Sequence[LiveJob], str]] = [
         (tuple(jobs[g::len(gpus)]), gpu) for g, gpu in enumerate(gpus) if jobs[g::len(gpus)]]
-    reports = run_jobs(dealt, progress=progress)
-    order = [i for g in range(len(dealt)) for i in range(g, len(jobs), len(gpus))]
-    return [report for _i, report in sorted(zip(order, reports, strict=True), key=lambda pair: pair[0])]
+    # run_jobs returns GPU 0's reports, then GPU 1's...: put each back at its job's place.
+    placed: list[LiveReport | None] = [None] * len(jobs)
+    order = (i for g in range(len(dealt)) for i in range(g, len(jobs), len(gpus)))
+    for i, report in zip(order, run_jobs(dealt, progress=progress), strict=True):
+        placed[i] = report
+    return placed  # type: ignore[return-value]
 
 
 def run_jobs(jobs: list[tuple[LiveJob | Sequence[LiveJob], str]],
