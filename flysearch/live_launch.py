@@ -90,6 +90,10 @@ class LiveJob:
                 f"Unknown evaluator {self.evaluator!r}; choose one of: replay, {', '.join(EVALUATORS)}.")
         if self.evaluator in ("triton", "flydsl") and not self.shape:
             raise InputFormatError(f"A live {self.evaluator} study needs --shape MxNxK.")
+        if self.shape:
+            from flysearch.shapes import parse_shape
+
+            parse_shape(self.shape)  # a malformed shape fails here, before any study of a list runs
         if self.evaluator == "flydsl" and not self.arch:
             raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
         if self.evaluator == "simulated" and not self.table:

@@ -403,3 +403,13 @@ def test_the_cli_runs_one_study_per_listed_table_on_one_set_of_pools(tmp_path, d
         assert f"simulated:{table}:random:seed0" in done.stdout
     workers = [ln for ln in done.stdout.splitlines() if "compiled" in ln and "worker" in ln]
     assert len(workers) == 2 and all("8 compiled, 8 timed" in ln for ln in workers)
+
+
+def test_a_malformed_shape_in_a_list_fails_before_any_study_runs(tmp_path, db):
+    from flysearch.errors import InputFormatError
+    from flysearch.live_launch import run_shapes
+
+    good = LiveJob("a", "triton", shape="64x64x64", storage=f"sqlite:///{tmp_path}/s.db", db=db)
+    with pytest.raises(InputFormatError, match="not of the form"):
+        run_shapes([good, replace(good, name="b", shape="64xbad")])
+    assert not (tmp_path / "s.db").exists()
