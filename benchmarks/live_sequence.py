@@ -49,7 +49,11 @@ def _jobs(args: argparse.Namespace, tmp: str, tag: str) -> list[LiveJob]:
 
 def _row(report) -> dict:
     return {"study": report.summary.study_name, "compiles": report.summary.compiles,
-            "wall_s": round(report.wall_s, 2), "overhead": round(report.overhead, 4),
+            "wall_s": round(report.wall_s, 2), "busy_s": round(report.busy_s, 2),
+            "compile_busy_s": round(report.compile_busy_s, 2), "timer_busy_s": round(report.timer_busy_s, 2),
+            "head_s": round(report.head_s, 3), "tail_s": round(report.tail_s, 3),
+            "overhead": round(report.overhead, 4),
+            "overhead_after_start": round(report.overhead_after_start, 4),
             "timer_ready_s": round(report.timer_ready_s, 3),
             "first_compile_s": round(report.first_compile_s, 3)}
 
