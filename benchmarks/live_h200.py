@@ -85,7 +85,8 @@ def part_one(args: argparse.Namespace, store: TableStore, save: Callable[[list[d
                 job = LiveJob(f"live-{sampler}-{text}", "triton", sampler, budget, 0, shape=text,
                               storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", prior=prior_path,
                               cache_dir=os.path.join(tmp, "cache"),
-                              live=LiveSettings(compile_workers=args.compile_workers))
+                              live=LiveSettings(compile_workers=args.compile_workers,
+                                                timer_queue=args.timer_queue))
                 start = time.perf_counter()
                 (rep,) = run_workers(job, ["0"])
                 wall = time.perf_counter() - start
@@ -140,6 +141,7 @@ def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budg
                    storage=_storage(args, tmp, name), db=f"{tmp}/tables.db", prior=prior_path,
                    cache_dir=os.path.join(tmp, f"cache-{name}"),
                    live=LiveSettings(compile_workers=args.compile_workers, depth=args.depth, finalists=0,
+                                     timer_queue=args.timer_queue,
                                      table=f"live/{name}"))
 
 
@@ -230,6 +232,7 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
 def part_two(args: argparse.Namespace, sampler: str) -> dict:
     out: dict = {"shape": args.two_gpu, "budget": args.two_gpu_budget, "sampler": sampler,
                  "compile_workers_per_worker": args.compile_workers, "depth": args.depth,
+                 "timer_queue": args.timer_queue,
                  "storage": "sqlite" if args.pg_server is None else "postgresql"}
     for label in args.two_gpu_runs.split(","):
         out[label] = _scale_run(label, args, sampler)
@@ -272,6 +275,8 @@ def main() -> None:
     parser.add_argument("--budget", default="48", help="Budgets, comma-separated.")
     parser.add_argument("--compile-workers", type=int, default=14)
     parser.add_argument("--depth", type=int, default=None, help="Trials in flight per worker (part 2).")
+    parser.add_argument("--timer-queue", type=int, default=LiveSettings.timer_queue,
+                        help="Configs sent to the GPU's timer at once (LiveSettings.timer_queue).")
     parser.add_argument("--race", action="store_true", help="Also race each shape exhaustively (cold).")
     parser.add_argument("--two-gpu", default=None, help="Shape for the one-vs-two GPU comparison.")
     parser.add_argument("--two-gpu-budget", type=int, default=300)

@@ -233,7 +233,7 @@ def _run(r: Pipeline) -> str:
                 stop = f"{r.s.max_idle} suggestions in a row needed no compile"
             # Between suggestions, hand finished compiles to the GPU: a sampler that needs many
             # suggestions per compile must not leave the GPU (the scarce resource) waiting.
-            if len(r.timing) < 2 and (r.ready or r.compiler.running):
+            if len(r.timing) < r.live.timer_queue and (r.ready or r.compiler.running):
                 r.wait(0.0)
                 r.dispatch_timer()
         r.save()

@@ -63,6 +63,10 @@ class LiveSettings:
         depth: Most trials in flight at once (compiling, queued for a compile process, compiled,
             timing); default :meth:`in_flight`. A worker whose GPU is its bottleneck keeps fewer
             (:meth:`Pipeline.in_flight_limit`).
+        timer_queue: Configs sent to the GPU's timer at once: one timing and the rest queued
+            behind it, so that the GPU keeps timing while the study loop stores results, claims
+            configs or asks the sampler (a timing takes milliseconds; one pass of the loop can
+            take tens of them).
         gpu: The GPU this worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``).
         table: Name of the table the measurements land in (default ``live/<kernel>/<device>/<MxNxK>``).
         finalists: Configs re-timed before the winner is named (0: none).
@@ -78,6 +82,7 @@ class LiveSettings:
 
     compile_workers: int | None = None
     depth: int | None = None
+    timer_queue: int = 8
     gpu: str | None = None
     table: str | None = None
     finalists: int = 5
@@ -86,6 +91,10 @@ class LiveSettings:
     lease_s: float = 120.0
     max_attempts: int = 5
     worker_index: int = 0
+
+    def __post_init__(self) -> None:
+        if self.timer_queue < 1:
+            raise FlysearchError(f"timer_queue must be at least 1, got {self.timer_queue}.")
 
     def workers(self) -> int:
         return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
@@ -202,11 +211,12 @@ def start_pools(backend: LiveBackend, live: LiveSettings, *,
     """Start a worker's compile pool and its timer (which is asked for its device at once, unless
     not *ask*), so that their processes start up while the study is being set up."""
     env = dict(backend.env)
-    # The timer holds the next compiled config in its pipe, so the GPU goes from one timing to the
-    # next without waiting for the study loop (busy with the sampler) to read the answer. It starts
-    # first: its start-up (the framework's imports, the GPU's context) is the longest.
+    # The timer holds the next compiled configs in its pipe (LiveSettings.timer_queue), so the GPU
+    # goes from one timing to the next without waiting for the study loop (busy with the sampler or
+    # the database) to read the answer. It starts first: its start-up (the framework's imports, the
+    # GPU's context) is the longest.
     timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
-                       env={**env, **backend.timer_env}, prefetch=1)
+                       env={**env, **backend.timer_env}, prefetch=max(1, live.timer_queue - 1))
     if ask:
         ask_device(timer, backend)
     else:
@@ -231,7 +241,7 @@ def pools_key(backend: LiveBackend, live: LiveSettings) -> tuple[Any, ...]:
     same key can share them (the same task functions, environments, timeouts and pool size)."""
     return (backend.compile_fn, backend.timer_fn, backend.warmup, tuple(sorted(backend.env.items())),
             tuple(sorted(backend.timer_env.items())), backend.compile_timeout_s, backend.launch_timeout_s,
-            live.workers())
+            live.workers(), live.timer_queue)
 
 
 class Pipeline:
@@ -257,7 +267,7 @@ class Pipeline:
         self.unsaved: list[FrozenTrial] = []
         self.items: dict[str, _Item] = {}
         self.ready: collections.deque[str] = collections.deque()
-        self.timing: set[str] = set()  # configs sent to the timer (one timing, one queued behind it)
+        self.timing: set[str] = set()  # configs sent to the timer (one timing, the others queued)
         self.waiting: dict[str, list[optuna.trial.Trial]] = {}
         self.last_wait_check = 0.0
         self.meta: TableMeta | None = None
@@ -644,8 +654,8 @@ class Pipeline:
                     self._duplicate(trial, key)
 
     def dispatch_timer(self) -> None:
-        """Keep the timer fed: one config timing and one queued behind it."""
-        while len(self.timing) < 2 and self.ready and self.meta is not None:
+        """Keep the timer fed: one config timing and up to ``timer_queue - 1`` queued behind it."""
+        while len(self.timing) < self.live.timer_queue and self.ready and self.meta is not None:
             key = self.ready.popleft()
             item = self.items[key]
             payload = self.backend.time_payload(item.config, self.shape, self.history.best_ok_ms)
