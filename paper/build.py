@@ -250,6 +250,20 @@ def live_section() -> tuple[str, dict[str, str]]:
     alone = [r["overhead"] for r in seq["separate"]["studies"][1:]]
     facts["SEQ_AFTER"] = f"{100 * min(after):.1f}-{100 * max(after):.1f}%"
     facts["SEQ_ALONE"] = f"{100 * min(alone):.1f}-{100 * max(alone):.1f}%"
+    for budget in (100, 200):
+        seq = json.loads((ROOT / "benchmarks" / "results" / f"live_sequence_h200_{budget}.json").read_text())
+        after = [r["overhead"] for r in seq["sequence"]["studies"][1:]]
+        alone = [r["overhead"] for r in seq["separate"]["studies"][1:]]
+        facts[f"SEQH{budget}_AFTER"] = f"{100 * min(after):.1f}-{100 * max(after):.1f}%"
+        facts[f"SEQH{budget}_ALONE"] = f"{100 * min(alone):.1f}-{100 * max(alone):.1f}%"
+        facts[f"SEQH{budget}_SEPARATE"] = f"{seq['separate']['wall_s']:.1f}"
+        facts[f"SEQH{budget}_SEQUENCE"] = f"{seq['sequence']['wall_s']:.1f}"
+        facts["SEQH_COMMIT"] = seq["code_commit"]
+    queue = json.loads((ROOT / "benchmarks" / "results" / "live_h200_timer_queue.json").read_text())
+    speedups = [run["two_gpu"][0]["two_gpus_speedup"] for run in queue["runs"]]
+    speedups.append(json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_835c023.json")
+                               .read_text())["two_gpu"][0]["two_gpus_speedup"])
+    facts["COMPILE_BOUND_NOW"] = f"{min(speedups):.2f}-{max(speedups):.2f}"
     pg = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_postgres.json").read_text())
     facts["PG_VERSION"] = " ".join(pg["postgres"].split()[:2])
     first_two = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_029ef28.json").read_text())
