@@ -413,3 +413,20 @@ def test_a_malformed_shape_in_a_list_fails_before_any_study_runs(tmp_path, db):
     with pytest.raises(InputFormatError, match="not of the form"):
         run_shapes([good, replace(good, name="b", shape="64xbad")])
     assert not (tmp_path / "s.db").exists()
+
+
+def test_timer_queue_sets_what_the_timer_holds(db):
+    from flysearch.live_pipeline import pools_key, start_pools
+
+    with pytest.raises(FlysearchError, match="timer_queue"):
+        LiveSettings(timer_queue=0)
+    store = TableStore(db)
+    backend = simulated_backend(store.load(TABLE), scale=0.01)
+    store.close()
+    assert pools_key(backend, LiveSettings(timer_queue=2)) != pools_key(backend, LiveSettings(timer_queue=8))
+    compiler, timer = start_pools(backend, LiveSettings(compile_workers=1, timer_queue=4), ask=False)
+    try:
+        assert timer.prefetch == 3  # one timing, three queued in its pipe
+    finally:
+        compiler.close(grace_s=0.0)
+        timer.close(grace_s=0.0)
