@@ -15,10 +15,15 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   follows a blend of the two rankings in which the prior's weight decays as
   ``prior_weight / (n + prior_weight)`` after n measurements, scaled down further as the rank
   correlation between the prior and the measured times drops, so a prior the measurements
-  contradict (the A100 convolution case) stops deciding within a few measurements; every second
-  suggestion refines locally, among the unevaluated configs one parameter step from the best
-  measured one. While the prior still agrees with the measurements, the other suggestions stay
-  among its top ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
+  contradict stops deciding within a few measurements; every second suggestion refines locally,
+  among the unevaluated configs one parameter step from the best measured one. While the prior
+  still agrees with the measurements, the other suggestions stay among its top
+  ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
+* **Stall**: a prior can order the bulk of the space right and still miss the optimum's region:
+  the measurements agree with its order, and the search stays on a plateau of its top ranks. After
+  *patience* measurements without a better time, every suggestion is the unevaluated config of
+  lowest forest bound in the whole space, with no local, random or top-region step, until a
+  measurement improves again.
 * **Exploration**: with probability *epsilon* a suggestion is a uniformly random unevaluated config.
 
 Without a prior (``"surrogate"``, cold start, in the spirit of SMAC) the first *n_startup*
@@ -64,8 +69,10 @@ class CostModelSampler(CandidateSampler):
         n_trees: Trees of the correcting forest.
         prior_weight: The prior's rank weighs ``prior_weight / (n + prior_weight)`` against the
             forest's after n measurements.
-        patience: After this many measurements without a better time, the prior is set aside
-            and the forest alone ranks (until a measurement improves again).
+        patience: After this many measurements without a better time, the prior's region is
+            taken as exhausted: the prior is set aside, and each suggestion is the unevaluated
+            config of lowest forest bound in the whole space, with no local, random or top-region
+            step, until a measurement improves again.
         local: Every second suggestion is restricted to the unevaluated configs one parameter step
             from the best measured one (a local refinement), when any is left.
         n_diverse: With a prior, the first this many suggestions follow the prior's order while
@@ -199,6 +206,10 @@ class CostModelSampler(CandidateSampler):
         """The candidate to suggest among *free*, given the measurements and *taken* (evaluated or
         held by *n_pending* running trials)."""
         n = len(self._observed)
+        if self._prior is not None and n >= self._n_diverse and self._stalled():
+            # The prior's region gave nothing better in `patience` measurements: search globally.
+            scores = self._forest_lcb(free)
+            return int(free[np.lexsort((free, self._prior_score[free], scores))[0]])
         if n < self._n_startup or self._rng.random() < self._epsilon:
             return int(self._rng.choice(free))
         if self._prior is not None and n + n_pending < self._n_diverse:

@@ -185,3 +185,35 @@ def test_costmodel_sampler_choice_skips_taken_configs(
     # The first is the prior's best among the configs 3 parameters away from the held one.
     far = (sampler._ordinal != sampler._ordinal[favourite]).sum(axis=1) >= 3
     assert sampler._prior_score[picks[0]] == sampler._prior_score[far].min()
+
+
+def test_costmodel_sampler_searches_globally_once_the_prior_stalls(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    """With a prior from the MI250X on the A100's convolution (it orders the bulk right and misses
+    the optimum), the search stalls on the prior's plateau; from then on every pick is the free
+    config of lowest forest bound in the whole space (no local, random or top-region step)."""
+    import math
+
+    from flysearch.kernels import space_for_table
+    from flysearch.model_sampler import CostModelSampler
+    from flysearch.samplers import SearchContext
+
+    prior = fit_prior([conv_mi250x], max_iter=30)
+    space = space_for_table(conv_a100)
+    context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
+    sampler = CostModelSampler(context, prior, seed=0, patience=8)
+    everything = np.arange(len(context.feasible))
+    stalled_picks = 0
+    for _ in range(60):
+        free = np.setdiff1d(everything, np.fromiter(sampler._seen, dtype=int))
+        stalled = len(sampler._observed) >= 6 and sampler._stalled()
+        pick = sampler._choose(free, set(sampler._seen), 0)
+        if stalled:
+            stalled_picks += 1
+            lcb = sampler._forest_lcb(free)
+            assert pick == int(free[np.lexsort((free, sampler._prior_score[free], lcb))[0]])
+        row = conv_a100.rows[context.feasible[pick].key]
+        sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
+        sampler._seen.add(pick)
+    assert stalled_picks >= 10
