@@ -208,8 +208,7 @@ class CostModelSampler(CandidateSampler):
         n = len(self._observed)
         if self._prior is not None and n >= self._n_diverse and self._stalled():
             # The prior's region gave nothing better in `patience` measurements: search globally.
-            scores = self._forest_lcb(free)
-            return int(free[np.lexsort((free, self._prior_score[free], scores))[0]])
+            return self._lowest(free, self._forest_lcb(free))
         if n < self._n_startup or self._rng.random() < self._epsilon:
             return int(self._rng.choice(free))
         if self._prior is not None and n + n_pending < self._n_diverse:
@@ -220,10 +219,12 @@ class CostModelSampler(CandidateSampler):
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free
-        scores = self._scores(free)
-        # Ties (few measurements) are broken by the prior, then by enumeration order.
-        order = np.lexsort((free, self._prior_score[free], scores))
-        return int(free[order[0]])
+        return self._lowest(free, self._scores(free))
+
+    def _lowest(self, free: np.ndarray, scores: np.ndarray) -> int:
+        """The config of *free* with the lowest score; ties (few measurements) go to the prior's
+        better one, then to enumeration order."""
+        return int(free[np.lexsort((free, self._prior_score[free], scores))[0]])
 
 
 def _rank01(values: np.ndarray) -> np.ndarray:
