@@ -54,6 +54,7 @@ def _row(report) -> dict:
             "head_s": round(report.head_s, 3), "tail_s": round(report.tail_s, 3),
             "overhead": round(report.overhead, 4),
             "overhead_after_start": round(report.overhead_after_start, 4),
+            "overhead_after_ready": round(report.overhead_after_ready, 4),
             "timer_ready_s": round(report.timer_ready_s, 3),
             "first_compile_s": round(report.first_compile_s, 3)}
 

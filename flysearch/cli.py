@@ -230,7 +230,7 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
         console.print(
             f"  worker {r.worker}: {r.compiled} compiled, {r.timed} timed in {r.wall_s:.1f} s; "
             f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%} (the GPU was ready "
-            f"after {r.timer_ready_s:.1f} s); "
+            f"after {r.timer_ready_s:.1f} s; {r.overhead_after_ready:.1%} from then on); "
             f"asking the sampler {ask:.1f} s; rows in {r.table}"
         )
         if r.wall_s > 0 and ask > 0.25 * r.wall_s:

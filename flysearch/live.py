@@ -158,6 +158,7 @@ def run_live_study(
         report.head_s = max(0.0, min(a for a, _b in spans) - t0)
         report.tail_s = max(0.0, loop_end - max(b for _a, b in spans))
     report.busy_s = busy_seconds(spans)
+    report.busy_after_ready_s = busy_seconds(spans, since=t0 + report.timer_ready_s)
     report.claims = claims_counts
     report.stopped = stopped
     summary = summarize(runner.durable)

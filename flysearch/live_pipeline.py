@@ -117,6 +117,7 @@ class LiveReport:
     device: str = ""
     wall_s: float = 0.0
     busy_s: float = 0.0
+    busy_after_ready_s: float = 0.0  # of busy_s, after the timer had started up
     compile_busy_s: float = 0.0
     timer_busy_s: float = 0.0
     compile_sum_s: float = 0.0
@@ -156,16 +157,25 @@ class LiveReport:
         rest = self.wall_s - self.head_s
         return 1.0 - self.busy_s / rest if rest > 0 else 0.0
 
+    @property
+    def overhead_after_ready(self) -> float:
+        """:attr:`overhead` from the moment the GPU's timer had started up (``timer_ready_s``: its
+        process, the framework's imports, the device's context) to the end: the study's own cost
+        beyond compiling, timing and bringing the GPU up, which any tuner in a fresh process pays."""
+        rest = self.wall_s - self.timer_ready_s
+        return 1.0 - self.busy_after_ready_s / rest if rest > 0 else 0.0
+
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["overhead"] = self.overhead
         out["overhead_after_start"] = self.overhead_after_start
+        out["overhead_after_ready"] = self.overhead_after_ready
         return out
 
 
-def busy_seconds(intervals: list[tuple[float, float]]) -> float:
-    """Length of the union of ``(start, end)`` intervals."""
-    total, end = 0.0, -math.inf
+def busy_seconds(intervals: list[tuple[float, float]], since: float = -math.inf) -> float:
+    """Length of the union of ``(start, end)`` intervals (of its part after *since*)."""
+    total, end = 0.0, since
     for a, b in sorted(intervals):
         if b <= end:
             continue

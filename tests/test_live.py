@@ -76,6 +76,11 @@ def test_live_study_compiles_ahead_and_lands_every_measurement(tmp_path, db):
     # The timer's start-up is not busy time: nothing ran before the first compile started.
     assert report.timer_ready_s > 0 and report.head_s == pytest.approx(report.first_compile_s)
     assert 0 <= report.overhead_after_start <= report.overhead
+    # After the GPU was ready: the busy time within [t0 + timer_ready_s, end], over that window.
+    assert 0 < report.busy_after_ready_s <= report.busy_s
+    rest = report.wall_s - report.timer_ready_s
+    assert report.overhead_after_ready == pytest.approx(1 - report.busy_after_ready_s / rest)
+    assert 0 <= report.overhead_after_ready < 1
     mean = report.pipeline_mean  # two compile processes, a depth of 2 + 2
     assert 0 < mean["compile_procs_busy"] <= 2 and 0 < mean["in_flight"] <= 4 and mean["timing"] <= 2
     parts = report.loop_parts  # "claim" is a part of "ask"
@@ -240,6 +245,8 @@ def test_finalists_tie_set_and_failures():
 def test_busy_seconds_is_the_union():
     assert busy_seconds([(0, 2), (1, 3), (5, 6)]) == 4
     assert busy_seconds([]) == 0
+    assert busy_seconds([(0, 2), (1, 3), (5, 6)], since=2.5) == 1.5
+    assert busy_seconds([(0, 2)], since=4) == 0
 
 
 def test_a_gpu_bound_worker_keeps_few_trials_in_flight():
