@@ -250,6 +250,16 @@ def live_section() -> tuple[str, dict[str, str]]:
     alone = [r["overhead"] for r in seq["separate"]["studies"][1:]]
     facts["SEQ_AFTER"] = f"{100 * min(after):.1f}-{100 * max(after):.1f}%"
     facts["SEQ_ALONE"] = f"{100 * min(alone):.1f}-{100 * max(alone):.1f}%"
+    ready = json.loads((ROOT / "benchmarks" / "results" / "live_h200_865e4c3.json").read_text())
+    facts["READY_COMMIT"] = ready["code_commit"]
+    for budget in sorted({r["budget"] for r in ready["live"]}):
+        runs = [r for r in ready["live"] if r["budget"] == budget]
+        after = [100 * r["overhead_after_ready"] for r in runs]
+        whole = [100 * r["overhead"] for r in runs]
+        facts[f"READY{budget}_AFTER"] = f"{min(after):.1f}-{max(after):.1f}%"
+        facts[f"READY{budget}_WHOLE"] = f"{min(whole):.0f}-{max(whole):.0f}%"
+    waits = [r["timer_ready_s"] for r in ready["live"]]
+    facts["READY_WAIT"] = f"{min(waits):.1f}-{max(waits):.1f}"
     for budget in (100, 200):
         seq = json.loads((ROOT / "benchmarks" / "results" / f"live_sequence_h200_{budget}.json").read_text())
         after = [r["overhead"] for r in seq["sequence"]["studies"][1:]]
