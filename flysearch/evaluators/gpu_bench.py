@@ -105,21 +105,34 @@ def _nvidia_driver_version() -> str:
 
 def device_info() -> dict[str, Any]:
     """Device name, SM count, L2 size and the versions a table records."""
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "device": str(torch.cuda.get_device_name(0)), "sms": int(props.multi_processor_count),
+        "l2_bytes": int(getattr(props, "L2_cache_size", 50 * 2**20)),
+        "versions": library_versions(),
+    }
+
+
+def library_versions() -> dict[str, str]:
+    """The driver, CUDA, torch, Triton and Python versions, as plain strings.
+
+    The timer sends them to the study's process: ``torch.__version__`` itself is a ``TorchVersion``,
+    and unpickling one imports torch there (seconds, in the study loop, the moment the GPU is ready).
+    """
     import platform
 
     import torch
-    import triton
 
-    props = torch.cuda.get_device_properties(0)
-    driver = _nvidia_driver_version()
-    return {
-        "device": torch.cuda.get_device_name(0), "sms": props.multi_processor_count,
-        "l2_bytes": int(getattr(props, "L2_cache_size", 50 * 2**20)),
-        "versions": {
-            "driver": driver, "cuda": str(torch.version.cuda), "torch": torch.__version__,
-            "triton": triton.__version__, "python": platform.python_version(),
-        },
-    }
+    try:
+        import triton
+
+        triton_version = str(triton.__version__)
+    except ImportError:
+        triton_version = ""
+    return {"driver": str(_nvidia_driver_version()), "cuda": str(torch.version.cuda),
+            "torch": str(torch.__version__), "triton": triton_version, "python": platform.python_version()}
 
 
 def _bench_for(shape: dict[str, Any], protocol: TimingProtocol) -> _ShapeBench:
