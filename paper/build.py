@@ -115,6 +115,29 @@ def speed_facts() -> dict[str, str]:
             "SPEED_PLAIN_TRIALS": f"{int(plain.group(2)):,}" if plain else "?"}
 
 
+def _span(values: list[float], digits: int = 1) -> str:
+    """``min-max`` of *values*, to *digits* decimals."""
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+
+def _pct_span(fractions: list[float], digits: int = 1) -> str:
+    """``min-max%`` of *fractions* as percentages."""
+    return _span([100 * f for f in fractions], digits) + "%"
+
+
+def _sequence_facts(key: str, path: Path) -> dict[str, str]:
+    """One run of benchmarks/live_sequence.py: the overheads of the studies after the first, in the
+    sequence and as runs of their own, and the walls of both ways."""
+    import json
+
+    seq = json.loads(path.read_text())
+    return {f"{key}_AFTER": _pct_span([r["overhead"] for r in seq["sequence"]["studies"][1:]]),
+            f"{key}_ALONE": _pct_span([r["overhead"] for r in seq["separate"]["studies"][1:]]),
+            f"{key}_SEPARATE": f"{seq['separate']['wall_s']:.1f}",
+            f"{key}_SEQUENCE": f"{seq['sequence']['wall_s']:.1f}",
+            f"{key}_COMMIT": seq.get("code_commit", "?")}
+
+
 def _rate(configs_per_s: float) -> str:
     """Configs/s with three significant digits (2.48, 35.2)."""
     return f"{configs_per_s:.2f}" if configs_per_s < 10 else f"{configs_per_s:.1f}"
@@ -197,17 +220,13 @@ def live_section() -> tuple[str, dict[str, str]]:
     budgets = sorted({r["budget"] for r in rows})
     facts = {"LIVE_TABLE": "\n".join(lines), "LIVE_BUDGET": " and ".join(map(str, budgets)),
              "LIVE_DATE": live["date"], "LIVE_COMMIT": live.get("code_commit", "?")}
-
-    def pct_range(values: list[float]) -> str:
-        return f"{100 * min(values):.1f}-{100 * max(values):.1f}%"
-
     facts["LIVE_SMALL"], facts["LIVE_BIG"] = str(budgets[0]), str(budgets[-1])
-    facts["LIVE_OVERHEAD"] = pct_range([r["overhead"] for r in rows if r["budget"] == budgets[0]])
-    facts["LIVE_BIG_OVERHEAD"] = pct_range([r["overhead"] for r in rows if r["budget"] == budgets[-1]])
+    facts["LIVE_OVERHEAD"] = _pct_span([r["overhead"] for r in rows if r["budget"] == budgets[0]])
+    facts["LIVE_BIG_OVERHEAD"] = _pct_span([r["overhead"] for r in rows if r["budget"] == budgets[-1]])
     ready = [r["timer_ready_s"] for r in rows]
-    facts["LIVE_TIMER_READY"] = f"{min(ready):.1f}-{max(ready):.1f}"
+    facts["LIVE_TIMER_READY"] = _span(ready)
     idle = [r["wall_s"] - r["busy_s"] for r in rows]
-    facts["LIVE_IDLE"] = f"{min(idle):.1f}-{max(idle):.1f}"
+    facts["LIVE_IDLE"] = _span(idle)
     facts["LIVE_IDLE_BELOW"] = f"{sum(i < t for i, t in zip(idle, ready, strict=True))} of {len(rows)}"
     parts = (ROOT / "benchmarks" / "results" / "timer_startup_h200.txt").read_text().splitlines()[-1]
     facts["TIMER_PARTS"] = parts.split(": ", 1)[1]
@@ -224,12 +243,9 @@ def live_section() -> tuple[str, dict[str, str]]:
         for t in [r for r in big if r["shape"] == shape and r["sampler"] == "tpe"]
         for u in [r for r in big if r["shape"] == shape and r["sampler"] == "tpe-unseen"])
     before = json.loads((ROOT / "benchmarks" / "results" / "live_h200_81901a9.json").read_text())
-    old = [100 * r["overhead"] for r in before["live"]]
-    facts["LIVE_OVERHEAD_BEFORE"] = f"{min(old):.0f}-{max(old):.0f}%"
-    walls = [r["wall_s"] for r in before["live"]]
-    facts["LIVE_WALL_BEFORE"] = f"{min(walls):.1f}-{max(walls):.1f}"
-    walls = [r["wall_s"] for r in rows if r["budget"] == budgets[0]]
-    facts["LIVE_WALL_SMALL"] = f"{min(walls):.1f}-{max(walls):.1f}"
+    facts["LIVE_OVERHEAD_BEFORE"] = _pct_span([r["overhead"] for r in before["live"]], digits=0)
+    facts["LIVE_WALL_BEFORE"] = _span([r["wall_s"] for r in before["live"]])
+    facts["LIVE_WALL_SMALL"] = _span([r["wall_s"] for r in rows if r["budget"] == budgets[0]])
     runs = (("TWO", "live_h200_two_gpu.json"), ("TWO_CM", "live_h200_two_gpu_costmodel.json"),
             ("TWO_MID", "live_h200_two_gpu_8192.json"), ("TWO_GPU", "live_h200_two_gpu_16384.json"))
     for key, name in runs:
@@ -245,35 +261,23 @@ def live_section() -> tuple[str, dict[str, str]]:
                       ("SQLC", "live_h200_two_gpu_sqlite_pghost.json")):
         facts.update(_two_gpu_facts(key, ROOT / "benchmarks" / "results" / name))
     facts.update(_host_facts())
-    seq = json.loads((ROOT / "benchmarks" / "results" / "live_sequence_sim.json").read_text())
-    after = [r["overhead"] for r in seq["sequence"]["studies"][1:]]
-    alone = [r["overhead"] for r in seq["separate"]["studies"][1:]]
-    facts["SEQ_AFTER"] = f"{100 * min(after):.1f}-{100 * max(after):.1f}%"
-    facts["SEQ_ALONE"] = f"{100 * min(alone):.1f}-{100 * max(alone):.1f}%"
-    ready = json.loads((ROOT / "benchmarks" / "results" / "live_h200_865e4c3.json").read_text())
+    results = ROOT / "benchmarks" / "results"
+    facts.update(_sequence_facts("SEQ", results / "live_sequence_sim.json"))
+    for budget in (100, 200):
+        facts.update(_sequence_facts(f"SEQH{budget}", results / f"live_sequence_h200_{budget}.json"))
+    facts["SEQH_COMMIT"] = facts["SEQH200_COMMIT"]
+    ready = json.loads((results / "live_h200_865e4c3.json").read_text())
     facts["READY_COMMIT"] = ready["code_commit"]
     for budget in sorted({r["budget"] for r in ready["live"]}):
         runs = [r for r in ready["live"] if r["budget"] == budget]
-        after = [100 * r["overhead_after_ready"] for r in runs]
-        whole = [100 * r["overhead"] for r in runs]
-        facts[f"READY{budget}_AFTER"] = f"{min(after):.1f}-{max(after):.1f}%"
-        facts[f"READY{budget}_WHOLE"] = f"{min(whole):.0f}-{max(whole):.0f}%"
-    waits = [r["timer_ready_s"] for r in ready["live"]]
-    facts["READY_WAIT"] = f"{min(waits):.1f}-{max(waits):.1f}"
-    for budget in (100, 200):
-        seq = json.loads((ROOT / "benchmarks" / "results" / f"live_sequence_h200_{budget}.json").read_text())
-        after = [r["overhead"] for r in seq["sequence"]["studies"][1:]]
-        alone = [r["overhead"] for r in seq["separate"]["studies"][1:]]
-        facts[f"SEQH{budget}_AFTER"] = f"{100 * min(after):.1f}-{100 * max(after):.1f}%"
-        facts[f"SEQH{budget}_ALONE"] = f"{100 * min(alone):.1f}-{100 * max(alone):.1f}%"
-        facts[f"SEQH{budget}_SEPARATE"] = f"{seq['separate']['wall_s']:.1f}"
-        facts[f"SEQH{budget}_SEQUENCE"] = f"{seq['sequence']['wall_s']:.1f}"
-        facts["SEQH_COMMIT"] = seq["code_commit"]
+        facts[f"READY{budget}_AFTER"] = _pct_span([r["overhead_after_ready"] for r in runs])
+        facts[f"READY{budget}_WHOLE"] = _pct_span([r["overhead"] for r in runs], digits=0)
+    facts["READY_WAIT"] = _span([r["timer_ready_s"] for r in ready["live"]])
     queue = json.loads((ROOT / "benchmarks" / "results" / "live_h200_timer_queue.json").read_text())
     speedups = [run["two_gpu"][0]["two_gpus_speedup"] for run in queue["runs"]]
     speedups.append(json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_835c023.json")
                                .read_text())["two_gpu"][0]["two_gpus_speedup"])
-    facts["COMPILE_BOUND_NOW"] = f"{min(speedups):.2f}-{max(speedups):.2f}"
+    facts["COMPILE_BOUND_NOW"] = _span(speedups, digits=2)
     pg = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_postgres.json").read_text())
     facts["PG_VERSION"] = " ".join(pg["postgres"].split()[:2])
     first_two = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_029ef28.json").read_text())
