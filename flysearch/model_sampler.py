@@ -141,8 +141,6 @@ class CostModelSampler(CandidateSampler):
         if n < 2:
             return prior_rank
         w = self._prior_weight / (n + self._prior_weight) * self._prior_trust()
-        if self._stalled():
-            w = 0.0
         return w * prior_rank + (1 - w) * _rank01(self._forest_lcb(free))
 
     def _stalled(self) -> bool:
@@ -206,7 +204,7 @@ class CostModelSampler(CandidateSampler):
         """The candidate to suggest among *free*, given the measurements and *taken* (evaluated or
         held by *n_pending* running trials)."""
         n = len(self._observed)
-        if self._prior is not None and n >= self._n_diverse and self._stalled():
+        if self._prior is not None and self._stalled():
             # The prior's region gave nothing better in `patience` measurements: search globally.
             return self._lowest(free, self._forest_lcb(free))
         if n < self._n_startup or self._rng.random() < self._epsilon:
