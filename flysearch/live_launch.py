@@ -99,12 +99,10 @@ class LiveJob:
         if self.evaluator == "simulated" and not self.table:
             raise InputFormatError("A simulated live study needs --table (the table it plays back).")
 
-    def run(self, gpu: str | None = None, progress: Callable[[int, int], None] | None = None,
-            pools: tuple[WorkerPool, WorkerPool] | None = None) -> LiveReport:
-        """Run this job as one worker, timing on *gpu* (on *pools*, if given: see
-        :func:`~flysearch.live.run_live_study`)."""
+    def run(self, gpu: str | None = None, progress: Callable[[int, int], None] | None = None) -> LiveReport:
+        """Run this job as one worker, timing on *gpu*."""
         backend, kwargs = self.prepare(gpu)
-        return run_live_study(backend=backend, progress=progress, pools=pools, **kwargs)
+        return run_live_study(backend=backend, progress=progress, **kwargs)
 
     def prepare(self, gpu: str | None = None) -> tuple[LiveBackend, dict[str, Any]]:
         """The backend that compiles and times on *gpu*, and the other arguments of
