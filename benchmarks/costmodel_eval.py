@@ -5,7 +5,12 @@
 Across shapes: the 14 H200 Triton GEMM tables (benchmarks/data/h200), each held out in turn and
 ranked by a prior trained on the other 13. Across GPUs: the benchmark_hub tables
 (../shared/data/benchmark_hub), each held out and ranked by a prior trained on the same kernel's
-other GPU (only two GPUs per kernel are available here). The sampler runs 5 seeds per table.
+other GPU (only two GPUs per kernel are available there). The sampler runs 5 seeds per table.
+
+``--hub DIR`` reads the benchmark_hub tables from a clone of AutoTuningAssociation/benchmark_hub
+instead (``DIR`` = its ``cachefiles/``, six GPUs per kernel; only ``<GPU>.json.gz`` files are read),
+so each held-out GPU is ranked by a prior trained on the other five; ``--only hub`` skips the H200
+part.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import argparse
 import datetime as dt
 import glob
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -30,14 +36,15 @@ from flysearch.tables import GroundTruth, TableStore, read_table_file  # noqa: E
 HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
 
 
-def _tables(kind: str) -> list[GroundTruth]:
+def _tables(kind: str, hub: Path = HUB) -> list[GroundTruth]:
     store = TableStore(":memory:")
     if kind == "h200":
         for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
             store.write(*read_table_file(path))
     else:
-        for path in sorted(HUB.glob("*/*.json.gz")):
-            store.write(*read_kernel_tuner_cache(path))
+        for path in sorted(hub.glob("*_milo/*.json.gz")):
+            if re.fullmatch(r"[A-Za-z0-9]+\.json\.gz", path.name):  # A100.json.gz, not A100_T4.json.gz
+                store.write(*read_kernel_tuner_cache(path))
     return [store.load(n) for n in store.names()]
 
 
@@ -66,13 +73,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default=None)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--hub", type=Path, default=HUB,
+                        help="the folder of *_milo/<GPU>.json.gz (default ../shared/data/benchmark_hub)")
+    parser.add_argument("--only", choices=("h200", "hub"), default=None)
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    lines = [f"# Cost-model evaluation — {dt.date.today()}, {platform.machine()} CPU, replayed", ""]
+    lines = [f"# Cost-model evaluation — {dt.date.today()}, {platform.machine()} CPU, replayed", "",
+             "`python benchmarks/costmodel_eval.py " + " ".join(sys.argv[1:]) + "`", ""]
     for kind, title, budget in (("h200", "Across shapes: H200 Triton GEMM, leave-one-shape-out", 64),
                                 ("hub", "Across GPUs: benchmark_hub, leave-one-GPU-out", 200)):
+        if args.only not in (None, kind):
+            continue
         start = time.perf_counter()
-        results = leave_one_out(_tables(kind), seeds=range(args.seeds), budget=budget)
+        results = leave_one_out(_tables(kind, args.hub), seeds=range(args.seeds), budget=budget)
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")
         lines.append("")

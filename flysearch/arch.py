@@ -14,11 +14,12 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flysearch.errors import UnknownArchError
 
-__all__ = ["ARCHS", "ArchProfile", "Device", "arch_of_device", "device_label", "get_arch", "get_device"]
+__all__ = ["ARCHS", "ArchProfile", "Device", "arch_of_device", "device_label", "get_arch", "get_device",
+           "table_profile"]
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,31 @@ class ArchProfile:
         known = ", ".join(d.name for d in self.devices)
         raise UnknownArchError(f"Device {name!r} is not a {self.name} device; known: {known}.")
 
+    def on_device(self, device_name: str) -> ArchProfile:
+        """This profile with the device named in *device_name* first (matched inside longer names,
+        as :func:`arch_of_device` does), so :attr:`compute_units` counts that device's CUs/SMs;
+        the profile itself when none of its devices matches.
+
+        >>> get_arch("sm_86").on_device("NVIDIA RTX A4000").compute_units
+        48
+        """
+        wanted = device_name.upper()
+        match = next((d for d in self.devices if d.name.upper() in wanted), None)
+        if match is None or match is self.devices[0]:
+            return self
+        return replace(self, devices=(match, *(d for d in self.devices if d is not match)))
+
 
 _KIB = 1024
 
 # NOTE: CU/SM counts and LDS/shared-memory sizes are from the vendors' product pages and ISA
 # guides (CDNA3/CDNA4 ISA: 64 KiB LDS on gfx942, 160 KiB on gfx950; Hopper tuning guide: 228 KiB
-# shared memory per SM with at most 227 KiB per block; Ampere tuning guide: 164/163 KiB).
+# shared memory per SM with at most 227 KiB per block; Ampere tuning guide: 164/163 KiB on sm_80,
+# 100/99 KiB and 48 resident warps per SM on sm_86). The RDNA profiles (gfx1032, gfx1100) describe
+# the workstation GPUs of the benchmark_hub tables: a CU has two SIMD32s, HIP builds wave32 there,
+# a workgroup may use 64 KiB of LDS, and a SIMD's register file holds 1024 (RDNA2) or 1536 (RDNA3)
+# registers per lane; their resident-wave counts are approximate (only the cost model's features
+# use these two profiles).
 ARCHS: dict[str, ArchProfile] = {
     "gfx942": ArchProfile(
         name="gfx942", vendor="amd", wave_size=64, lds_bytes=64 * _KIB,
@@ -107,6 +127,24 @@ ARCHS: dict[str, ArchProfile] = {
         vgprs_per_simd_lane=512,
         devices=(Device("H100", 132), Device("H200", 132)),
     ),
+    "sm_86": ArchProfile(
+        name="sm_86", vendor="nvidia", wave_size=32, lds_bytes=100 * _KIB,
+        max_lds_per_block=99 * _KIB, simds_per_cu=4, max_waves_per_simd=12,
+        vgprs_per_simd_lane=512,
+        devices=(Device("A6000", 84), Device("A4000", 48), Device("RTX 3090", 82)),
+    ),
+    "gfx1032": ArchProfile(
+        name="gfx1032", vendor="amd", wave_size=32, lds_bytes=64 * _KIB,
+        max_lds_per_block=64 * _KIB, simds_per_cu=2, max_waves_per_simd=20,
+        vgprs_per_simd_lane=1024,
+        devices=(Device("W6600", 28),),
+    ),
+    "gfx1100": ArchProfile(
+        name="gfx1100", vendor="amd", wave_size=32, lds_bytes=64 * _KIB,
+        max_lds_per_block=64 * _KIB, simds_per_cu=2, max_waves_per_simd=16,
+        vgprs_per_simd_lane=1536,
+        devices=(Device("W7800", 70), Device("W7900", 96), Device("RX 7900 XTX", 96)),
+    ),
     "sm_80": ArchProfile(
         name="sm_80", vendor="nvidia", wave_size=32, lds_bytes=164 * _KIB,
         max_lds_per_block=163 * _KIB, simds_per_cu=4, max_waves_per_simd=16,
@@ -123,6 +161,19 @@ def get_arch(name: str) -> ArchProfile:
     except KeyError:
         known = ", ".join(sorted(ARCHS))
         raise UnknownArchError(f"Unknown arch {name!r}; known archs: {known}.") from None
+
+
+def table_profile(arch_name: str, device_name: str = "") -> ArchProfile | None:
+    """The profile a ground-truth table names: ``None`` without an arch, else the arch's profile
+    with the table's device first when the profile knows it (see :meth:`ArchProfile.on_device`).
+
+    >>> table_profile("sm_86", "NVIDIA RTX A4000").compute_units, table_profile("") is None
+    (48, True)
+    """
+    if not arch_name:
+        return None
+    profile = get_arch(arch_name)
+    return profile.on_device(device_name) if device_name else profile
 
 
 def arch_of_device(device_name: str) -> ArchProfile:

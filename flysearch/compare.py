@@ -189,9 +189,9 @@ def _table_info(spec: TableSpec, table: GroundTruth) -> TableInfo:
 
 
 def _arch_of(table: GroundTruth) -> Any:
-    from flysearch.arch import get_arch
+    from flysearch.arch import table_profile
 
-    return get_arch(table.meta.arch) if table.meta.arch else None
+    return table_profile(table.meta.arch, table.meta.device)
 
 
 def training_tables(scored: GroundTruth, candidates: Sequence[GroundTruth]) -> list[GroundTruth]:

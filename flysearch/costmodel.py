@@ -37,7 +37,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from flysearch.arch import get_arch
+from flysearch.arch import table_profile
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.features import config_features, feature_matrix
 
@@ -152,8 +152,8 @@ class CostModel(RegressorMixin, BaseEstimator):
 
 
 def table_arch(table: GroundTruth) -> ArchProfile | None:
-    """The arch profile a table names, or ``None``."""
-    return get_arch(table.meta.arch) if table.meta.arch else None
+    """The arch profile a table names (with its device's CU/SM count), or ``None``."""
+    return table_profile(table.meta.arch, table.meta.device)
 
 
 def _penalized_times(table: GroundTruth) -> tuple[list[Any], np.ndarray]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from flysearch.arch import get_arch
+from flysearch.arch import get_arch, table_profile
 from flysearch.costmodel import load_prior
 from flysearch.errors import InputFormatError, MissingTableError, UnknownSamplerError
 from flysearch.evaluators.replay import ReplayEvaluator
@@ -182,7 +182,7 @@ def launch(
     finally:
         store.close()
     space = space_for_table(table)
-    arch = get_arch(table.meta.arch) if table.meta.arch else None
+    arch = table_profile(table.meta.arch, table.meta.device)
     shape = table.meta.shape()
     settings = StudySettings(
         spec.sampler, spec.budget, spec.seed, spec.encoding,  # type: ignore[arg-type]

@@ -38,6 +38,7 @@ __all__ = [
     "prior_order",
     "prior_ranks",
     "sampler_compiles",
+    "transfer_ranks",
 ]
 
 EPSILONS = (0.01, 0.05)
@@ -83,6 +84,40 @@ def prior_ranks(prior: Prior, table: GroundTruth) -> dict[float, int | None]:
     times = [r.time_ms if r.ok else None for r in prior_order(prior, table)]
     best = table.best().time_ms or 0.0
     return {eps: _first_within(times, best, eps) for eps in EPSILONS}
+
+
+def transfer_ranks(held: GroundTruth, others: Sequence[GroundTruth],
+                   prior: Prior | None = None) -> dict[str, dict[float, int | None]]:
+    """How far another GPU's (or shape's) measurements put *held*'s optimum: per epsilon, the rank
+    (1-based) of *held*'s first config within it when *held*'s configs are ordered
+
+    * by the times measured on each table of *others* (keyed by that table's name) — the best any
+      transfer from that table alone could do, whatever the model;
+    * ``"consensus"``: by the mean over *others* of log(time / that table's best);
+    * ``"prior"``: by *prior* (when given), e.g. one trained on *others*.
+
+    A config that failed on, or is missing from, a table goes last in the orders that use it.
+    """
+    keys = list(held.rows)
+    target = [held.rows[k].time_ms if held.rows[k].ok else None for k in keys]
+    best = held.best().time_ms or 0.0
+
+    def ranks(scores: dict[str, float]) -> dict[float, int | None]:
+        order = sorted(range(len(keys)), key=lambda i: (keys[i] not in scores, scores.get(keys[i], 0.0)))
+        return {eps: _first_within([target[i] for i in order], best, eps) for eps in EPSILONS}
+
+    out: dict[str, dict[float, int | None]] = {}
+    logs: dict[str, list[float]] = {k: [] for k in keys}
+    for other in others:
+        measured = {r.key: r.time_ms for r in other.rows.values() if r.ok and r.time_ms}
+        out[other.name] = ranks(measured)
+        floor = min(measured.values())
+        for k in keys:
+            logs[k].append(float(np.log(measured[k] / floor)) if k in measured else np.inf)
+    out["consensus"] = ranks({k: float(np.mean(v)) for k, v in logs.items() if v and np.isfinite(v).all()})
+    if prior is not None:
+        out["prior"] = prior_ranks(prior, held)
+    return out
 
 
 def compiles_to_within(study: optuna.Study, best_ms: float) -> dict[float, int | None]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from flysearch.arch import arch_of_device, get_arch, get_device
+from flysearch.arch import arch_of_device, get_arch, get_device, table_profile
 from flysearch.errors import InputFormatError, UnknownArchError
 from flysearch.shapes import REGIMES, Shape, classify, load_corpus, parse_shape
 
@@ -23,7 +23,7 @@ def test_arch_numbers() -> None:
 
 def test_unknown_arch_lists_the_known_ones() -> None:
     with pytest.raises(UnknownArchError) as info:
-        get_arch("gfx1100")
+        get_arch("gfx1200")
     assert "gfx942" in str(info.value) and "sm_90" in str(info.value)
     assert "\n" not in str(info.value)
     with pytest.raises(UnknownArchError, match="MI300X"):
@@ -36,6 +36,18 @@ def test_devices_resolve_from_driver_names() -> None:
     assert get_device("NVIDIA A100-PCIE-40GB").compute_units == 108
     with pytest.raises(UnknownArchError):
         arch_of_device("GeForce 256")
+
+
+def test_table_profile_counts_the_tables_device() -> None:
+    # The benchmark_hub GPUs resolve from their driver names, each with its own CU/SM count.
+    assert table_profile("sm_86", "NVIDIA RTX A4000").compute_units == 48
+    assert table_profile("sm_86", "NVIDIA RTX A6000").compute_units == 84
+    assert arch_of_device("AMD Radeon PRO W7800").name == "gfx1100"
+    assert table_profile("gfx1032", "AMD Radeon PRO W6600").compute_units == 28
+    # An MI308X table is not costed as an MI300X; a device the profile lacks keeps the default.
+    assert table_profile("gfx942", "AMD Instinct MI308X").compute_units == 80
+    assert table_profile("gfx942", "some other board").compute_units == 304
+    assert table_profile("", "NVIDIA H200") is None
 
 
 @pytest.mark.parametrize(

@@ -162,7 +162,7 @@ def test_tables_are_picked_by_kernel_arch_and_shape(db: str, tmp_path: Path) -> 
     code, out = run("study", "run", "--kernel", "convolution_kernel", "--arch", "gfx90a", "--sampler",
                     "random", "--budget", "3", "--db", db, "--storage", storage)
     assert code == 0 and "3 compiled" in out
-    code, out = run("study", "run", "--arch", "gfx1100", "--db", db, "--storage", storage)
-    assert code == 2 and "Unknown arch 'gfx1100'; known archs: gfx90a, gfx942" in out
+    code, out = run("study", "run", "--arch", "gfx1200", "--db", db, "--storage", storage)
+    assert code == 2 and "Unknown arch 'gfx1200'; known archs: gfx1032, gfx1100, gfx90a, gfx942" in out
     code, out = run("study", "run", "--kernel", "gemm", "--db", db, "--storage", storage)
     assert code == 2 and "No table in" in out and "matches kernel gemm" in out

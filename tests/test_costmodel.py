@@ -217,3 +217,31 @@ def test_costmodel_sampler_searches_globally_once_the_prior_stalls(
         sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
         sampler._seen.add(pick)
     assert stalled_picks >= 10
+
+
+def _toy(name: str, times: dict[int, float | None]) -> GroundTruth:
+    from flysearch.tables import Row, TableMeta
+
+    meta = TableMeta(name=name, kernel="toy", arch="", device=name, problem={},
+                     space={"name": "toy", "params": [{"name": "B", "values": sorted(times)}]})
+    rows = {f"B={b}": Row(f"B={b}", {"B": b}, "ok" if t else "fail", t) for b, t in times.items()}
+    return GroundTruth(meta, rows)
+
+
+def test_transfer_ranks_order_the_held_out_configs_by_each_other_table() -> None:
+    from flysearch.model_eval import transfer_ranks
+
+    held = _toy("held", {1: 5.0, 2: 4.0, 3: 1.0, 4: 3.0})
+    same = _toy("same", {1: 50.0, 2: 40.0, 3: 10.0, 4: 30.0})  # same order: the optimum first
+    reverse = _toy("reverse", {1: 1.0, 2: 2.0, 3: 9.0, 4: 3.0})  # the optimum last of those that ran
+    failed = _toy("failed", {1: 1.0, 2: 2.0, 3: None, 4: 3.0})  # failed there: it goes last
+    out = transfer_ranks(held, [same, reverse, failed])
+    assert out["same"] == {0.01: 1, 0.05: 1}
+    assert out["reverse"][0.01] == 4 and out["failed"][0.01] == 4
+    # Consensus: mean log(time / best) over the three; B=3 failed on one table, so it goes last.
+    assert out["consensus"][0.01] == 4
+    assert "prior" not in out
+    # Second on its own, first once averaged with a table that ranks it first.
+    close = _toy("close", {1: 1.0, 2: 2.0, 3: 1.5, 4: 3.0})
+    assert transfer_ranks(held, [close])["close"][0.01] == 2
+    assert transfer_ranks(held, [same, close])["consensus"][0.01] == 1

@@ -1,0 +1,103 @@
+"""How much another GPU's measurements say about a held-out GPU's optimum (benchmark_hub tables).
+
+    OMP_NUM_THREADS=1 python benchmarks/hub_transfer.py --out benchmarks/results/hub_transfer.md
+    OMP_NUM_THREADS=1 python benchmarks/hub_transfer.py --hub CLONE/cachefiles --out ...
+
+For each kernel and each held-out GPU, the held-out table's configs are put in three orders and the
+rank (1-based) of the first config within 1% and 5% of its optimum is reported:
+
+* **measured on GPU X**: by the times measured on one other GPU (the best any transfer from that
+  single GPU could do, whatever the model);
+* **consensus**: by the mean over all the other GPUs of log(time / that GPU's best);
+* **cost-model prior**: flysearch's prior (:func:`flysearch.costmodel.fit_prior`) trained on all
+  the other GPUs' tables of the kernel, as ``flysearch model eval`` does.
+
+A config that failed or is missing on a GPU goes last in that GPU's order. ``--hub`` defaults to
+``../shared/data/benchmark_hub`` (two GPUs per kernel); a clone of AutoTuningAssociation/benchmark_hub
+(commit 8eeb99e) has six per kernel under ``cachefiles/`` — pass the folder that holds
+``convolution_milo/`` and ``dedispersion_milo/``; only the files named ``<GPU>.json.gz`` are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from flysearch.costmodel import fit_prior  # noqa: E402
+from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
+from flysearch.model_eval import EPSILONS, transfer_ranks  # noqa: E402
+from flysearch.tables import GroundTruth, TableStore  # noqa: E402
+
+KERNELS = ("convolution_milo", "dedispersion_milo")
+_GPU_FILE = re.compile(r"^[A-Za-z0-9]+\.json\.gz$")  # A100.json.gz, not A100_T4.json.gz
+
+
+def _load(hub: Path) -> dict[str, list[GroundTruth]]:
+    store = TableStore(":memory:")
+    names: dict[str, list[str]] = {}
+    for kernel in KERNELS:
+        for path in sorted((hub / kernel).glob("*.json.gz")):
+            if _GPU_FILE.match(path.name):
+                meta, rows = read_kernel_tuner_cache(path)
+                store.write(meta, rows)
+                names.setdefault(kernel, []).append(meta.name)
+    return {k: [store.load(n) for n in v] for k, v in names.items()}
+
+
+def _times(table: GroundTruth) -> dict[str, float]:
+    return {r.key: r.time_ms for r in table.rows.values() if r.ok and r.time_ms}
+
+
+def _cell(ranks: dict[float, int | None]) -> str:
+    return " / ".join("-" if ranks[eps] is None else str(ranks[eps]) for eps in EPSILONS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hub", type=Path, default=None,
+                        help="the folder of *_milo/<GPU>.json.gz (default ../shared/data/benchmark_hub)")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    hub = args.hub or ROOT.parent / "shared" / "data" / "benchmark_hub"
+    tables = _load(hub)
+    if not tables:
+        sys.exit(f"error: no <GPU>.json.gz tables under {hub}/{{{','.join(KERNELS)}}}")
+    command = "python benchmarks/hub_transfer.py" + (f" --hub {args.hub}" if args.hub else "")
+    lines = [f"# Transfer across GPUs — {dt.date.today()}, {platform.machine()} CPU", "",
+             f"`{command}`; each cell: rank of the first "
+             "config within 1% / within 5% of the held-out GPU's optimum, in that order (1 is the top).", ""]
+    for kernel, group in tables.items():
+        gpus = [t.meta.name.split("/")[-1] for t in group]
+        lines += [f"## {kernel} ({len(group)} GPUs)", "",
+                  "| held out | configs that ran | within 1% | "
+                  + " | ".join(f"measured on {g}" for g in gpus) + " | consensus | cost-model prior |",
+                  "|---|---:|---:|" + "---:|" * (len(gpus) + 2)]
+        for held in group:
+            others = [t for t in group if t is not held]
+            ranks = transfer_ranks(held, others, fit_prior(others))
+            target = _times(held)
+            within = sum(t <= min(target.values()) * 1.01 for t in target.values())
+            name = held.meta.name.split("/")[-1]
+            cells = [_cell(ranks[t.name]) if t is not held else "" for t in group]
+            lines.append(f"| {name} | {len(target)} | {within} | " + " | ".join(cells)
+                         + f" | {_cell(ranks['consensus'])} | {_cell(ranks['prior'])} |")
+        lines.append("")
+    lines.append(f"({time.perf_counter() - start:.0f} s)")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
