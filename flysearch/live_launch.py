@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from queue import Empty
 from typing import TYPE_CHECKING, Any
 
-from flysearch.arch import get_arch
+from flysearch.arch import get_arch, table_profile
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.evaluators.pool import main_module_hidden
 from flysearch.live import LiveReport, LiveSettings, prepare_storage, run_live_study
@@ -122,7 +122,7 @@ class LiveJob:
             finally:
                 store.close()
             space = space_for_table(table)
-            arch = get_arch(table.meta.arch) if table.meta.arch else None
+            arch = table_profile(table.meta.arch, table.meta.device)
             shape = table.meta.shape()
             problem = table.meta.problem
             backend = simulated_backend(table, scale=self.scale, noise=self.noise,
