@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from flysearch.arch import get_arch, table_profile
-from flysearch.costmodel import load_prior
 from flysearch.errors import InputFormatError, MissingTableError, UnknownSamplerError
 from flysearch.evaluators.replay import ReplayEvaluator
 from flysearch.importers.kernel_tuner import read_kernel_tuner_cache
@@ -189,7 +188,12 @@ def launch(
         space=space.name, table=table.name, arch=arch.name if arch else None,
         shape=shape.key if shape else None, max_idle=spec.max_idle,
     )
-    prior = load_prior(spec.prior) if spec.prior else None
+    if spec.prior:
+        from flysearch.costmodel import load_prior  # scikit-learn: only when a prior is asked for
+
+        prior = load_prior(spec.prior)
+    else:
+        prior = None
     summary = run_study(
         spec.study_name, space, ReplayEvaluator(table), settings, shape=shape, arch=arch,
         storage=spec.storage, progress=progress, problem=table.meta.problem, prior=prior,

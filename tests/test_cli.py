@@ -166,3 +166,10 @@ def test_tables_are_picked_by_kernel_arch_and_shape(db: str, tmp_path: Path) -> 
     assert code == 2 and "Unknown arch 'gfx1200'; known archs: gfx1032, gfx1100, gfx90a, gfx942" in out
     code, out = run("study", "run", "--kernel", "gemm", "--db", db, "--storage", storage)
     assert code == 2 and "No table in" in out and "matches kernel gemm" in out
+
+
+def test_the_cli_starts_without_scikit_learn() -> None:
+    # scikit-learn takes about a second to import; only the cost-model commands and samplers need it.
+    code = "import sys, flysearch.cli; print('sklearn' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
