@@ -181,8 +181,9 @@ def test_kill_and_resume_twenty_times_loses_nothing_and_compiles_nothing_twice(t
     """SIGKILL the whole study (process group) 20 times at random moments, then let it finish."""
     storage = f"sqlite:///{tmp_path}/study.db"
     log = tmp_path / "compiles.log"
+    budget = 120  # enough work that most of the 20 runs are killed before they finish
     cmd = [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
-           "--db", db, "--storage", storage, "--name", "live", "--budget", "60", "--scale", "0.03",
+           "--db", db, "--storage", storage, "--name", "live", "--budget", str(budget), "--scale", "0.03",
            "--compile-workers", "2", "--finalists", "0", "--compile-log", str(log)]
     rng = random.Random(20261129)
     before: tuple[dict[int, tuple], dict[str, float | None]] = ({}, {})
@@ -213,11 +214,11 @@ def test_kill_and_resume_twenty_times_loses_nothing_and_compiles_nothing_twice(t
         final = {r.key: r for r in claims.rows()}
     finally:
         claims.close()
-    assert len(final) == 60 and all(r.finished for r in final.values())
+    assert len(final) == budget and all(r.finished for r in final.values())
     assert set(rows) == set(final)  # every finished claim is a table row, and nothing else
     records = [json.loads(r[2]) for r in finished.values() if r[2] != "null"]
     indices = [rec["compile_index"] for rec in records if rec and rec.get("compile_index") is not None]
-    assert sorted(set(indices)) == list(range(1, 61))
+    assert sorted(set(indices)) == list(range(1, budget + 1))
     # Compiles: at most one per claim attempt, and never after the config's measurement was stored.
     counts = collections.Counter()
     for line in log.read_text().splitlines():
