@@ -177,15 +177,19 @@ def table_profile(arch_name: str, device_name: str = "") -> ArchProfile | None:
 
 
 def arch_of_device(device_name: str) -> ArchProfile:
-    """Return the arch whose devices include *device_name* (matched inside longer names too).
+    """Return the arch whose devices include *device_name* (matched inside longer names too), with
+    that device first, so that its :attr:`~ArchProfile.compute_units` are the device's.
 
     ``"NVIDIA H200"`` and ``"AMD Instinct MI300X"`` resolve, as torch and rocm-smi print them.
+
+    >>> arch_of_device("AMD Instinct MI308X").name, arch_of_device("AMD Instinct MI308X").compute_units
+    ('gfx942', 80)
     """
     wanted = device_name.upper()
     for arch in ARCHS.values():
         for dev in arch.devices:
             if dev.name.upper() in wanted:
-                return arch
+                return arch.on_device(device_name)
     known = ", ".join(d.name for a in ARCHS.values() for d in a.devices)
     raise UnknownArchError(f"No arch profile knows device {device_name!r}; known devices: {known}.")
 

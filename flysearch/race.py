@@ -288,7 +288,8 @@ def _run(race: _Race) -> RaceReport:
             "machine with a CUDA GPU, torch and Triton."
         )
     info = info_res.value
-    arch = get_arch(race.s.arch) if race.s.arch else arch_of_device(info["device"])
+    # The profile of the GPU the timer sees (an MI308X has 80 CUs, not the MI300X's 304).
+    arch = get_arch(race.s.arch).on_device(info["device"]) if race.s.arch else arch_of_device(info["device"])
     device = device_label(info["device"])
     plans = _plan(race, arch, device)
     _submit_compiles(race, plans, arch.name)

@@ -33,6 +33,7 @@ def test_unknown_arch_lists_the_known_ones() -> None:
 def test_devices_resolve_from_driver_names() -> None:
     assert arch_of_device("NVIDIA H200").name == "sm_90"
     assert arch_of_device("AMD Instinct MI308X").name == "gfx942"
+    assert arch_of_device("AMD Instinct MI308X").compute_units == 80  # the device's, not the MI300X's
     assert get_device("NVIDIA A100-PCIE-40GB").compute_units == 108
     with pytest.raises(UnknownArchError):
         arch_of_device("GeForce 256")
