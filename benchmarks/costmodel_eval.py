@@ -85,7 +85,10 @@ def main() -> None:
         if args.only not in (None, kind):
             continue
         start = time.perf_counter()
-        results = leave_one_out(_tables(kind, args.hub), seeds=range(args.seeds), budget=budget)
+        tables = _tables(kind, args.hub)
+        if len(tables) < 2:
+            sys.exit(f"error: fewer than two tables for the {kind} part (--hub {args.hub})")
+        results = leave_one_out(tables, seeds=range(args.seeds), budget=budget)
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")
         lines.append("")
