@@ -6,8 +6,8 @@
 For each kernel and each held-out GPU, the held-out table's configs are put in three orders and the
 rank (1-based) of the first config within 1% and 5% of its optimum is reported:
 
-* **measured on GPU X**: by the times measured on one other GPU (the best any transfer from that
-  single GPU could do, whatever the model);
+* **measured on GPU X**: by the times measured on one other GPU (what copying that GPU's order
+  would give);
 * **consensus**: by the mean over all the other GPUs of log(time / that GPU's best);
 * **cost-model prior**: flysearch's prior (:func:`flysearch.costmodel.fit_prior`) trained on all
   the other GPUs' tables of the kernel, as ``flysearch model eval`` does.

@@ -91,8 +91,8 @@ def transfer_ranks(held: GroundTruth, others: Sequence[GroundTruth],
     """How far another GPU's (or shape's) measurements put *held*'s optimum: per epsilon, the rank
     (1-based) of *held*'s first config within it when *held*'s configs are ordered
 
-    * by the times measured on each table of *others* (keyed by that table's name) — the best any
-      transfer from that table alone could do, whatever the model;
+    * by the times measured on each table of *others* (keyed by that table's name): what copying
+      that table's order would give;
     * ``"consensus"``: by the mean over *others* of log(time / that table's best);
     * ``"prior"``: by *prior* (when given), e.g. one trained on *others*.
 
