@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from flysearch.errors import FlysearchError
+from flysearch.errors import FlysearchError, UnknownArchError
 
 __all__ = ["doctor", "flydsl"]
 
@@ -126,9 +126,11 @@ def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_
     try:
         profile = get_arch(arch)
         if cu is None:
-            cu = profile.device().compute_units
-            if arch_of_device(device_name).name == profile.name:
-                cu = next(d.compute_units for d in profile.devices if d.name.upper() in device_name.upper())
+            try:
+                known = arch_of_device(device_name)
+            except UnknownArchError as exc:
+                raise UnknownArchError(f"{exc} Give its CU count with --cu.") from None
+            cu = (known if known.name == profile.name else profile).compute_units
         device = FlydslDevice(device_name, profile.name, cu)
         store = TableStore(db, create=False)
         for table_name in tables:

@@ -213,3 +213,15 @@ def test_live_flydsl_backend_compiles_in_the_pool_and_reads_resources() -> None:
     assert res.value["extra"]["vgpr"] > 0 and res.value["compile_s"] > 0
     timing = backend.time_payload(Config.from_dict({"BLOCK_M": 16, "num_warps": 1}), shape, None)
     assert timing["op"] == "time" and timing["arch"] == "gfx942"
+
+
+def test_export_names_cu_when_no_profile_knows_the_device(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from flysearch.cli import main
+
+    result = CliRunner().invoke(main, ["export", "flydsl", "--db", str(tmp_path / "none.db"), "--table", "t",
+                                       "--device", "Some Board", "--arch", "gfx942", "--name", "gemm",
+                                       "--key", "M", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "Give its CU count with --cu." in result.output
+    assert "Traceback" not in result.output
