@@ -299,6 +299,11 @@ def live_section() -> tuple[str, dict[str, str]]:
     speedups.append(json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_835c023.json")
                                .read_text())["two_gpu"][0]["two_gpus_speedup"])
     facts["COMPILE_BOUND_NOW"] = _span(speedups, digits=2)
+    scaling = json.loads((ROOT / "benchmarks" / "results" / "compile_scaling_h200x2.json").read_text())
+    by_workers = {run["workers"]: run for run in scaling["runs"]}
+    facts["SCALE15"] = f"{by_workers[15]['configs_per_s']:.1f}"
+    facts["SCALE30"] = f"{by_workers[30]['configs_per_s']:.1f}"
+    facts["SCALE_RATIO"] = f"{by_workers[30]['configs_per_s'] / by_workers[15]['configs_per_s']:.2f}"
     pg = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_postgres.json").read_text())
     facts["PG_VERSION"] = " ".join(pg["postgres"].split()[:2])
     first_two = json.loads((ROOT / "benchmarks" / "results" / "live_h200_two_gpu_029ef28.json").read_text())
