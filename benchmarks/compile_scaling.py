@@ -73,7 +73,7 @@ def main() -> None:
     try:
         sizes = [int(w) for w in args.workers.split(",")]
     except ValueError:
-        sys.exit(f"error: --workers takes comma-separated integers, not {args.workers!r}")
+        parser.error(f"--workers takes comma-separated integers, not {args.workers!r}")
     shape = parse_shape("256x1536x7168")
     feasible = get_space("triton_gemm_splitk").enumerate(shape, get_arch("sm_90")).feasible
     step = max(1, len(feasible) // args.configs)

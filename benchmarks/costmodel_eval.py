@@ -36,15 +36,22 @@ from flysearch.tables import GroundTruth, TableStore, read_table_file  # noqa: E
 HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
 
 
-def _tables(kind: str, hub: Path = HUB) -> list[GroundTruth]:
+def hub_tables(hub: Path = HUB) -> list[GroundTruth]:
+    """The benchmark_hub tables under *hub*: every ``<kernel>_milo/<GPU>.json.gz`` (named
+    ``<kernel>_milo/<GPU>``), not the ``<GPU>_T4.json.gz`` files of another format beside them."""
     store = TableStore(":memory:")
-    if kind == "h200":
-        for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
-            store.write(*read_table_file(path))
-    else:
-        for path in sorted(hub.glob("*_milo/*.json.gz")):
-            if re.fullmatch(r"[A-Za-z0-9]+\.json\.gz", path.name):  # A100.json.gz, not A100_T4.json.gz
-                store.write(*read_kernel_tuner_cache(path))
+    for path in sorted(hub.glob("*_milo/*.json.gz")):
+        if re.fullmatch(r"[A-Za-z0-9]+\.json\.gz", path.name):
+            store.write(*read_kernel_tuner_cache(path))
+    return [store.load(n) for n in store.names()]
+
+
+def _tables(kind: str, hub: Path = HUB) -> list[GroundTruth]:
+    if kind != "h200":
+        return hub_tables(hub)
+    store = TableStore(":memory:")
+    for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
+        store.write(*read_table_file(path))
     return [store.load(n) for n in store.names()]
 
 
@@ -87,7 +94,7 @@ def main() -> None:
         start = time.perf_counter()
         tables = _tables(kind, args.hub)
         if len(tables) < 2:
-            sys.exit(f"error: fewer than two tables for the {kind} part (--hub {args.hub})")
+            parser.error(f"fewer than two tables for the {kind} part (--hub {args.hub})")
         results = leave_one_out(tables, seeds=range(args.seeds), budget=budget)
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")

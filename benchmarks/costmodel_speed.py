@@ -27,23 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
+from costmodel_eval import hub_tables  # noqa: E402  (this folder is on sys.path)
 
 from flysearch.costmodel import fit_prior, table_arch  # noqa: E402
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
-from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
 from flysearch.kernels import space_for_table  # noqa: E402
 from flysearch.model_sampler import CostModelSampler  # noqa: E402
 from flysearch.study import StudySettings, run_study  # noqa: E402
-from flysearch.tables import GroundTruth, TableStore  # noqa: E402
-
-HUB = ROOT.parent / "shared" / "data" / "benchmark_hub" / "dedispersion_milo"
+from flysearch.tables import GroundTruth  # noqa: E402
 
 
-def _training_tables(n_tables: int = 20, n_configs: int = 4000) -> list[GroundTruth]:
-    store = TableStore(":memory:")
-    for path in sorted(HUB.parent.glob("*_milo/*.json.gz")):
-        store.write(*read_kernel_tuner_cache(path))
-    sources = [store.load(name) for name in store.names()]
+def _training_tables(sources: list[GroundTruth], n_tables: int = 20,
+                     n_configs: int = 4000) -> list[GroundTruth]:
     rng = random.Random(0)
     tables = []
     for i in range(n_tables):
@@ -53,9 +48,10 @@ def _training_tables(n_tables: int = 20, n_configs: int = 4000) -> list[GroundTr
     return tables
 
 
-def training_seconds(repeats: int = 3) -> tuple[list[float], int]:
-    """Seconds to fit a prior on the 20 training tables, *repeats* times; and their row count."""
-    tables = _training_tables()
+def training_seconds(sources: list[GroundTruth], repeats: int = 3) -> tuple[list[float], int]:
+    """Seconds to fit a prior on 20 training tables drawn from *sources*, *repeats* times; and their
+    row count."""
+    tables = _training_tables(sources)
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -67,13 +63,12 @@ def training_seconds(repeats: int = 3) -> tuple[list[float], int]:
 def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     print(f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, CPU replay")
-    seconds, rows = training_seconds()
+    sources = hub_tables()
+    seconds, rows = training_seconds(sources)
     print(f"training on 20 tables, {rows} configs: " + ", ".join(f"{s:.1f}" for s in seconds)
           + f" s; median {statistics.median(seconds):.1f} s")
-    store = TableStore(":memory:")
-    for gpu in ("A100", "MI250X"):
-        store.write(*read_kernel_tuner_cache(HUB / f"{gpu}.json.gz"))
-    train, held = store.load("dedispersion_milo/A100"), store.load("dedispersion_milo/MI250X")
+    by_name = {t.name: t for t in sources}
+    train, held = by_name["dedispersion_milo/A100"], by_name["dedispersion_milo/MI250X"]
     prior = fit_prior([train])
     times: list[float] = []
     original = CostModelSampler.sample_relative

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import platform
-import re
 import sys
 import time
 from pathlib import Path
@@ -31,25 +30,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from costmodel_eval import HUB, hub_tables  # noqa: E402  (this folder is on sys.path)
+
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
 from flysearch.model_eval import EPSILONS, transfer_ranks  # noqa: E402
-from flysearch.tables import GroundTruth, TableStore  # noqa: E402
-
-KERNELS = ("convolution_milo", "dedispersion_milo")
-_GPU_FILE = re.compile(r"^[A-Za-z0-9]+\.json\.gz$")  # A100.json.gz, not A100_T4.json.gz
+from flysearch.tables import GroundTruth  # noqa: E402
 
 
-def _load(hub: Path) -> dict[str, list[GroundTruth]]:
-    store = TableStore(":memory:")
-    names: dict[str, list[str]] = {}
-    for kernel in KERNELS:
-        for path in sorted((hub / kernel).glob("*.json.gz")):
-            if _GPU_FILE.match(path.name):
-                meta, rows = read_kernel_tuner_cache(path)
-                store.write(meta, rows)
-                names.setdefault(kernel, []).append(meta.name)
-    return {k: [store.load(n) for n in v] for k, v in names.items()}
+def _by_kernel(tables: list[GroundTruth]) -> dict[str, list[GroundTruth]]:
+    """The tables grouped by kernel folder (``convolution_milo/A100`` -> ``convolution_milo``)."""
+    out: dict[str, list[GroundTruth]] = {}
+    for table in tables:
+        out.setdefault(table.name.split("/")[0], []).append(table)
+    return out
 
 
 def _times(table: GroundTruth) -> dict[str, float]:
@@ -68,10 +61,10 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     start = time.perf_counter()
-    hub = args.hub or ROOT.parent / "shared" / "data" / "benchmark_hub"
-    tables = _load(hub)
+    hub = args.hub or HUB
+    tables = _by_kernel(hub_tables(hub))
     if not tables:
-        sys.exit(f"error: no <GPU>.json.gz tables under {hub}/{{{','.join(KERNELS)}}}")
+        parser.error(f"no <kernel>_milo/<GPU>.json.gz tables under {hub}")
     command = "python benchmarks/hub_transfer.py" + (f" --hub {args.hub}" if args.hub else "")
     lines = [f"# Transfer across GPUs — {dt.date.today()}, {platform.machine()} CPU", "",
              f"`{command}`; each cell: rank of the first "

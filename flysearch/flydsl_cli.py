@@ -127,10 +127,10 @@ def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_
         profile = get_arch(arch)
         if cu is None:
             try:
-                known = arch_of_device(device_name)
+                arch_of_device(device_name)  # a device no profile knows: its CU count must be given
             except UnknownArchError as exc:
                 raise UnknownArchError(f"{exc} Give its CU count with --cu.") from None
-            cu = (known if known.name == profile.name else profile).compute_units
+            cu = profile.on_device(device_name).compute_units
         device = FlydslDevice(device_name, profile.name, cu)
         store = TableStore(db, create=False)
         for table_name in tables:
