@@ -1,0 +1,153 @@
+"""Re-time the top of each H200 ground-truth table in fresh interleaved rounds (needs a CUDA GPU).
+
+    python benchmarks/retime_top.py --out benchmarks/results/retime_top_h200.json
+    python benchmarks/retime_top.py --dry-run          # which configs, without a GPU
+
+An exhaustive race times each config once (the median of a few short batches), one config after the
+other. At the top of a table, where the configs differ by 1-3%, that single measurement decides
+which config is "the optimum" and therefore what "within 1% of the optimum" means for every sampler
+comparison. This script checks that decision the way a live study checks its finalists
+(:mod:`flysearch.finalists`): for each table it takes the configs within ``--within`` of the table's
+best (at least ``--min-k``, at most ``--max-k``), compiles them, and times each once per round for
+``--rounds`` rounds, in a fresh random order each round, with the race's own timing protocol. It
+writes, per table and config, the race's time and every round's time; it changes no table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import glob
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from flysearch.evaluators.pool import WorkerPool  # noqa: E402
+from flysearch.evaluators.triton import compile_task, timer_task  # noqa: E402
+from flysearch.kernels.triton_gemm import spec_key  # noqa: E402
+from flysearch.shapes import Shape  # noqa: E402
+from flysearch.tables import GroundTruth, Row, read_table_file  # noqa: E402
+
+
+def top_rows(table: GroundTruth, within: float, min_k: int, max_k: int) -> list[Row]:
+    """The table's fastest configs: those within *within* of its best, clamped to [min_k, max_k]."""
+    ok = sorted(table.ok_rows(), key=lambda r: (r.time_ms, r.key))
+    best = ok[0].time_ms
+    n = sum(1 for r in ok if r.time_ms <= best * (1 + within))
+    return ok[: max(min_k, min(n, max_k))]
+
+
+def load_tables(pattern: str) -> list[GroundTruth]:
+    tables = []
+    for path in sorted(glob.glob(pattern)):
+        meta, rows = read_table_file(path)
+        tables.append(GroundTruth(meta, {r.key: r for r in rows}))
+    return tables
+
+
+def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, timer: WorkerPool,
+                 rounds: int, seed: int) -> dict[str, Any]:
+    """Compile *rows*' configs, then time each once per round in a fresh order per round."""
+    shape = Shape(**table.meta.problem)
+    spec, arch = spec_key(shape), table.meta.arch or "sm_90"
+    protocol = json.loads(table.meta.notes or "{}").get("protocol")
+    for r in rows:
+        compiler.submit(r.key, {"config": r.params, "spec": spec, "arch": arch})
+    compiled = {res.task_id: res for res in compiler.drain()}
+    good = [r for r in rows if compiled[r.key].ok and compiled[r.key].value.get("ok")]
+    samples: dict[str, list[float]] = {r.key: [] for r in good}
+    failed: dict[str, str] = {r.key: "compile failed" for r in rows if r not in good}
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        order = list(good)
+        rng.shuffle(order)
+        for r in order:
+            timer.submit(r.key, {"op": "time", "shape": shape.as_dict(), "config": r.params, "spec": spec,
+                                 "arch": arch, "protocol": protocol, "best_ms": None})
+            (res,) = timer.drain()
+            if res.ok and res.value.get("outcome") == "ok":
+                samples[r.key].append(float(res.value["time_ms"]))
+            else:
+                failed[r.key] = res.value.get("detail", "") if res.ok else f"timer {res.status}"
+    configs = []
+    for r in rows:
+        v = samples.get(r.key, [])
+        med = statistics.median(v) if v else None
+        configs.append({"key": r.key, "race_ms": r.time_ms, "rounds_ms": [round(x, 6) for x in v],
+                        "median_ms": med,
+                        "spread": (max(v) - min(v)) / med if v and med else None,
+                        "failed": failed.get(r.key)})
+    return {"table": table.name, "configs": configs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", default=str(ROOT / "benchmarks/data/h200/*.table.json.gz"))
+    parser.add_argument("--within", type=float, default=0.10)
+    parser.add_argument("--min-k", type=int, default=16)
+    parser.add_argument("--max-k", type=int, default=48)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    parser.add_argument("--dry-run", action="store_true", help="list the configs; no GPU needed")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    if args.rounds < 1 or args.min_k < 1 or args.max_k < args.min_k or args.within < 0:
+        parser.error("--rounds and --min-k must be >= 1, --max-k >= --min-k, --within >= 0")
+    tables = load_tables(args.tables)
+    if not tables:
+        parser.error(f"no table matches {args.tables}")
+    plan = [(t, top_rows(t, args.within, args.min_k, args.max_k)) for t in tables]
+    if args.dry_run:
+        for t, rows in plan:
+            print(f"{t.name}: {len(rows)} configs, up to {rows[-1].time_ms / rows[0].time_ms:.3f}x the best")
+        print(f"{sum(len(r) for _t, r in plan)} configs, {args.rounds} rounds")
+        return
+    cache = tempfile.mkdtemp(prefix="retime-cache-")
+    env = {"TRITON_CACHE_DIR": cache}
+    compiler = WorkerPool(compile_task, workers=args.workers, timeout_s=120.0, env=env)
+    timer = WorkerPool(timer_task, workers=1, timeout_s=60.0, env=env)
+    t0 = time.monotonic()
+    try:
+        timer.submit("info", {"op": "info"})
+        (info,) = timer.drain()
+        if not info.ok:
+            sys.exit(f"The GPU timer could not start ({info.status}: {info.detail}).")
+        results = []
+        for i, (t, rows) in enumerate(plan):
+            results.append(retime_table(t, rows, compiler, timer, args.rounds, args.seed + i))
+            print(f"{t.name}: {len(rows)} configs x {args.rounds} rounds, {time.monotonic() - t0:.0f} s",
+                  flush=True)
+    finally:
+        compiler.close()
+        timer.close()
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=ROOT).stdout.strip()
+    except OSError:
+        commit = ""
+    doc = {"command": "python benchmarks/retime_top.py " + " ".join(sys.argv[1:]),
+           "date": dt.date.today().isoformat(), "code_commit": commit, "device": info.value.get("device"),
+           "versions": info.value.get("versions"), "within": args.within, "min_k": args.min_k,
+           "max_k": args.max_k, "rounds": args.rounds, "seed": args.seed,
+           "wall_s": round(time.monotonic() - t0, 1), "tables": results}
+    text = json.dumps(doc, indent=1)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
