@@ -2,6 +2,7 @@
 
     python benchmarks/retime_top.py --out benchmarks/results/retime_top_h200.json
     python benchmarks/retime_top.py --dry-run          # which configs, without a GPU
+    python benchmarks/retime_top.py --report benchmarks/results/retime_top_h200.json  # markdown
 
 An exhaustive race times each config once (the median of a few short batches), one config after the
 other. At the top of a table, where the configs differ by 1-3%, that single measurement decides
@@ -90,6 +91,35 @@ def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, time
     return {"table": table.name, "configs": configs}
 
 
+def report(doc: dict[str, Any]) -> str:
+    """A markdown summary of a result file: does each table's optimum hold under re-timing?"""
+    lines = [
+        f"# The top of each H200 table re-timed: {doc['date']}, {doc['device']}",
+        "",
+        f"`{doc['command']}` (code {doc['code_commit']}; {doc['rounds']} interleaved rounds, the configs"
+        f" within {doc['within']:.0%} of each table's best, {doc['min_k']} to {doc['max_k']} per table,"
+        f" {doc['wall_s']} s). Regenerate this file with `python benchmarks/retime_top.py --report FILE`.",
+        "",
+        "| table | configs | race's best, re-timed: place (x re-timed best) | re-timed gap to the 2nd |"
+        " within 1%: race / re-timed | median round spread | scale (race / re-timed) |",
+        "|---|---:|---|---:|---|---:|---:|",
+    ]
+    for t in doc["tables"]:
+        timed = [c for c in t["configs"] if c["median_ms"]]
+        retimed = sorted(timed, key=lambda c: (c["median_ms"], c["key"]))
+        race = sorted(timed, key=lambda c: (c["race_ms"], c["key"]))
+        best, race_best = retimed[0]["median_ms"], race[0]
+        place = [c["key"] for c in retimed].index(race_best["key"]) + 1
+        gap = retimed[1]["median_ms"] / best - 1 if len(retimed) > 1 else float("nan")
+        n_race = sum(c["race_ms"] <= race[0]["race_ms"] * 1.01 for c in timed)
+        n_re = sum(c["median_ms"] <= best * 1.01 for c in timed)
+        spread = statistics.median(c["spread"] for c in timed)
+        scale = statistics.median(c["race_ms"] / c["median_ms"] for c in timed)
+        lines.append(f"| {t['table']} | {len(timed)} | {place} ({race_best['median_ms'] / best:.3f}) |"
+                     f" {gap:.1%} | {n_race} / {n_re} | {spread:.2%} | {scale:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,8 +131,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     parser.add_argument("--dry-run", action="store_true", help="list the configs; no GPU needed")
+    parser.add_argument("--report", metavar="FILE", help="print a markdown summary of a result file")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    if args.report:
+        try:
+            print(report(json.loads(Path(args.report).read_text())), end="")
+        except (OSError, ValueError, KeyError) as exc:
+            parser.error(f"{args.report} is not a retime_top result file: {exc}")
+        return
     if args.rounds < 1 or args.min_k < 1 or args.max_k < args.min_k or args.within < 0:
         parser.error("--rounds and --min-k must be >= 1, --max-k >= --min-k, --within >= 0")
     tables = load_tables(args.tables)
@@ -132,11 +169,10 @@ def main() -> None:
     finally:
         compiler.close()
         timer.close()
-    try:
+    commit = ""
+    if (ROOT / ".git").exists():  # a snapshot without its own .git must not name an outer checkout's commit
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=ROOT).stdout.strip()
-    except OSError:
-        commit = ""
     doc = {"command": "python benchmarks/retime_top.py " + " ".join(sys.argv[1:]),
            "date": dt.date.today().isoformat(), "code_commit": commit, "device": info.value.get("device"),
            "versions": info.value.get("versions"), "within": args.within, "min_k": args.min_k,
