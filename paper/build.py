@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -149,8 +150,6 @@ def _pct_span(fractions: list[float], digits: int = 1) -> str:
 def _sequence_facts(key: str, path: Path) -> dict[str, str]:
     """One run of benchmarks/live_sequence.py: the overheads of the studies after the first, in the
     sequence and as runs of their own, and the walls of both ways."""
-    import json
-
     seq = json.loads(path.read_text())
     return {f"{key}_AFTER": _pct_span([r["overhead"] for r in seq["sequence"]["studies"][1:]]),
             f"{key}_ALONE": _pct_span([r["overhead"] for r in seq["separate"]["studies"][1:]]),
@@ -166,8 +165,6 @@ def _rate(configs_per_s: float) -> str:
 
 def _two_gpu_facts(key: str, path: Path) -> dict[str, str]:
     """One run of benchmarks/live_h200.py part 2: one worker, two sharing a study, two separate."""
-    import json
-
     two = json.loads(path.read_text())["two_gpu"][0]
     one, pair = two["one_gpu"], two["two_gpus"]
     one_w = one["per_worker"][0]
@@ -208,8 +205,6 @@ def _two_gpu_facts(key: str, path: Path) -> dict[str, str]:
 def _host_facts() -> dict[str, str]:
     """What one H200 host compiles: one worker with 28 compile processes, two with 7, and whether
     one GPU slows down while the other works (benchmarks/gpu_pair.py)."""
-    import json
-
     results = ROOT / "benchmarks" / "results"
     wide = json.loads((results / "live_h200_one_gpu_28procs.json").read_text())["two_gpu"][0]["one_gpu"]
     narrow = json.loads((results / "live_h200_two_gpu_7procs.json").read_text())["two_gpu"][0]["two_gpus"]
@@ -224,8 +219,6 @@ def _host_facts() -> dict[str, str]:
 
 def live_section() -> tuple[str, dict[str, str]]:
     """The live studies on the H200 (benchmarks/live_h200.py): per study and the two-GPU runs."""
-    import json
-
     live = json.loads((ROOT / "benchmarks" / "results" / "live_h200.json").read_text())
     first = ROOT / "benchmarks" / "results" / "live_h200_first_run.json"
     races = ({r["shape"]: r.get("race_wall_s") for r in json.loads(first.read_text())["live"]}
@@ -311,6 +304,27 @@ def live_section() -> tuple[str, dict[str, str]]:
     return "\n".join(lines), facts
 
 
+def retime_facts() -> dict[str, str]:
+    """Does each table's optimum hold when its top configs are re-timed in interleaved rounds?"""
+    doc = json.loads((ROOT / "benchmarks" / "results" / "retime_top_h200.json").read_text())
+    places, gaps, spreads = [], {}, []
+    for t in doc["tables"]:
+        timed = sorted((c for c in t["configs"] if c["median_ms"]), key=lambda c: (c["median_ms"], c["key"]))
+        race_best = min(timed, key=lambda c: (c["race_ms"], c["key"]))
+        place = [c["key"] for c in timed].index(race_best["key"])
+        places.append((place, race_best["median_ms"] / timed[0]["median_ms"] - 1))
+        gaps[t["table"].rsplit("/", 1)[-1]] = timed[1]["median_ms"] / timed[0]["median_ms"] - 1
+        spreads.extend(c["spread"] for c in timed)
+    return {
+        "RETIME_TABLES": str(len(places)), "RETIME_ROUNDS": str(doc["rounds"]),
+        "RETIME_CONFIGS": str(sum(len(t["configs"]) for t in doc["tables"])),
+        "RETIME_FIRST": str(sum(p == 0 for p, _ in places)),
+        "RETIME_SECOND_MAX": f"{max((d for p, d in places if p > 0), default=0.0):.1%}",
+        "RETIME_SPREAD": f"{statistics.median(spreads):.1%}",
+        "RETIME_GAP_1024": f"{gaps['1024x14336x4096']:.1%}",
+    }
+
+
 def main() -> None:
     store, tables = load_h200()
     race_table, facts = race_section(store)
@@ -321,6 +335,7 @@ def main() -> None:
     facts["COMPARE_TABLE"] = compare_section()
     facts.update(speed_facts())
     facts.update(transfer_facts())
+    facts.update(retime_facts())
     facts.update(live_section()[1])
     facts["BUILT"] = dt.date.today().isoformat()
     text = TEMPLATE.read_text()
