@@ -106,6 +106,9 @@ def report(doc: dict[str, Any]) -> str:
     ]
     for t in doc["tables"]:
         timed = [c for c in t["configs"] if c["median_ms"]]
+        if not timed:
+            lines.append(f"| {t['table']} | 0 | no config re-timed | | | | |")
+            continue
         retimed = sorted(timed, key=lambda c: (c["median_ms"], c["key"]))
         race = sorted(timed, key=lambda c: (c["race_ms"], c["key"]))
         best, race_best = retimed[0]["median_ms"], race[0]
