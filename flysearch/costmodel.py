@@ -11,12 +11,15 @@ built per problem (per table, the ``groups`` argument of :meth:`CostModel.fit`) 
 Failed configs are given a time of twice their group's worst success before the targets are built,
 so the model learns where kernels fail. :class:`Prior` bundles a fitted model with its feature
 schema and provenance (tables, date, versions); :func:`fit_prior` trains one on ground-truth tables
-and :func:`Prior.save` / :func:`load_prior` keep it on disk.
+and :func:`Prior.save` / :func:`load_prior` keep it on disk. When the tables come from several
+devices, the prior also holds one model per device (:attr:`Prior.sources`): a search on another GPU
+can then learn which of those GPUs its own measurements resemble
+(:class:`~flysearch.model_sampler.CostModelSampler`).
 
 Example:
     >>> import numpy as np
     >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([1.0, 2.0, 4.0, 8.0])
-    >>> CostModel(max_iter=20).fit(X, y).predict(X).argmin()
+    >>> int(CostModel(max_iter=20).fit(X, y).predict(X).argmin())
     0
 """
 
@@ -188,11 +191,19 @@ def training_data(
 
 @dataclass
 class Prior:
-    """A fitted :class:`CostModel` with its feature schema and provenance."""
+    """A fitted :class:`CostModel` with its feature schema and provenance.
+
+    Attributes:
+        sources: When the training tables come from several devices, one prior per device (trained
+            on that device's tables alone, in the order of ``provenance["sources"]``); empty
+            otherwise. Shapes measured on one device are learned jointly by one model: a source is
+            a device, not a table.
+    """
 
     model: CostModel
     schema: list[str]
     provenance: dict[str, Any] = field(default_factory=dict)
+    sources: list[Prior] = field(default_factory=list)
 
     def score(self, params: Sequence[Mapping[str, Any]], problem: Mapping[str, Any],
               arch: ArchProfile | None, resources: Sequence[Mapping[str, Any]] | None = None) -> np.ndarray:
@@ -205,7 +216,8 @@ class Prior:
         import joblib
 
         joblib.dump({"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
-                     "provenance": self.provenance}, path)
+                     "provenance": self.provenance,
+                     "sources": [(src.model, src.schema, src.provenance) for src in self.sources]}, path)
 
 
 def load_prior(path: str | Path) -> Prior:
@@ -220,18 +232,30 @@ def load_prior(path: str | Path) -> Prior:
         raise InputFormatError(f"{path} is not a flysearch model file: {exc}.") from None
     if not isinstance(doc, dict) or doc.get("format") != "flysearch-prior/1":
         raise InputFormatError(f"{path} is not a flysearch model file.")
-    return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]))
+    sources = [Prior(model, list(schema), dict(prov)) for model, schema, prov in doc.get("sources", [])]
+    return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]), sources)
 
 
-def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", **params: Any) -> Prior:
+def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources: bool = True,
+              **params: Any) -> Prior:
     """Train a prior on *tables* (all their rows, failures penalized).
 
     The default objective is ``"rank"``: leave-one-shape-out on the H200 tables it put the first
     config within 1% of the optimum at median rank 2 (worst 24), against 7 (worst 128) for
     ``"log_ratio"`` (``benchmarks/costmodel_eval.py`` regenerates the comparison).
+
+    With *sources* and tables from two or more devices, one prior per device is trained too
+    (:attr:`Prior.sources`).
     """
     if not tables:
         raise FlysearchError("A prior needs at least one table to train on.")
+    by_device: dict[str, list[GroundTruth]] = {}
+    for table in tables:
+        by_device.setdefault(table.meta.device, []).append(table)
+    per_device = []
+    if sources and len(by_device) > 1:
+        per_device = [fit_prior(group, objective=objective, sources=False, **params)
+                      for group in by_device.values()]
     feats, times, groups = training_data(tables)
     schema = sorted({name for row in feats for name in row})
     model = CostModel(objective=objective, **params).fit(feature_matrix(feats, schema), times, groups)
@@ -241,7 +265,9 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", **param
         "versions": {pkg: _version(pkg) for pkg in ("flysearch", "scikit-learn", "numpy")},
         "rows": len(times),
     }
-    return Prior(model, schema, provenance)
+    if per_device:
+        provenance["sources"] = list(by_device)
+    return Prior(model, schema, provenance, per_device)
 
 
 def _version(package: str) -> str:

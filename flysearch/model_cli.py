@@ -71,8 +71,9 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     prior.save(out)
+    per_device = f", and one model per device for {len(prior.sources)} devices" if prior.sources else ""
     console.print(f"trained on {len(prior.provenance['tables'])} tables, {prior.provenance['rows']} rows, "
-                  f"{len(prior.schema)} features -> {out}")
+                  f"{len(prior.schema)} features{per_device} -> {out}")
 
 
 @model.command("eval")

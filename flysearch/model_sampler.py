@@ -25,6 +25,13 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   lowest forest bound in the whole space, with no local, random or top-region step, until a
   measurement improves again.
 * **Exploration**: with probability *epsilon* a suggestion is a uniformly random unevaluated config.
+* **Sources** (a prior trained on several devices, :attr:`flysearch.costmodel.Prior.sources`): the
+  pooled prior and each device's prior are weighed by how well each orders the study's own
+  measurements: a prior's weight is its share of bootstrap resamples of the measurements in which it
+  misorders the fewest pairs (:func:`source_weights`, in the spirit of Feurer et al.'s ranking-
+  weighted ensembles). From *min_source_obs* measurements on, the prior's score is the weighted
+  blend of their rank-scaled scores, so a GPU that behaves like one of the training GPUs follows
+  that GPU's model rather than the average of all.
 
 Without a prior (``"surrogate"``, cold start, in the spirit of SMAC) the first *n_startup*
 suggestions are random, then the forest on the features alone takes over.
@@ -52,7 +59,7 @@ if TYPE_CHECKING:
     from flysearch.costmodel import Prior
     from flysearch.samplers import SearchContext
 
-__all__ = ["CostModelSampler"]
+__all__ = ["CostModelSampler", "source_weights"]
 
 
 
@@ -82,12 +89,15 @@ class CostModelSampler(CandidateSampler):
         top_region: While the prior is trusted (rank correlation with the measurements >= 0.15),
             the non-local suggestions stay among its top ``top_region * (n + 1)`` configs after n
             measurements; 0 turns this off.
+        min_source_obs: Measurements before the prior's sources (one per training device) are
+            weighed against the pooled prior; until then the pooled prior decides alone.
     """
 
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
-                 n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0) -> None:
+                 n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
+                 min_source_obs: int = 3) -> None:
         super().__init__(context, seed)
         self._prior = prior
         self._epsilon, self._kappa = epsilon, kappa
@@ -101,15 +111,37 @@ class CostModelSampler(CandidateSampler):
         self._keys = [c.key for c in context.feasible]
         self._X = candidate_features(context)
         problem = dict(context.problem or {})
+        params = [c.as_dict() for c in context.feasible]
         if prior is not None:
-            self._prior_score = prior.score([c.as_dict() for c in context.feasible], problem, context.arch)
+            self._prior_score = prior.score(params, problem, context.arch)
         else:
             self._prior_score = np.zeros(len(self._keys))
         self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
+        # Rank-scaled scores of the pooled prior (row 0) and of each training device's prior.
+        self._sources: np.ndarray | None = None
+        if prior is not None and prior.sources:
+            self._sources = np.stack([_rank01(self._prior_score)] + [
+                _rank01(src.score(params, problem, context.arch)) for src in prior.sources])
+        self._source_weights: np.ndarray | None = None
+        self._min_source_obs = min_source_obs
+        self._weighed_at = -1
+        self._source_rng = np.random.default_rng(seed)
         self._ordinal = candidate_ordinals(context)
         self._history = CandidateHistory(context)
         self._observed = self._history.observed  # candidate index -> log time (nan: failed)
         self._seen = self._history.seen
+
+    def _reweigh(self) -> None:
+        """Blend the sources by how well each orders the measurements so far (once per new
+        measurement, from *min_source_obs* on)."""
+        n = len(self._observed)
+        if self._sources is None or n < self._min_source_obs or n == self._weighed_at:
+            return
+        self._weighed_at = n
+        idx, y = self._targets()
+        self._source_weights = source_weights(self._sources[:, idx], y, self._source_rng)
+        self._prior_score = self._source_weights @ self._sources
+        self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
 
     def _read_history(self, study: Study) -> set[int]:
         """Fold newly finished trials in; return the candidates that running trials hold."""
@@ -203,6 +235,7 @@ class CostModelSampler(CandidateSampler):
     def _choose(self, free: np.ndarray, taken: set[int], n_pending: int) -> int:
         """The candidate to suggest among *free*, given the measurements and *taken* (evaluated or
         held by *n_pending* running trials)."""
+        self._reweigh()
         n = len(self._observed)
         if self._prior is not None and self._stalled():
             # The prior's region gave nothing better in `patience` measurements: search globally.
@@ -223,6 +256,35 @@ class CostModelSampler(CandidateSampler):
         """The config of *free* with the lowest score; ties (few measurements) go to the prior's
         better one, then to enumeration order."""
         return int(free[np.lexsort((free, self._prior_score[free], scores))[0]])
+
+
+def source_weights(scores: np.ndarray, y: np.ndarray, rng: np.random.Generator, *, n_boot: int = 32,
+                   last: int = 64) -> np.ndarray:
+    """Each source's share of bootstrap resamples in which it misorders the fewest measured pairs.
+
+    Args:
+        scores: ``(sources, measured)``: each source's score of the measured configs (lower: faster).
+        y: The measured log times, in measurement order.
+        rng: The resamples' random stream.
+        n_boot: Resamples.
+        last: Only the most recent *last* measurements are resampled.
+
+    Returns:
+        Weights that sum to 1 (a tie for the fewest shares the resample).
+
+    Example:
+        >>> y = np.log([1.0, 2.0, 3.0, 4.0])
+        >>> w = source_weights(np.array([[4.0, 3, 2, 1], [1.0, 2, 3, 4]]), y, np.random.default_rng(0))
+        >>> w.round(2).tolist()
+        [0.0, 1.0]
+    """
+    scores, y = scores[:, -last:], y[-last:]
+    # wrong[s, i, j]: source s orders measurements i and j against their times.
+    wrong = (np.sign(scores[:, :, None] - scores[:, None, :]) * np.sign(y[:, None] - y[None, :])) < 0
+    counts = rng.multinomial(len(y), np.full(len(y), 1.0 / len(y)), size=n_boot).astype(float)
+    loss = ((counts @ wrong.astype(float)) * counts).sum(axis=2)  # (sources, resamples)
+    best = loss == loss.min(axis=0, keepdims=True)
+    return (best / best.sum(axis=0, keepdims=True)).mean(axis=1)
 
 
 def _rank01(values: np.ndarray) -> np.ndarray:

@@ -245,3 +245,64 @@ def test_transfer_ranks_order_the_held_out_configs_by_each_other_table() -> None
     close = _toy("close", {1: 1.0, 2: 2.0, 3: 1.5, 4: 3.0})
     assert transfer_ranks(held, [close])["close"][0.01] == 2
     assert transfer_ranks(held, [same, close])["consensus"][0.01] == 1
+
+
+def test_prior_trains_one_source_per_device(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth, tmp_path: Path
+) -> None:
+    prior = fit_prior([conv_a100, conv_mi250x], max_iter=20)
+    assert [s.provenance["tables"] for s in prior.sources] == [[conv_a100.name], [conv_mi250x.name]]
+    assert prior.provenance["sources"] == [conv_a100.meta.device, conv_mi250x.meta.device]
+    assert fit_prior([conv_a100], max_iter=20).sources == []  # one device: the pooled prior alone
+    prior.save(tmp_path / "p.joblib")
+    again = load_prior(tmp_path / "p.joblib")
+    rows = list(conv_a100.rows.values())[:40]
+    args = ([r.params for r in rows], conv_a100.meta.problem, None)
+    assert len(again.sources) == 2
+    for a, b in zip(prior.sources, again.sources, strict=True):
+        assert np.array_equal(a.score(*args), b.score(*args))
+
+
+def test_source_weights_go_to_the_source_that_orders_the_measurements() -> None:
+    from flysearch.model_sampler import source_weights
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=40)
+    right = y + rng.normal(scale=0.3, size=40)  # orders most pairs right
+    noise = rng.normal(size=40)
+    w = source_weights(np.stack([noise, right, -y]), y, np.random.default_rng(1))
+    assert w.sum() == pytest.approx(1.0) and w[1] > 0.9 and w[2] == 0.0
+    # Two identical sources share what they win.
+    w = source_weights(np.stack([right, right, noise]), y, np.random.default_rng(1))
+    assert w[0] == pytest.approx(w[1]) and w[0] + w[1] > 0.9
+
+
+def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    """A prior trained on the A100 and the MI250X, searching the A100's table: once a few
+    measurements are in, the A100's model outweighs the pooled one and the MI250X's, and the
+    prior's score is the weighted blend of the three."""
+    import math
+
+    from flysearch.kernels import space_for_table
+    from flysearch.model_sampler import CostModelSampler
+    from flysearch.samplers import SearchContext
+
+    prior = fit_prior([conv_a100, conv_mi250x], max_iter=30)
+    space = space_for_table(conv_a100)
+    context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
+    sampler = CostModelSampler(context, prior, seed=0)
+    assert sampler._sources is not None and sampler._sources.shape == (3, len(context.feasible))
+    everything = np.arange(len(context.feasible))
+    for i in range(20):
+        free = np.setdiff1d(everything, np.fromiter(sampler._seen, dtype=int))
+        pick = sampler._choose(free, set(sampler._seen), 0)
+        if i < 3:
+            assert sampler._source_weights is None  # too few measurements: the pooled prior alone
+        row = conv_a100.rows[context.feasible[pick].key]
+        sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
+        sampler._seen.add(pick)
+    weights = sampler._source_weights
+    assert weights is not None and int(np.argmax(weights)) == 1 and weights[1] > 0.5
+    assert np.allclose(sampler._prior_score, weights @ sampler._sources)
