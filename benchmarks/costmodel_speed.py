@@ -5,7 +5,8 @@
 * **Suggestions**: replays dedispersion/MI250X (11,130 feasible configs) with a prior trained on
   dedispersion/A100 and times every suggestion of a 100-compile study (the forest is refitted and
   every unevaluated config scored each time). Prints the median, 90th percentile and max, and the
-  number of candidates.
+  number of candidates; then again with a prior that holds two device sources (the A100 table
+  under two device names: this times weighing the sources each suggestion, not their quality).
 * **Training**: trains a prior (:func:`flysearch.costmodel.fit_prior`, default settings) on 20
   tables of 4,000 configs each, drawn (seeded, without replacement within a table) from the four
   benchmark_hub tables, five from each; three times, printing each time and the median.
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import optuna  # noqa: E402
 from costmodel_eval import hub_tables  # noqa: E402  (this folder is on sys.path)
 
-from flysearch.costmodel import fit_prior, table_arch  # noqa: E402
+from flysearch.costmodel import Prior, fit_prior, table_arch  # noqa: E402
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
 from flysearch.kernels import space_for_table  # noqa: E402
 from flysearch.model_sampler import CostModelSampler  # noqa: E402
@@ -69,7 +70,16 @@ def main() -> None:
           + f" s; median {statistics.median(seconds):.1f} s")
     by_name = {t.name: t for t in sources}
     train, held = by_name["dedispersion_milo/A100"], by_name["dedispersion_milo/MI250X"]
-    prior = fit_prior([train])
+    twin = GroundTruth(replace(train.meta, name=f"{train.name}#twin", device=f"{train.meta.device} (twin)"),
+                       train.rows)
+    for label, prior in (("", fit_prior([train])), (" (two device sources)", fit_prior([train, twin]))):
+        times = suggestion_ms(held, prior)
+        print(f"candidates {len(held.rows)}; suggestions {len(times)}; ms per suggestion{label}: median "
+              f"{statistics.median(times):.1f}, p90 {times[int(0.9 * len(times))]:.1f}, max {times[-1]:.1f}")
+
+
+def suggestion_ms(held: GroundTruth, prior: Prior) -> list[float]:
+    """Milliseconds of each suggestion of a 100-compile costmodel study replayed on *held*, sorted."""
     times: list[float] = []
     original = CostModelSampler.sample_relative
 
@@ -80,13 +90,13 @@ def main() -> None:
         return out
 
     CostModelSampler.sample_relative = timed  # type: ignore[method-assign]
-    space = space_for_table(held)
-    run_study("speed", space, ReplayEvaluator(held), StudySettings("costmodel", 100, 0, space=space.name),
-              arch=table_arch(held), storage=":memory:", prior=prior, problem=held.meta.problem)
-    times.sort()
-    print(f"candidates {len(held.rows)}; suggestions {len(times)}; ms per suggestion: median "
-          f"{statistics.median(times):.1f}, p90 {times[int(0.9 * len(times))]:.1f}, max {times[-1]:.1f}")
-
+    try:
+        space = space_for_table(held)
+        run_study("speed", space, ReplayEvaluator(held), StudySettings("costmodel", 100, 0, space=space.name),
+                  arch=table_arch(held), storage=":memory:", prior=prior, problem=held.meta.problem)
+    finally:
+        CostModelSampler.sample_relative = original  # type: ignore[method-assign]
+    return sorted(times)
 
 if __name__ == "__main__":
     main()

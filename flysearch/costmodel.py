@@ -194,10 +194,10 @@ class Prior:
     """A fitted :class:`CostModel` with its feature schema and provenance.
 
     Attributes:
-        sources: When the training tables come from several devices, one prior per device (trained
-            on that device's tables alone, in the order of ``provenance["sources"]``); empty
-            otherwise. Shapes measured on one device are learned jointly by one model: a source is
-            a device, not a table.
+        sources: When the training tables (of one kernel) come from several devices, one prior per
+            device, trained on that device's tables alone, in the order of
+            ``provenance["sources"]``; empty otherwise. Shapes measured on one device are learned
+            jointly by one model: a source is a device, not a table.
     """
 
     model: CostModel
@@ -244,8 +244,9 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     config within 1% of the optimum at median rank 2 (worst 24), against 7 (worst 128) for
     ``"log_ratio"`` (``benchmarks/costmodel_eval.py`` regenerates the comparison).
 
-    With *sources* and tables from two or more devices, one prior per device is trained too
-    (:attr:`Prior.sources`).
+    With *sources*, and tables of one kernel from two or more devices, one prior per device is
+    trained too (:attr:`Prior.sources`). Tables of several kernels are pooled only: weighing a
+    device means something only for the kernel it measured.
     """
     if not tables:
         raise FlysearchError("A prior needs at least one table to train on.")
@@ -253,7 +254,7 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     for table in tables:
         by_device.setdefault(table.meta.device, []).append(table)
     per_device = []
-    if sources and len(by_device) > 1:
+    if sources and len(by_device) > 1 and len({t.meta.kernel for t in tables}) == 1:
         per_device = [fit_prior(group, objective=objective, sources=False, **params)
                       for group in by_device.values()]
     feats, times, groups = training_data(tables)

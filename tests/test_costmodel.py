@@ -306,3 +306,12 @@ def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
     weights = sampler._source_weights
     assert weights is not None and int(np.argmax(weights)) == 1 and weights[1] > 0.5
     assert np.allclose(sampler._prior_score, weights @ sampler._sources)
+
+
+def test_prior_pools_tables_of_several_kernels_without_sources(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    from dataclasses import replace
+
+    other = GroundTruth(replace(conv_a100.meta, name="other/A100", kernel="other"), conv_a100.rows)
+    assert fit_prior([conv_mi250x, other], max_iter=10).sources == []
