@@ -11,9 +11,9 @@ built per problem (per table, the ``groups`` argument of :meth:`CostModel.fit`) 
 Failed configs are given a time of twice their group's worst success before the targets are built,
 so the model learns where kernels fail. :class:`Prior` bundles a fitted model with its feature
 schema and provenance (tables, date, versions); :func:`fit_prior` trains one on ground-truth tables
-and :func:`Prior.save` / :func:`load_prior` keep it on disk. When the tables come from several
-devices, the prior also holds one model per device (:attr:`Prior.sources`): a search on another GPU
-can then learn which of those GPUs its own measurements resemble
+and :func:`Prior.save` / :func:`load_prior` keep it on disk. When the tables (of one kernel) come
+from several devices, the prior also holds one model per device (:attr:`Prior.sources`): a search on
+another GPU can then learn which of those GPUs its own measurements resemble
 (:class:`~flysearch.model_sampler.CostModelSampler`).
 
 Example:

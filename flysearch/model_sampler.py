@@ -25,7 +25,8 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   lowest forest bound in the whole space, with no local, random or top-region step, until a
   measurement improves again.
 * **Exploration**: with probability *epsilon* a suggestion is a uniformly random unevaluated config.
-* **Sources** (a prior trained on several devices, :attr:`flysearch.costmodel.Prior.sources`): the
+* **Sources** (a prior trained on one kernel's tables from several devices,
+  :attr:`flysearch.costmodel.Prior.sources`): the
   pooled prior and each device's prior are weighed by how well each orders the study's own
   measurements: a prior's weight is its share of bootstrap resamples of the measurements in which it
   misorders the fewest pairs (:func:`source_weights`, in the spirit of Feurer et al.'s ranking-
