@@ -26,13 +26,12 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   measurement improves again.
 * **Exploration**: with probability *epsilon* a suggestion is a uniformly random unevaluated config.
 * **Sources** (a prior trained on one kernel's tables from several devices,
-  :attr:`flysearch.costmodel.Prior.sources`): the
-  pooled prior and each device's prior are weighed by how well each orders the study's own
-  measurements: a prior's weight is its share of bootstrap resamples of the measurements in which it
-  misorders the fewest pairs (:func:`source_weights`, in the spirit of Feurer et al.'s ranking-
-  weighted ensembles). From *min_source_obs* measurements on, the prior's score is the weighted
-  blend of their rank-scaled scores, so a GPU that behaves like one of the training GPUs follows
-  that GPU's model rather than the average of all.
+  :attr:`flysearch.costmodel.Prior.sources`): the pooled prior and each device's prior are weighed
+  by how well each orders the study's own measurements: a prior's weight is its share of bootstrap
+  resamples of the measurements in which it misorders the fewest pairs (:func:`source_weights`, in
+  the spirit of Feurer et al.'s ranking-weighted ensembles). From *min_source_obs* measurements
+  on, the prior's score is the weighted blend of their rank-scaled scores, so a GPU that behaves
+  like one of the training GPUs follows that GPU's model rather than the average of all.
 
 Without a prior (``"surrogate"``, cold start, in the spirit of SMAC) the first *n_startup*
 suggestions are random, then the forest on the features alone takes over.
