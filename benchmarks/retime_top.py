@@ -91,6 +91,29 @@ def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, time
     return {"table": table.name, "configs": configs}
 
 
+def summarize(table: dict[str, Any]) -> dict[str, Any] | None:
+    """One table of a result file: where the race's best lands once re-timed (``place``, 1-based,
+    and ``race_best_x``, its re-timed median over the re-timed best), the re-timed gap from the
+    first to the second, how many configs are within 1% of the best by each measurement, every
+    config's round spread, and the median race / re-timed ratio; ``None`` if nothing was re-timed."""
+    timed = [c for c in table["configs"] if c["median_ms"]]
+    if not timed:
+        return None
+    retimed = sorted(timed, key=lambda c: (c["median_ms"], c["key"]))
+    race_best = min(timed, key=lambda c: (c["race_ms"], c["key"]))
+    best = retimed[0]["median_ms"]
+    return {
+        "configs": len(timed),
+        "place": [c["key"] for c in retimed].index(race_best["key"]) + 1,
+        "race_best_x": race_best["median_ms"] / best,
+        "gap": retimed[1]["median_ms"] / best - 1 if len(retimed) > 1 else float("nan"),
+        "within_race": sum(c["race_ms"] <= race_best["race_ms"] * 1.01 for c in timed),
+        "within_retimed": sum(c["median_ms"] <= best * 1.01 for c in timed),
+        "spreads": [c["spread"] for c in timed],
+        "scale": statistics.median(c["race_ms"] / c["median_ms"] for c in timed),
+    }
+
+
 def report(doc: dict[str, Any]) -> str:
     """A markdown summary of a result file: does each table's optimum hold under re-timing?"""
     lines = [
@@ -105,21 +128,13 @@ def report(doc: dict[str, Any]) -> str:
         "|---|---:|---|---:|---|---:|---:|",
     ]
     for t in doc["tables"]:
-        timed = [c for c in t["configs"] if c["median_ms"]]
-        if not timed:
+        row = summarize(t)
+        if row is None:
             lines.append(f"| {t['table']} | 0 | no config re-timed | | | | |")
             continue
-        retimed = sorted(timed, key=lambda c: (c["median_ms"], c["key"]))
-        race = sorted(timed, key=lambda c: (c["race_ms"], c["key"]))
-        best, race_best = retimed[0]["median_ms"], race[0]
-        place = [c["key"] for c in retimed].index(race_best["key"]) + 1
-        gap = retimed[1]["median_ms"] / best - 1 if len(retimed) > 1 else float("nan")
-        n_race = sum(c["race_ms"] <= race[0]["race_ms"] * 1.01 for c in timed)
-        n_re = sum(c["median_ms"] <= best * 1.01 for c in timed)
-        spread = statistics.median(c["spread"] for c in timed)
-        scale = statistics.median(c["race_ms"] / c["median_ms"] for c in timed)
-        lines.append(f"| {t['table']} | {len(timed)} | {place} ({race_best['median_ms'] / best:.3f}) |"
-                     f" {gap:.1%} | {n_race} / {n_re} | {spread:.2%} | {scale:.3f} |")
+        lines.append(f"| {t['table']} | {row['configs']} | {row['place']} ({row['race_best_x']:.3f}) |"
+                     f" {row['gap']:.1%} | {row['within_race']} / {row['within_retimed']} |"
+                     f" {statistics.median(row['spreads']):.2%} | {row['scale']:.3f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -111,17 +111,17 @@ class CostModelSampler(CandidateSampler):
         self._keys = [c.key for c in context.feasible]
         self._X = candidate_features(context)
         problem = dict(context.problem or {})
-        params = [c.as_dict() for c in context.feasible]
+        # Rank-scaled scores of the pooled prior (row 0) and of each training device's prior.
+        self._sources: np.ndarray | None = None
         if prior is not None:
+            params = [c.as_dict() for c in context.feasible]
             self._prior_score = prior.score(params, problem, context.arch)
+            if prior.sources:
+                self._sources = np.stack([_rank01(self._prior_score)] + [
+                    _rank01(src.score(params, problem, context.arch)) for src in prior.sources])
         else:
             self._prior_score = np.zeros(len(self._keys))
         self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
-        # Rank-scaled scores of the pooled prior (row 0) and of each training device's prior.
-        self._sources: np.ndarray | None = None
-        if prior is not None and prior.sources:
-            self._sources = np.stack([_rank01(self._prior_score)] + [
-                _rank01(src.score(params, problem, context.arch)) for src in prior.sources])
         self._source_weights: np.ndarray | None = None
         self._min_source_obs = min_source_obs
         self._weighed_at = -1

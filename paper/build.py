@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # retime_top.summarize
 
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
@@ -306,22 +307,19 @@ def live_section() -> tuple[str, dict[str, str]]:
 
 def retime_facts() -> dict[str, str]:
     """Does each table's optimum hold when its top configs are re-timed in interleaved rounds?"""
+    from retime_top import summarize  # benchmarks/, on sys.path
+
     doc = json.loads((ROOT / "benchmarks" / "results" / "retime_top_h200.json").read_text())
-    places, gaps, spreads = [], {}, []
-    for t in doc["tables"]:
-        timed = sorted((c for c in t["configs"] if c["median_ms"]), key=lambda c: (c["median_ms"], c["key"]))
-        race_best = min(timed, key=lambda c: (c["race_ms"], c["key"]))
-        place = [c["key"] for c in timed].index(race_best["key"])
-        places.append((place, race_best["median_ms"] / timed[0]["median_ms"] - 1))
-        gaps[t["table"].rsplit("/", 1)[-1]] = timed[1]["median_ms"] / timed[0]["median_ms"] - 1
-        spreads.extend(c["spread"] for c in timed)
+    rows = {t["table"].rsplit("/", 1)[-1]: summarize(t) for t in doc["tables"]}
+    places = [(r["place"], r["race_best_x"] - 1) for r in rows.values() if r]
+    spreads = [s for r in rows.values() if r for s in r["spreads"]]
     return {
         "RETIME_TABLES": str(len(places)), "RETIME_ROUNDS": str(doc["rounds"]),
         "RETIME_CONFIGS": str(sum(len(t["configs"]) for t in doc["tables"])),
-        "RETIME_FIRST": str(sum(p == 0 for p, _ in places)),
-        "RETIME_SECOND_MAX": f"{max((d for p, d in places if p > 0), default=0.0):.1%}",
+        "RETIME_FIRST": str(sum(p == 1 for p, _ in places)),
+        "RETIME_SECOND_MAX": f"{max((d for p, d in places if p > 1), default=0.0):.1%}",
         "RETIME_SPREAD": f"{statistics.median(spreads):.1%}",
-        "RETIME_GAP_1024": f"{gaps['1024x14336x4096']:.1%}",
+        "RETIME_GAP_1024": f"{rows['1024x14336x4096']['gap']:.1%}",
     }
 
 
