@@ -145,6 +145,9 @@ def study() -> None:
 @click.option("--noise", type=float, default=0.0, show_default=True, help="Simulated: log-normal sigma.")
 @click.option("--compile-log", default=None, help="Simulated: append each finished compile's key here.")
 @click.option("--json", "json_out", default=None, help="Live: write the worker reports to this JSON file.")
+@click.option("--server", is_flag=False, flag_value="", default=None,
+              help="Live: take warm workers from a worker server ('flysearch serve'), at this socket or, "
+                   "given alone, at its default one.")
 @_user_errors
 def study_run(study_file: str | None, **options: Any) -> None:
     """Run (or resume) a study from a study file or from flags.
@@ -160,7 +163,7 @@ def study_run(study_file: str | None, **options: Any) -> None:
         flysearch study run --evaluator triton --shape 1x6144x4096,4096x4096x4096 --sampler tpe-unseen
     """
     live_keys = ("evaluator", "gpus", "compile_workers", "depth", "finalists", "rounds", "scale", "noise",
-                 "compile_log", "json_out")
+                 "compile_log", "json_out", "server")
     live = {k: options.pop(k) for k in live_keys}
     if live["evaluator"] != "replay":
         _run_live(study_file, options, live)
@@ -204,9 +207,13 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
             None if simulated else target, spec.arch, None, target if simulated else spec.table,
             spec.storage, spec.db, spec.prior, live["scale"], live["noise"], compile_log=live["compile_log"],
             live=LiveSettings(compile_workers=live["compile_workers"], depth=live["depth"],
-                              finalists=live["finalists"], rounds=live["rounds"]),
+                              finalists=live["finalists"], rounds=live["rounds"], server=live["server"]),
         )
 
+    if live["server"] is not None:
+        from flysearch.worker_server import default_socket
+
+        live["server"] = live["server"] or default_socket()
     jobs = [job_for(t) for t in targets] or [job_for(None)]
     gpus = [g.strip() for g in live["gpus"].split(",")] if live["gpus"] else None
     with Progress(
@@ -232,6 +239,7 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
             f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%} (the GPU was ready "
             f"after {r.timer_ready_s:.1f} s; {r.overhead_after_ready:.1%} from then on); "
             f"asking the sampler {ask:.1f} s; rows in {r.table}"
+            + (f"; {r.served_workers} processes taken warm from the worker server" if live["server"] else "")
         )
         if r.wall_s > 0 and ask > 0.25 * r.wall_s:
             per_compile = r.summary.trials / max(r.summary.compiles, 1)
@@ -331,6 +339,10 @@ main.add_command(compare)
 from flysearch.model_cli import model  # noqa: E402
 
 main.add_command(model)
+
+from flysearch.serve_cli import serve  # noqa: E402
+
+main.add_command(serve)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

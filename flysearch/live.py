@@ -160,6 +160,7 @@ def run_live_study(
     report.busy_s = busy_seconds(spans)
     report.busy_after_ready_s = busy_seconds(spans, since=t0 + report.timer_ready_s)
     report.claims = claims_counts
+    report.served_workers = runner.compiler.served + runner.timer.served
     report.stopped = stopped
     summary = summarize(runner.durable)
     summary.n_feasible = len(enumeration.feasible)

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from flysearch.evaluators.pool import WorkerPool
     from flysearch.live_backends import LiveBackend
 
-__all__ = ["EVALUATORS", "LiveJob", "run_jobs", "run_sequence", "run_shapes", "run_workers"]
+__all__ = ["EVALUATORS", "LiveJob", "backend_to_serve", "run_jobs", "run_sequence", "run_shapes",
+           "run_workers"]
 
 EVALUATORS = ("triton", "flydsl", "simulated")
 
@@ -107,8 +108,8 @@ class LiveJob:
     def prepare(self, gpu: str | None = None) -> tuple[LiveBackend, dict[str, Any]]:
         """The backend that compiles and times on *gpu*, and the other arguments of
         :func:`~flysearch.live.run_live_study` for this job."""
-        from flysearch.kernels import get_space, space_for_table
-        from flysearch.live_backends import flydsl_backend, simulated_backend, triton_backend
+        from flysearch.kernels import space_for_table
+        from flysearch.live_backends import simulated_backend
         from flysearch.shapes import parse_shape
         from flysearch.tables import TableStore
 
@@ -131,17 +132,11 @@ class LiveJob:
                 live = replace(live, table=f"live/{table.name}")
         else:
             shape = parse_shape(str(self.shape))
+            arch, space = _arch_and_space(self.evaluator, self.arch, self.space)
+            cache = None
             if self.evaluator == "triton":
-                arch = get_arch(self.arch or "sm_90")
-                space = get_space(self.space or "triton_gemm_splitk")
                 cache = self.cache_dir or tempfile.mkdtemp(prefix="flysearch-triton-")
-                backend = triton_backend(arch=arch.name, cache_dir=cache, gpu=gpu)
-            else:
-                arch = get_arch(str(self.arch))
-                space = get_space(self.space or "flydsl_gemm")
-                if not space.kernel:
-                    raise FlysearchError(f"Space {space.name!r} names no kernel factory.")
-                backend = flydsl_backend(space.kernel, arch.name, gpu=gpu)
+            backend = _device_backend(self.evaluator, arch, space, gpu, cache)
         settings = StudySettings(
             self.sampler, self.budget, self.seed, self.encoding,  # type: ignore[arg-type]
             space=space.name, table=self.table if self.evaluator == "simulated" else None,
@@ -151,6 +146,49 @@ class LiveJob:
         return backend, {"study_name": self.name, "space": space, "settings": settings, "shape": shape,
                          "arch": arch, "storage": self.storage, "db": self.db, "live": live,
                          "problem": problem, "prior": prior}
+
+
+def _arch_and_space(evaluator: str, arch: str | None, space: str | None) -> tuple[Any, Any]:
+    """A Triton or FlyDSL study's arch profile and space (their defaults when not named)."""
+    from flysearch.kernels import get_space
+
+    if evaluator == "triton":
+        return get_arch(arch or "sm_90"), get_space(space or "triton_gemm_splitk")
+    if not arch:
+        raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
+    found = get_space(space or "flydsl_gemm")
+    if not found.kernel:
+        raise FlysearchError(f"Space {found.name!r} names no kernel factory.")
+    return get_arch(arch), found
+
+
+def _device_backend(evaluator: str, arch: Any, space: Any, gpu: str | None, cache: str | None) -> LiveBackend:
+    from flysearch.live_backends import flydsl_backend, triton_backend
+
+    if evaluator == "triton":
+        return triton_backend(arch=arch.name, cache_dir=cache, gpu=gpu)
+    return flydsl_backend(space.kernel, arch.name, gpu=gpu)
+
+
+def backend_to_serve(evaluator: str, *, arch: str | None = None, space: str | None = None,
+                     gpu: str | None = None, table: str | None = None, db: str = DEFAULT_DB) -> LiveBackend:
+    """The backend whose workers a worker server (``flysearch serve``) keeps warm: the one a live
+    study of *evaluator* on *gpu* uses (for ``simulated``, *table* from *db*)."""
+    if evaluator not in EVALUATORS:
+        raise InputFormatError(f"Unknown evaluator {evaluator!r}; choose one of: {', '.join(EVALUATORS)}.")
+    if evaluator == "simulated":
+        from flysearch.live_backends import simulated_backend
+        from flysearch.tables import TableStore
+
+        if not table:
+            raise InputFormatError("A simulated worker server needs --table (the table it plays back).")
+        store = TableStore(db, create=False)
+        try:
+            return simulated_backend(store.load(table))
+        finally:
+            store.close()
+    arch_profile, found = _arch_and_space(evaluator, arch, space)
+    return _device_backend(evaluator, arch_profile, found, gpu, None)
 
 
 def run_sequence(jobs: Sequence[LiveJob], gpu: str | None = None,

@@ -40,6 +40,7 @@ from flysearch.study import (
 )
 from flysearch.tables import Row, TableMeta, TableStore
 from flysearch.trial_writer import add_finished_trial, add_finished_trials
+from flysearch.worker_server import WorkerSpec
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from flysearch.live_backends import LiveBackend
     from flysearch.space import Config, Space
 
-__all__ = ["LiveReport", "LiveSettings", "Pipeline", "busy_seconds", "recover", "start_pools"]
+__all__ = ["LiveReport", "LiveSettings", "Pipeline", "busy_seconds", "recover", "served_specs", "start_pools"]
 
 _WORKER = "flysearch_worker"
 _PULL_MARGIN_S = 10.0
@@ -78,6 +79,8 @@ class LiveSettings:
             runs in a pool process; this catches a config that takes the worker itself down).
         worker_index: This worker's number among the study's workers: its sampler draws from its
             own random stream (workers with one seed would all propose the same configs).
+        server: Unix socket of a worker server (``flysearch serve``, :mod:`flysearch.worker_server`)
+            to take a warm timer and warm compile processes from, instead of starting them.
     """
 
     compile_workers: int | None = None
@@ -91,6 +94,7 @@ class LiveSettings:
     lease_s: float = 120.0
     max_attempts: int = 5
     worker_index: int = 0
+    server: str | None = None
 
     def __post_init__(self) -> None:
         if self.timer_queue < 1:
@@ -131,6 +135,7 @@ class LiveReport:
     # sent), compile processes holding a task, configs compiled and waiting for the timer, and
     # configs at the timer.
     pipeline_mean: dict[str, float] = field(default_factory=dict)
+    served_workers: int = 0  # pool processes taken warm from a worker server
     startup_s: float = 0.0  # until the first compile was sent to the pool
     first_compile_s: float = 0.0  # until a compile process started the first compile
     timer_ready_s: float = 0.0  # until the timer had started up (its process, imports, the device)
@@ -226,7 +231,8 @@ def start_pools(backend: LiveBackend, live: LiveSettings, *,
     # the database) to read the answer. It starts first: its start-up (the framework's imports, the
     # GPU's context) is the longest.
     timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
-                       env={**env, **backend.timer_env}, prefetch=max(1, live.timer_queue - 1))
+                       env={**env, **backend.timer_env}, prefetch=max(1, live.timer_queue - 1),
+                       server=live.server)
     if ask:
         ask_device(timer, backend)
     else:
@@ -234,10 +240,27 @@ def start_pools(backend: LiveBackend, live: LiveSettings, *,
     # A compile process holds its next config in its pipe too (see LiveSettings.in_flight). Its
     # initializer lives in a light module: unpickling it must not import the study's machinery.
     compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
-                          env=env, initializer=functools.partial(compile_worker_init, backend.warmup),
-                          prefetch=1)
+                          env=env, initializer=_compile_init(backend), prefetch=1, server=live.server)
     compiler.start()
     return compiler, timer
+
+
+def _compile_init(backend: LiveBackend) -> Callable[[], None]:
+    return functools.partial(compile_worker_init, backend.warmup)
+
+
+def served_specs(backend: LiveBackend, live: LiveSettings, *, timers: int = 1) -> list[WorkerSpec]:
+    """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
+    GPU timers (brought up by the backend's ``info`` task) and ``live.workers()`` compile processes,
+    the same processes :func:`start_pools` would start. A study's own environment (the compiler's
+    cache) is set when it takes them; the GPU a timer owns must be the study's. A timer handed out
+    is replaced at once (its start-up is seconds of one core), compile processes once the study that
+    took them has closed them (so that a dozen processes importing the compiler do not slow it)."""
+    return [
+        WorkerSpec(backend.timer_fn, None, dict(backend.timer_env), dict(backend.info_payload), timers,
+                   "timer", "now"),
+        WorkerSpec(backend.compile_fn, _compile_init(backend), {}, None, live.workers(), "compile", "after"),
+    ]
 
 
 def ask_device(timer: WorkerPool, backend: LiveBackend) -> None:

@@ -40,6 +40,27 @@ def sleep_or_crash(x: float) -> float:
     return x
 
 
+def whoami(op: Any) -> Any:
+    """A served-worker probe: ``"pid"``, ``"env:NAME"`` (a variable), ``"warm"`` (how often
+    :func:`slow_init` ran here), ``("sleep", s)``, ``"crash"``."""
+    if op == "pid":
+        return os.getpid()
+    if op == "warm":
+        return int(os.environ.get("FAKE_INIT_RUNS", "0"))
+    if op == "crash":
+        os._exit(3)
+    if isinstance(op, tuple):
+        time.sleep(op[1])
+        return op[1]
+    return os.environ.get(op.split(":", 1)[1])
+
+
+def slow_init() -> None:
+    """An initializer that takes a second (a framework's imports) and counts its runs."""
+    time.sleep(1.0)
+    os.environ["FAKE_INIT_RUNS"] = str(int(os.environ.get("FAKE_INIT_RUNS", "0")) + 1)
+
+
 def fail(x: int) -> int:
     raise ValueError(f"bad input {x}")
 

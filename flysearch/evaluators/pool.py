@@ -170,12 +170,14 @@ class WorkerPool:
         env: Environment variables set in each worker before anything runs.
         initializer: Called once in each worker before its first task.
         prefetch: Tasks a worker may hold queued behind the one it runs.
+        server: Unix socket of a worker server (:mod:`flysearch.worker_server`) to take warm
+            workers from; a worker the server cannot give is spawned, as without one.
     """
 
     def __init__(
         self, func: Callable[[Any], Any], *, workers: int, timeout_s: float,
         env: Mapping[str, str] | None = None, initializer: Callable[[], None] | None = None,
-        prefetch: int = 0,
+        prefetch: int = 0, server: str | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"A pool needs at least one worker, got {workers}.")
@@ -187,6 +189,8 @@ class WorkerPool:
         self.timeout_s = timeout_s
         self.env = dict(env or {})
         self.initializer = initializer
+        self.server = server
+        self.served = 0  # workers taken from the server
         self._ctx = mp.get_context("spawn")
         self._queue: collections.deque[tuple[Hashable, Any, float | None]] = collections.deque()
         self._slots: list[_Slot | None] = [None] * workers
@@ -201,6 +205,13 @@ class WorkerPool:
         self.close()
 
     def _start(self) -> _Slot:
+        if self.server:
+            from flysearch.worker_server import connect_worker
+
+            served = connect_worker(self.server, self.func, self.initializer, self.env)
+            if served is not None:
+                self.served += 1
+                return _Slot(*served)
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
             target=_worker_main, args=(child, self.func, self.env, self.initializer), daemon=True

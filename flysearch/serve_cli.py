@@ -1,0 +1,85 @@
+"""``flysearch serve``: keep a GPU timer and compile processes warm for the live studies of
+separate commands (see :mod:`flysearch.worker_server`)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Any
+
+import click
+
+from flysearch.cli_errors import user_errors
+from flysearch.errors import FlysearchError
+from flysearch.tables import DEFAULT_DB
+
+__all__ = ["serve"]
+
+
+@click.command()
+@click.option("--evaluator", default="triton", show_default=True, help="triton, flydsl or simulated.")
+@click.option("--arch", default=None, help="Arch profile (triton: sm_90 by default; flydsl: gfx942|gfx950).")
+@click.option("--gpu", default=None,
+              help="The GPU the timers own (CUDA_VISIBLE_DEVICES); default: as studies "
+                   "without --gpus see them.")
+@click.option("--compile-workers", type=int, default=None,
+              help="Compile processes kept warm (default: as a study's, CPU count minus 2).")
+@click.option("--timers", type=int, default=1, show_default=True, help="GPU timers kept warm.")
+@click.option("--table", default=None, help="Simulated: the table played back.")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="Simulated: its database.")
+@click.option("--socket", "path", default=None,
+              help="Unix socket to listen on (default $FLYSEARCH_SERVER, else a per-user one).")
+@click.option("--status", is_flag=True, help="Print the running server's status (JSON) and exit.")
+@user_errors
+def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: int | None, timers: int,
+          table: str | None, db: str, path: str | None, status: bool) -> None:
+    """Keep warm workers for live studies started by separate commands.
+
+    A live study spends seconds starting its GPU timer (importing torch, the GPU's context) and its
+    compile processes. This server keeps them started; a study given ``--server`` takes them ready
+    (and starts its own when the server has none of the right kind). Stop it with Ctrl-C.
+
+    Example:
+
+        flysearch serve --evaluator triton --gpu 0 &
+
+        flysearch study run --evaluator triton --shape 4096x4096x4096 --sampler tpe-unseen --server
+    """
+    from flysearch.live_launch import backend_to_serve
+    from flysearch.live_pipeline import LiveSettings, served_specs
+    from flysearch.worker_server import WorkerServer, default_socket, server_status
+
+    path = path or default_socket()
+    if status:
+        found = server_status(path)
+        if found is None:
+            raise FlysearchError(f"No worker server is listening on {path}.")
+        click.echo(json.dumps(found, indent=2))
+        return
+    if timers < 0 or (compile_workers is not None and compile_workers < 0):
+        raise FlysearchError("--timers and --compile-workers must be >= 0.")
+    backend = backend_to_serve(evaluator, arch=arch, gpu=gpu, table=table, db=db)
+    specs = [s for s in served_specs(backend, LiveSettings(compile_workers=compile_workers), timers=timers)
+             if s.spares > 0]
+    if compile_workers == 0:
+        specs = [s for s in specs if s.name != "compile"]
+    server = WorkerServer(specs, path)
+    try:
+        server.start()
+    except OSError as exc:
+        raise FlysearchError(f"Cannot serve on {path}: {exc}") from None
+    stopping: dict[str, Any] = {"now": False}
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopping["now"] = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    kinds = ", ".join(f"{s.spares} {s.name}" for s in specs)
+    click.echo(f"serving warm workers for {evaluator} studies on {path} ({kinds}); studies take them "
+               f"with --server {path}", err=True)
+    try:
+        server.serve_forever(lambda: stopping["now"])
+    finally:
+        server.close()
+        click.echo(f"stopped; served {server.served} workers", err=True)

@@ -1,0 +1,145 @@
+"""The worker server: warm processes handed to pools of other processes, which use them exactly as
+their own spawned workers (timeouts, crashes, the environment), and fall back to spawning."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import pytest
+
+from flysearch.evaluators.pool import WorkerPool
+from flysearch.worker_server import WorkerServer, WorkerSpec, connect_worker, serving, wait_warm
+from tests import _race_fakes as fakes
+from tests.test_live import TABLE, db  # noqa: F401 (the fixture: a table database)
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="a worker server needs Linux pidfds")
+
+SPEC = WorkerSpec(fakes.whoami, fakes.slow_init, {"FAKE_GPU": "0"}, "warm", spares=2, name="probe")
+
+
+@pytest.fixture
+def sock(tmp_path):
+    return str(tmp_path / "w.sock")
+
+
+def _pool(sock: str, **kw) -> WorkerPool:
+    args = {"workers": 2, "timeout_s": 30, "initializer": fakes.slow_init, "server": sock,
+            "env": {"FAKE_GPU": "0", "FAKE_CACHE": "/study/cache"}}
+    return WorkerPool(fakes.whoami, **{**args, **kw})
+
+
+def _run(pool: WorkerPool, *ops) -> list:
+    for i, op in enumerate(ops):
+        pool.submit(i, op)
+    return [r for r in sorted(pool.drain(timeout=30), key=lambda r: r.task_id)]
+
+
+def test_a_pool_takes_warm_workers_that_serve_it_as_its_own(sock):
+    with serving([SPEC], sock) as server:
+        status = wait_warm(sock, timeout_s=30)
+        assert status["kinds"]["probe"] == {"spares": 2, "warm": 2}
+        start = time.monotonic()
+        with _pool(sock) as pool:
+            pool.start()
+            assert pool.served == 2
+            # Already initialized (once, at the server), and answering at once.
+            results = _run(pool, "warm", "warm", "env:FAKE_CACHE", "env:FAKE_GPU")
+            assert time.monotonic() - start < 0.9  # a spawned worker's initializer alone takes 1 s
+        assert [r.status for r in results] == ["ok"] * 4
+        assert [r.value for r in results] == [1, 1, "/study/cache", "0"]  # the pool's environment
+        assert server.served == 2
+        wait_warm(sock, timeout_s=30)  # the spares it handed out were replaced
+
+
+def test_a_served_worker_is_killed_on_timeout_and_a_crash_is_a_result(sock):
+    with serving([SPEC], sock):
+        wait_warm(sock, timeout_s=30)
+        with _pool(sock, workers=1) as pool:
+            (first,) = _run(pool, "pid")
+            pool.submit("hung", ("sleep", 10.0), timeout_s=0.5)
+            (hung,) = pool.drain(timeout=30)
+            assert hung.status == "timeout"
+            with pytest.raises(ProcessLookupError):  # killed, not left running
+                for _ in range(50):
+                    os.kill(first.value, 0)
+                    time.sleep(0.05)
+            (crashed,) = _run(pool, "crash")
+            assert crashed.status == "crash"
+            (after,) = _run(pool, "pid")
+            assert after.ok and after.value != first.value
+            assert pool.restarts == 2 and pool.served >= 2
+
+
+def test_no_server_or_no_matching_spare_means_the_pool_spawns_its_own(sock, tmp_path):
+    with _pool(str(tmp_path / "none.sock"), workers=1) as pool:
+        assert [r.value for r in _run(pool, "warm")] == [1]
+        assert pool.served == 0
+    with serving([SPEC], sock):
+        wait_warm(sock, timeout_s=30)
+        assert connect_worker(sock, fakes.whoami, fakes.slow_init, {"FAKE_GPU": "1"}) is None  # other GPU
+        assert connect_worker(sock, fakes.square, None, {"FAKE_GPU": "0"}) is None  # other function
+        with _pool(sock, workers=1, env={"FAKE_GPU": "1"}) as pool:
+            assert [r.value for r in _run(pool, "env:FAKE_GPU")] == ["1"]
+            assert pool.served == 0
+
+
+def test_workers_outlive_the_server_that_handed_them_out(sock):
+    with _pool(sock, workers=1) as pool:
+        with serving([SPEC], sock):
+            wait_warm(sock, timeout_s=30)
+            (first,) = _run(pool, "pid")
+            assert pool.served == 1
+        assert not os.path.exists(sock)
+        (again,) = _run(pool, "pid")
+        assert again.ok and again.value == first.value
+
+
+def test_one_server_per_socket_and_a_stale_socket_is_replaced(sock):
+    with serving([replace(SPEC, spares=0)], sock):
+        with pytest.raises(OSError, match="already listening"):
+            WorkerServer([SPEC], sock).start()
+    open(sock, "w").close()  # what a killed server leaves
+    with serving([replace(SPEC, spares=0)], sock) as server:
+        assert server.status()["served"] == 0
+
+
+def test_a_live_study_takes_its_timer_and_compile_processes_from_the_server(tmp_path, db):  # noqa: F811
+    from flysearch.live import LiveSettings
+    from flysearch.live_backends import simulated_backend
+    from flysearch.live_launch import LiveJob, run_workers
+    from flysearch.live_pipeline import served_specs
+    from flysearch.tables import TableStore
+
+    sock = str(tmp_path / "w.sock")
+    store = TableStore(db)
+    backend = simulated_backend(store.load(TABLE))
+    store.close()
+    live = LiveSettings(compile_workers=2, finalists=0)
+    with serving(served_specs(backend, live), sock):
+        wait_warm(sock, timeout_s=60)
+        job = LiveJob("served", "simulated", "tpe", 16, 0, table=TABLE, storage=f"sqlite:///{tmp_path}/s.db",
+                      db=db, scale=0.01, live=replace(live, server=sock))
+        (report,) = run_workers(job)
+    assert report.served_workers == 3  # the timer and both compile processes
+    assert report.summary.compiles == 16 and report.claims == {"done": 16}
+
+
+def test_the_cli_says_in_one_line_when_no_server_listens(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "flysearch", "serve", "--status", "--socket",
+                          str(tmp_path / "none.sock")], capture_output=True, text=True)
+    assert out.returncode == 2 and "No worker server is listening" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_spare_that_refills_after_is_replaced_once_its_pool_closed_it(sock):
+    with serving([replace(SPEC, spares=1, refill="after")], sock) as server:
+        wait_warm(sock, timeout_s=30)
+        with _pool(sock, workers=1) as pool:
+            assert [r.value for r in _run(pool, "warm")] == [1] and pool.served == 1
+            time.sleep(0.5)
+            assert server.status()["kinds"]["probe"]["spares"] == 0  # not while the study runs
+        assert wait_warm(sock, timeout_s=30)["kinds"]["probe"] == {"spares": 1, "warm": 1}
