@@ -6,11 +6,13 @@
 
 Each study is one ``flysearch study run --evaluator triton --shape S ...`` command in a fresh
 process, as a user or a job queue runs them, with a fresh (cold) Triton cache and its own SQLite
-study. For every (shape, budget, sampler) it runs twice: ``own`` (the command starts its GPU timer
-and compile processes itself) and ``served`` (``--server``: it takes them warm from one worker
-server started at the beginning), in alternating order. Before a served study the benchmark waits
-until the server's spares are warm again (the time it waited is recorded; the timer's replacement
-warms up during the previous study, compile processes are replaced when it ends).
+study. For every (shape, budget, sampler) it runs twice: ``own`` (the command runs the study in its
+own process, which starts its GPU timer and compile processes) and ``served`` (``--server``: the
+command hands its study to a warm study process of one worker server started at the beginning,
+which takes its timer and compile processes warm from the same server), in alternating order.
+Before a served study the benchmark waits until the server's spares are warm again (the time it
+waited is recorded; the timer's and the study process's replacements warm up during the previous
+study, compile processes are replaced when it ends).
 
 Reported per study: the command's wall-clock (process start to exit), the study's wall-clock and
 its overhead (the share of it during which no compile or timing ran, as the pool processes
@@ -90,7 +92,8 @@ def _row(shape: str, sampler: str, budget: int, mode: str, waited: float, run: d
         "wall_s": round(rep["wall_s"], 2), "busy_s": round(rep["busy_s"], 2),
         "overhead": round(rep["overhead"], 4), "overhead_after_ready": round(rep["overhead_after_ready"], 4),
         "timer_ready_s": round(rep["timer_ready_s"], 3), "first_compile_s": round(rep["first_compile_s"], 3),
-        "head_s": round(rep["head_s"], 3), "tail_s": round(rep["tail_s"], 3),
+        "startup_s": round(rep["startup_s"], 3), "head_s": round(rep["head_s"], 3),
+        "tail_s": round(rep["tail_s"], 3), "worker": rep["worker"],
         "served_workers": rep.get("served_workers", 0), "compiles": rep["summary"]["compiles"],
         "trials": rep["summary"]["trials"], "device": rep.get("device", ""), "winner": winner,
         "winner_vs_optimum_in_table": (row.time_ms / optimum) if row is not None and row.ok else None,

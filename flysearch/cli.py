@@ -190,7 +190,7 @@ def study_run(study_file: str | None, **options: Any) -> None:
 
 def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, Any]) -> None:
     from flysearch.live import LiveSettings
-    from flysearch.live_launch import LiveJob, run_shapes, run_workers
+    from flysearch.live_launch import LiveJob
 
     base = load_study_file(study_file) if study_file is not None else StudySpec()
     spec = with_overrides(base, **options)
@@ -216,20 +216,37 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
         live["server"] = live["server"] or default_socket()
     jobs = [job_for(t) for t in targets] or [job_for(None)]
     gpus = [g.strip() for g in live["gpus"].split(",")] if live["gpus"] else None
+    reports = None
+    if live["server"]:
+        from flysearch.live_launch import run_on_server
+
+        with console.status(f"running on the worker server at {live['server']}"):
+            reports = run_on_server(live["server"], jobs, gpus)
+    if reports is None:
+        reports = _run_live_here(jobs, gpus, spec.budget)
+    _print_live(reports, len(jobs), live)
+
+
+def _run_live_here(jobs: list[Any], gpus: list[str] | None, budget: int) -> list[Any]:
+    from flysearch.live_launch import run_shapes, run_workers
+
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
     ) as bar:
         # With several shapes the bar follows the first GPU's current study.
-        task = bar.add_task(jobs[0].name if len(jobs) == 1 else f"{len(jobs)} studies", total=spec.budget)
+        task = bar.add_task(jobs[0].name if len(jobs) == 1 else f"{len(jobs)} studies", total=budget)
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        reports = (run_workers(jobs[0], gpus, progress=progress) if len(jobs) == 1
-                   else run_shapes(jobs, gpus, progress=progress))
+        return (run_workers(jobs[0], gpus, progress=progress) if len(jobs) == 1
+                else run_shapes(jobs, gpus, progress=progress))
+
+
+def _print_live(reports: list[Any], n_jobs: int, live: dict[str, Any]) -> None:
     # One study: the worker that stopped last saw all of it. Several: each report is its study's.
-    shown = reports if len(jobs) > 1 else [max(reports, key=lambda rep: rep.ended_at)]
+    shown = reports if n_jobs > 1 else [max(reports, key=lambda rep: rep.ended_at)]
     for r in shown:
         _print_summary(r.summary, None)
     for r in reports:

@@ -228,6 +228,77 @@ def run_sequence(jobs: Sequence[LiveJob], gpu: str | None = None,
     return reports
 
 
+def warm_study() -> None:
+    """Bring a process up to where a live study starts at once (a worker server's ``study``
+    spare): import the study's machinery (Optuna and its database layer, the samplers, the cost
+    model) and create a throwaway study database, claim table and table store."""
+    import optuna
+
+    import flysearch.costmodel
+    import flysearch.samplers  # noqa: F401
+    from flysearch.claims import ClaimStore
+    from flysearch.tables import TableStore
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="flysearch-warm-") as tmp:
+        url = f"sqlite:///{tmp}/study.db"
+        prepare_storage(url)
+        ClaimStore(url, "warm").close()
+        TableStore(os.path.join(tmp, "tables.db")).close()
+
+
+def served_study(payload: dict[str, Any]) -> dict[str, Any]:
+    """Run a command's live studies in a worker server's warm ``study`` process (see
+    :func:`run_on_server`): ``{"reports": [...]}``, or ``{"error": message}`` for a user's mistake."""
+    os.chdir(payload["cwd"])
+    jobs, gpus = payload["jobs"], payload["gpus"]
+    try:
+        reports = run_workers(jobs[0], gpus) if len(jobs) == 1 else run_shapes(jobs, gpus)
+    except FlysearchError as exc:
+        return {"error": str(exc)}
+    return {"reports": reports}
+
+
+def run_on_server(server: str, jobs: Sequence[LiveJob],
+                  gpus: list[str] | None = None) -> list[LiveReport] | None:
+    """Run *jobs* (one study's workers on *gpus*, or one study per job as :func:`run_shapes` does)
+    in a warm study process taken from the worker server at *server*, in this process's working
+    directory and environment; ``None`` when the server has no such process (run them here).
+
+    The study process has its study machinery imported and takes its GPU timer and compile
+    processes from the same server, so a command's study starts without any start-up of its own.
+
+    Raises:
+        FlysearchError: a study failed, or the study process died.
+    """
+    from multiprocessing.connection import wait
+
+    from flysearch.worker_server import connect_worker
+
+    served = connect_worker(server, served_study, warm_study, dict(os.environ))
+    if served is None:
+        return None
+    process, conn = served
+    try:
+        conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd()}))
+        while not conn.poll():
+            if process.sentinel in wait([conn, process.sentinel]) and not conn.poll():
+                raise FlysearchError(f"The worker server's study process (pid {process.pid}) died.")
+        _task, status, value, detail, _retire, _ran = conn.recv()
+    except (EOFError, OSError):
+        raise FlysearchError(f"The worker server's study process (pid {process.pid}) died.") from None
+    except BaseException:
+        process.kill()  # interrupted: the study stops (a rerun resumes it)
+        raise
+    finally:
+        conn.close()
+    if status != "ok":
+        raise FlysearchError(f"The study failed on the worker server: {detail}")
+    if "error" in value:
+        raise FlysearchError(value["error"])
+    return value["reports"]
+
+
 def _worker_main(job: LiveJob | Sequence[LiveJob], index: int, gpu: str, queue: Any) -> None:
     import optuna
 

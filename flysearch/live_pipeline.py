@@ -255,8 +255,13 @@ def served_specs(backend: LiveBackend, live: LiveSettings, *, timers: int = 1) -
     the same processes :func:`start_pools` would start. A study's own environment (the compiler's
     cache) is set when it takes them; the GPU a timer owns must be the study's. A timer handed out
     is replaced at once (its start-up is seconds of one core), compile processes once the study that
-    took them has closed them (so that a dozen processes importing the compiler do not slow it)."""
+    took them has closed them (so that a dozen processes importing the compiler do not slow it).
+    A ``study`` process, with the study's machinery imported, runs a command's studies
+    (:func:`~flysearch.live_launch.run_on_server`)."""
+    from flysearch.live_launch import served_study, warm_study
+
     return [
+        WorkerSpec(served_study, warm_study, {}, None, 1, "study", "now"),
         WorkerSpec(backend.timer_fn, None, dict(backend.timer_env), dict(backend.info_payload), timers,
                    "timer", "now"),
         WorkerSpec(backend.compile_fn, _compile_init(backend), {}, None, live.workers(), "compile", "after"),

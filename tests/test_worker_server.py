@@ -143,3 +143,31 @@ def test_a_spare_that_refills_after_is_replaced_once_its_pool_closed_it(sock):
             time.sleep(0.5)
             assert server.status()["kinds"]["probe"]["spares"] == 0  # not while the study runs
         assert wait_warm(sock, timeout_s=30)["kinds"]["probe"] == {"spares": 1, "warm": 1}
+
+
+def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, monkeypatch):  # noqa: F811
+    from flysearch.errors import FlysearchError
+    from flysearch.live import LiveSettings
+    from flysearch.live_backends import simulated_backend
+    from flysearch.live_launch import LiveJob, run_on_server
+    from flysearch.live_pipeline import served_specs
+    from flysearch.tables import TableStore
+
+    sock = str(tmp_path / "w.sock")
+    store = TableStore(db)
+    backend = simulated_backend(store.load(TABLE))
+    store.close()
+    live = LiveSettings(compile_workers=2, finalists=0, server=sock)
+    job = LiveJob("in-server", "simulated", "tpe", 12, 0, table=TABLE, storage="sqlite:///study.db", db=db,
+                  scale=0.01, live=live)
+    assert run_on_server(sock, [job]) is None  # no server: the caller runs it itself
+    monkeypatch.chdir(tmp_path)
+    with serving(served_specs(backend, live), sock):
+        wait_warm(sock, timeout_s=120)
+        (report,) = run_on_server(sock, [job])
+        assert int(report.worker.split(":")[1]) != os.getpid()  # it ran in the server's process
+        assert report.summary.compiles == 12 and report.served_workers == 3
+        assert (tmp_path / "study.db").exists()  # a relative path is the command's
+        wait_warm(sock, timeout_s=120)
+        with pytest.raises(FlysearchError, match="No table 'nope'"):
+            run_on_server(sock, [replace(job, name="bad", table="nope")])
