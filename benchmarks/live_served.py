@@ -94,6 +94,7 @@ def _row(shape: str, sampler: str, budget: int, mode: str, waited: float, run: d
         "timer_ready_s": round(rep["timer_ready_s"], 3), "first_compile_s": round(rep["first_compile_s"], 3),
         "startup_s": round(rep["startup_s"], 3), "head_s": round(rep["head_s"], 3),
         "tail_s": round(rep["tail_s"], 3), "worker": rep["worker"],
+        "setup_parts_s": {k: round(v, 3) for k, v in rep.get("setup_parts", {}).items()},
         "served_workers": rep.get("served_workers", 0), "compiles": rep["summary"]["compiles"],
         "trials": rep["summary"]["trials"], "device": rep.get("device", ""), "winner": winner,
         "winner_vs_optimum_in_table": (row.time_ms / optimum) if row is not None and row.ok else None,

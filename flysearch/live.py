@@ -108,7 +108,7 @@ def run_live_study(
     if "://" not in url:
         raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
     t0, started_at = time.monotonic(), time.time()
-    enumeration = space.enumerate(shape, arch)
+    lap = _Laps()
     own = pools is None
     if pools is None:
         pools = start_pools(backend, live)
@@ -116,18 +116,23 @@ def run_live_study(
         raise FlysearchError("The pools given to a live study must be idle.")
     else:
         ask_device(pools[1], backend)
+    lap("pools")
     try:
+        enumeration = space.enumerate(shape, arch)
+        lap("enumerate")
         runner = _setup(study_name, space, backend, settings, enumeration, shape, arch, url, db, live,
-                        problem, prior, progress, pools)
+                        problem, prior, progress, pools, lap)
     except BaseException:
         if own:
             for pool in pools:
                 pool.close(grace_s=0.0)
         raise
     runner.t0 = t0
+    runner.report.setup_parts = lap.parts
     claims, store = runner.claims, runner.store
     try:
         recover(runner)
+        lap("recover")
         start = time.monotonic()
         stopped = _run(runner)
         runner.report.loop_s = time.monotonic() - start - runner.blocked_s
@@ -169,10 +174,23 @@ def run_live_study(
     return report
 
 
+class _Laps:
+    """Seconds spent in each step of a study's set-up: ``lap(name)`` ends the step *name*."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.parts[name] = self.parts.get(name, 0.0) + now - self._last
+        self._last = now
+
+
 def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudySettings,
            enumeration: Any, shape: Shape | None, arch: ArchProfile | None, url: str, db: str,
            live: LiveSettings, problem: dict[str, Any] | None, prior: Any,
-           progress: Callable[[int, int], None] | None, pools: tuple[Any, Any]) -> Pipeline:
+           progress: Callable[[int, int], None] | None, pools: tuple[Any, Any], lap: _Laps) -> Pipeline:
     """Everything a worker opens before its loop, while its pools start up."""
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
@@ -181,21 +199,27 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
         settings.seed * 7919 + live.worker_index)
     if callable(prior):
         prior = prior()
+    lap("prior")
     sampler = make_sampler(settings.sampler, seed=seed, context=context, prior=prior, batch=True,
                            worker=live.worker_index)
+    lap("sampler")
     storage_obj = _open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
         tune_sqlite(storage_obj.engine, immediate=True)
+    lap("storage")
     # The shared study (in the database) holds every finished trial; the sampler works on a copy
     # in memory, so that asking costs no database round trips (a trial is one transaction, when it
     # is finished), and other workers' trials are brought in as they land.
     durable = _open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler())
     study = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
                                 direction="minimize", study_name=study_name)
+    lap("study")
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)
+    lap("claims")
     store = TableStore(db)
     store.use_wal()
+    lap("tables")
     return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
                     len(enumeration.feasible), progress, pools)
 

@@ -136,6 +136,10 @@ class LiveReport:
     # configs at the timer.
     pipeline_mean: dict[str, float] = field(default_factory=dict)
     served_workers: int = 0  # pool processes taken warm from a worker server
+    # Seconds in each step of the set-up before the loop: starting (or taking) the pools,
+    # enumerating the space, loading the prior, making the sampler, opening the storage, the study,
+    # the claims and the table store, and recovering a resumed study's claims.
+    setup_parts: dict[str, float] = field(default_factory=dict)
     startup_s: float = 0.0  # until the first compile was sent to the pool
     first_compile_s: float = 0.0  # until a compile process started the first compile
     timer_ready_s: float = 0.0  # until the timer had started up (its process, imports, the device)
@@ -426,6 +430,8 @@ class Pipeline:
                 self.compiler.submit(key, self.backend.compile_payload(config, self.shape))
                 if not self.report.startup_s:
                     self.report.startup_s = time.monotonic() - self.t0
+                # Sent at once: the loop may ask for many more trials (a claim each) before it waits.
+                self.compiler.dispatch()
             return "compile"
         if claim.status in ("done", "failed"):
             assert claim.row is not None
