@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
+from flysearch import storage_template
 from flysearch.claims import ClaimStore, create_claim_tables
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
@@ -140,7 +141,7 @@ def run_live_study(
         runner.report.pipeline_mean = runner.pipeline_means()
         runner.save()
         if own:
-            runner.compiler.close(grace_s=0.0)  # nothing left to compile; the finalists only time
+            runner.compiler.close(grace_s=0.0, wait=False)  # nothing left to compile; the finalists time
         report = runner.report
         if live.finalists > 0:
             report.finalists = _finalists(runner)
@@ -226,7 +227,9 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
 
 def _open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:
     """Open the study storage; workers that start together may race to create its schema, and
-    the loser retries."""
+    the loser retries. A new SQLite study starts as a copy of this process's template, if it made
+    one (:mod:`flysearch.storage_template`)."""
+    storage_template.place(url)
     for i in range(attempts):
         try:
             return open_storage(url)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import multiprocessing as mp
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from queue import Empty
@@ -237,12 +238,16 @@ def warm_study() -> None:
     import flysearch.costmodel
     import flysearch.samplers  # noqa: F401
     from flysearch.claims import ClaimStore
+    from flysearch.storage_template import make_template
+    from flysearch.study import open_storage
     from flysearch.tables import TableStore
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    template = make_template()  # a new SQLite study starts as a copy of it
     with tempfile.TemporaryDirectory(prefix="flysearch-warm-") as tmp:
         url = f"sqlite:///{tmp}/study.db"
-        prepare_storage(url)
+        shutil.copyfile(template, f"{tmp}/study.db")
+        open_storage(url)  # opening an existing study database, as a study does
         ClaimStore(url, "warm").close()
         TableStore(os.path.join(tmp, "tables.db")).close()
 

@@ -328,8 +328,8 @@ class Pipeline:
         self._sums: dict[str, float] = {}  # time-weighted sums of the samples, and their seconds
 
     def close(self) -> None:
-        self.compiler.close(grace_s=0.0)  # idle workers hold nothing to lose
-        self.timer.close(grace_s=0.0)
+        self.compiler.close(grace_s=0.0, wait=False)  # idle workers hold nothing to lose
+        self.timer.close(grace_s=0.0, wait=False)
 
     @property
     def in_flight(self) -> int:

@@ -227,12 +227,14 @@ class WorkerPool:
             if slot is None:
                 self._slots[i] = self._start()
 
-    def close(self, grace_s: float = 0.25) -> None:
+    def close(self, grace_s: float = 0.25, *, wait: bool = True) -> None:
         """Stop every worker; queued tasks are dropped.
 
         Idle workers are asked to exit and killed after *grace_s* seconds (an idle worker holds
         nothing to lose, and an interpreter with a compiler or a GPU context loaded can take
-        seconds to exit), as are workers still running a task.
+        seconds to exit), as are workers still running a task. Without *wait*, idle workers are
+        left to exit on their own, busy ones are killed, and none is waited for (a dozen processes
+        tearing down a compiler or a GPU context, one after another, take a noticeable time).
         """
         self._queue.clear()
         for slot in self._slots:
@@ -247,10 +249,14 @@ class WorkerPool:
         for i, slot in enumerate(self._slots):
             if slot is None:
                 continue
-            slot.process.join(max(0.0, deadline - time.monotonic()))
-            if slot.process.is_alive():
-                slot.process.kill()
-                slot.process.join()
+            if not wait:
+                if slot.tasks:
+                    slot.process.kill()
+            else:
+                slot.process.join(max(0.0, deadline - time.monotonic()))
+                if slot.process.is_alive():
+                    slot.process.kill()
+                    slot.process.join()
             slot.conn.close()
             self._slots[i] = None
 
