@@ -1,6 +1,7 @@
 """Live studies run as separate commands, with and without a worker server (``flysearch serve``).
 
     python benchmarks/live_served.py --out benchmarks/results/live_served_h200.json        # H200
+    python benchmarks/live_served.py --report benchmarks/results/live_served_h200.json     # markdown
     OMP_NUM_THREADS=1 python benchmarks/live_served.py --evaluator simulated --budget 24 \\
         --compile-workers 2 --out /tmp/live_served_sim.json                              # any CPU
 
@@ -126,6 +127,55 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
+def report(doc: dict) -> str:
+    """A markdown summary of a result file: per study, the command with its own processes against
+    the command served by the worker server, and the overhead ranges."""
+    pairs: dict[tuple, dict[str, dict]] = {}
+    for r in doc["studies"]:
+        pairs.setdefault((r["shape"], r["budget"], r["sampler"]), {})[r["mode"]] = r
+    out = [
+        f"# Live studies as separate commands, with and without a worker server ({doc['date']})",
+        "",
+        f"`{doc['command']}` (commit {doc.get('code_commit', '?')}; {doc['evaluator']} evaluator, "
+        f"{doc['compile_workers']} compile processes, {doc['cpus']} CPUs; the server was warm after "
+        f"{doc['server_warm_s']} s). Regenerate this file with `python benchmarks/live_served.py "
+        "--report FILE`.",
+        "",
+        "| shape | sampler | budget | command s: own | served | study s: own | served | overhead: own "
+        "| served | GPU ready s: own | served | winner / optimum: own | served |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def ratio(r: dict) -> str:
+        x = r.get("winner_vs_optimum_in_table")
+        return f"{x:.3f}" if x is not None else "-"
+
+    for (shape, budget, sampler), by_mode in sorted(pairs.items()):
+        o, s = by_mode.get("own"), by_mode.get("served")
+        if o is None or s is None:
+            continue
+        out.append(
+            f"| {shape} | {sampler} | {budget} | {o['command_wall_s']:.1f} | {s['command_wall_s']:.1f} | "
+            f"{o['wall_s']:.1f} | {s['wall_s']:.1f} | "
+            f"{100 * o['overhead']:.1f}% | {100 * s['overhead']:.1f}% | "
+            f"{o['timer_ready_s']:.1f} | {s['timer_ready_s']:.3f} | {ratio(o)} | {ratio(s)} |")
+    out.append("")
+    summary = summarize(doc["studies"])
+    for budget in sorted({r["budget"] for r in doc["studies"]}):
+        parts = []
+        for mode in ("own", "served"):
+            m = summary.get(f"{mode}_{budget}")
+            if m:
+                parts.append(f"{mode} {100 * m['overhead_min']:.1f}-{100 * m['overhead_max']:.1f}% "
+                             f"(median {100 * m['overhead_median']:.1f}%)")
+        line = f"- Budget {budget}: overhead " + ", ".join(parts)
+        if f"command_wall_ratio_{budget}" in summary:
+            line += f"; served commands took {summary[f'command_wall_ratio_{budget}']:.2f}x as long (median)"
+        out.append(line + ".")
+    out.append(f"- Files compiled into the server's own cache: {doc.get('files_in_server_cache', '?')}.")
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,7 +187,14 @@ def main() -> None:
     parser.add_argument("--modes", default="own,served")
     parser.add_argument("--scale", type=float, default=1.0, help="Simulated: time scale.")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--report", metavar="FILE", help="print a markdown summary of a result file")
     args = parser.parse_args()
+    if args.report:
+        try:
+            print(report(json.loads(Path(args.report).read_text())), end="")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"{args.report} is not a live_served result file: {exc}")
+        return
     work = tempfile.mkdtemp(prefix="live-served-")
     tables_db = os.path.join(work, "tables.db")
     store = _tables(tables_db)

@@ -323,6 +323,26 @@ def retime_facts() -> dict[str, str]:
     }
 
 
+def served_facts() -> dict[str, str]:
+    """Live studies as separate commands, with and without the worker server (live_served.py)."""
+    doc = json.loads((ROOT / "benchmarks" / "results" / "live_served_h200.json").read_text())
+    rows = doc["studies"]
+    facts = {"SERVED_COMMIT": doc["code_commit"], "SERVED_DATE": doc["date"],
+             "SERVED_WARM": f"{doc['server_warm_s']:.1f}", "SERVED_N": str(len(rows) // 2)}
+    for mode, key in (("served", "SERVED"), ("own", "OWN")):
+        mine = [r for r in rows if r["mode"] == mode]
+        facts[f"{key}_HEAD"] = _span([r["head_s"] for r in mine], digits=2)
+        for budget in sorted({r["budget"] for r in mine}):
+            runs = [r for r in mine if r["budget"] == budget]
+            facts[f"{key}{budget}"] = _pct_span([r["overhead"] for r in runs])
+            facts[f"{key}{budget}_OK"] = f"{sum(r['overhead'] <= 0.05 for r in runs)} of {len(runs)}"
+    summary = doc["summary"]
+    for budget in sorted({r["budget"] for r in rows}):
+        facts[f"SERVED_CMD{budget}"] = f"{summary[f'command_wall_ratio_{budget}']:.2f}"
+    facts["SERVED_CMD_GAP"] = _span([r["command_wall_s"] - r["wall_s"] for r in rows])
+    return facts
+
+
 def main() -> None:
     store, tables = load_h200()
     race_table, facts = race_section(store)
@@ -334,6 +354,7 @@ def main() -> None:
     facts.update(speed_facts())
     facts.update(transfer_facts())
     facts.update(retime_facts())
+    facts.update(served_facts())
     facts.update(live_section()[1])
     facts["BUILT"] = dt.date.today().isoformat()
     text = TEMPLATE.read_text()

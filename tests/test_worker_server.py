@@ -3,6 +3,7 @@ their own spawned workers (timeouts, crashes, the environment), and fall back to
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -171,3 +172,26 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
         wait_warm(sock, timeout_s=120)
         with pytest.raises(FlysearchError, match="No table 'nope'"):
             run_on_server(sock, [replace(job, name="bad", table="nope")])
+
+
+def test_the_cli_serves_a_study_run_by_another_command_and_stops_cleanly(tmp_path, db):  # noqa: F811
+    sock = str(tmp_path / "cli.sock")
+    server = subprocess.Popen([sys.executable, "-m", "flysearch", "serve", "--evaluator", "simulated",
+                               "--table", TABLE, "--db", db, "--socket", sock, "--compile-workers", "1"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        wait_warm(sock, timeout_s=120)
+        out = subprocess.run(
+            [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
+             "--db", db, "--storage", "sqlite:///s.db", "--budget", "8", "--scale", "0.01",
+             "--compile-workers", "1", "--finalists", "0", "--server", sock, "--json", "r.json"],
+            capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert out.returncode == 0, out.stderr
+        (report,) = json.loads((tmp_path / "r.json").read_text())
+        assert report["served_workers"] == 2 and report["summary"]["compiles"] == 8
+        assert "processes taken warm from the worker server" in " ".join(out.stdout.split())
+    finally:
+        server.terminate()
+        _out, err = server.communicate(timeout=60)
+    assert server.returncode == 0 and "stopped; served 3 workers" in err
+    assert not os.path.exists(sock)
