@@ -209,7 +209,12 @@ class Prior:
               arch: ArchProfile | None, resources: Sequence[Mapping[str, Any]] | None = None) -> np.ndarray:
         """Predicted targets (lower is faster) of configs *params* on (*problem*, *arch*)."""
         res = resources or [{}] * len(params)
-        rows = [config_features(p, problem, arch, r) for p, r in zip(params, res, strict=True)]
+        return self.score_rows([config_features(p, problem, arch, r)
+                                for p, r in zip(params, res, strict=True)])
+
+    def score_rows(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """:meth:`score` of configs whose features are computed already (one dict per config, as
+        :func:`~flysearch.features.config_features` gives them)."""
         return self.model.predict(feature_matrix(rows, self.schema))
 
     def save(self, path: str | Path) -> None:

@@ -47,6 +47,7 @@ from sklearn.ensemble import ExtraTreesRegressor
 from flysearch.sampler_history import (
     CandidateHistory,
     CandidateSampler,
+    candidate_feature_rows,
     candidate_features,
     candidate_ordinals,
 )
@@ -109,16 +110,15 @@ class CostModelSampler(CandidateSampler):
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
         self._keys = [c.key for c in context.feasible]
-        self._X = candidate_features(context)
-        problem = dict(context.problem or {})
+        rows = candidate_feature_rows(context)  # computed once: the surrogate's and the priors'
+        self._X = candidate_features(context, rows)
         # Rank-scaled scores of the pooled prior (row 0) and of each training device's prior.
         self._sources: np.ndarray | None = None
         if prior is not None:
-            params = [c.as_dict() for c in context.feasible]
-            self._prior_score = prior.score(params, problem, context.arch)
+            self._prior_score = prior.score_rows(rows)
             if prior.sources:
                 self._sources = np.stack([_rank01(self._prior_score)] + [
-                    _rank01(src.score(params, problem, context.arch)) for src in prior.sources])
+                    _rank01(src.score_rows(rows)) for src in prior.sources])
         else:
             self._prior_score = np.zeros(len(self._keys))
         self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from flysearch.samplers import SearchContext
 
-__all__ = ["CandidateHistory", "CandidateSampler", "candidate_features", "candidate_ordinals"]
+__all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_rows", "candidate_features",
+           "candidate_ordinals"]
 
 _ATTR = "flysearch"
 
@@ -90,13 +91,21 @@ class CandidateHistory:
             return ""
 
 
-def candidate_features(context: SearchContext) -> np.ndarray:
-    """The analytic features of every feasible config (rows in ``context.feasible`` order), missing
-    values as -1."""
-    from flysearch.features import config_features, feature_matrix
+def candidate_feature_rows(context: SearchContext) -> list[dict[str, float]]:
+    """The analytic features of every feasible config, as :func:`~flysearch.features.config_features`
+    gives them (in ``context.feasible`` order): what a prior scores before compiling."""
+    from flysearch.features import config_features
 
     problem = dict(context.problem or {})
-    feats = [config_features(c.as_dict(), problem, context.arch) for c in context.feasible]
+    return [config_features(c.as_dict(), problem, context.arch) for c in context.feasible]
+
+
+def candidate_features(context: SearchContext, rows: list[dict[str, float]] | None = None) -> np.ndarray:
+    """The analytic features of every feasible config (rows in ``context.feasible`` order; *rows*
+    from :func:`candidate_feature_rows`, computed when not given), missing values as -1."""
+    from flysearch.features import feature_matrix
+
+    feats = candidate_feature_rows(context) if rows is None else rows
     schema = sorted({name for row in feats for name in row})
     return np.nan_to_num(feature_matrix(feats, schema), nan=-1.0)
 
