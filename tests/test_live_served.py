@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import types
 from pathlib import Path
 
 import pytest
 
+from tests._benchmarks import benchmark_module
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("live_served", ROOT / "benchmarks" / "live_served.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("live_served")
 
 
 def _row(shape: str, mode: str, overhead: float, command_s: float) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import types
 from pathlib import Path
@@ -10,16 +9,13 @@ from pathlib import Path
 import pytest
 
 from flysearch.tables import GroundTruth, Row, TableMeta
+from tests._benchmarks import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("retime_top", ROOT / "benchmarks" / "retime_top.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("retime_top")
 
 
 def _table(times: list[float | None]) -> GroundTruth:
