@@ -21,8 +21,8 @@ worker processes started and warm, and hands one to each pool that asks:
   a server: a server makes a pool faster to start, never different.
 
 The pool watches a served process (not its child) through a Linux pidfd. Only on Linux, and only
-on one host and for one user: the socket lives in a directory only its owner can enter, and the
-messages are pickles, as in the pools' own pipes.
+on one host and for one user: the socket lives in a directory only its owner can enter, a pool
+talks only to a socket its own user owns, and the messages are pickles, as in the pools' own pipes.
 
 Example:
     >>> from flysearch.worker_server import default_socket
@@ -167,6 +167,8 @@ class WorkerServer:
         """Bind the socket (refusing one another server is listening on) and start the spares."""
         folder = os.path.dirname(self.path) or "."
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        if os.stat(folder).st_uid != os.getuid():
+            raise OSError(f"{folder} belongs to another user; name a socket of yours with --socket.")
         if os.path.exists(self.path):
             if server_status(self.path) is not None:
                 raise OSError(f"A worker server is already listening on {self.path}.")
@@ -305,7 +307,10 @@ class WorkerServer:
 def _request(path: str, message: tuple[Any, ...]) -> tuple[Connection, Any] | None:
     """Send *message* to the server at *path*; ``(connection, answer)`` or ``None`` when no server
     answers."""
-    if not os.path.exists(path):
+    try:
+        if os.stat(path).st_uid != os.getuid():
+            return None  # another user's socket: its answers are pickles, not to be trusted
+    except OSError:
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
