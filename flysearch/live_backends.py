@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from flysearch.tables import GroundTruth
 
 __all__ = [
+    "GPU_VARS",
     "LiveBackend",
     "compile_worker_init",
     "flydsl_backend",
@@ -104,11 +105,14 @@ def compile_worker_init(warmup: Callable[[], None] | None) -> None:
         warmup()
 
 
+GPU_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")  # read once, when a process starts
+
+
 def gpu_env(gpu: str | int | None) -> dict[str, str]:
     """Environment that gives a timer process exactly one GPU (CUDA and ROCm)."""
     if gpu is None or gpu == "":
         return {}
-    return {"CUDA_VISIBLE_DEVICES": str(gpu), "HIP_VISIBLE_DEVICES": str(gpu)}
+    return dict.fromkeys(GPU_VARS, str(gpu))
 
 
 # -- Triton ---------------------------------------------------------------------------------------

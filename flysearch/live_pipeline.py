@@ -27,7 +27,7 @@ from flysearch.claims import ClaimRow, ClaimStore
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.pool import TaskResult, WorkerPool
-from flysearch.live_backends import compile_worker_init
+from flysearch.live_backends import GPU_VARS, compile_worker_init
 from flysearch.samplers import SearchContext
 from flysearch.study import (
     _ATTR,
@@ -265,10 +265,11 @@ def served_specs(backend: LiveBackend, live: LiveSettings, *, timers: int = 1) -
     from flysearch.live_launch import served_study, warm_study
 
     return [
-        WorkerSpec(served_study, warm_study, {}, None, 1, "study", "now"),
-        WorkerSpec(backend.timer_fn, None, dict(backend.timer_env), dict(backend.info_payload), timers,
-                   "timer", "now"),
-        WorkerSpec(backend.compile_fn, _compile_init(backend), {}, None, live.workers(), "compile", "after"),
+        WorkerSpec(served_study, warm_study, spares=1, name="study", refill="now"),
+        WorkerSpec(backend.timer_fn, None, env=dict(backend.timer_env), pinned=GPU_VARS,
+                   warm=dict(backend.info_payload), spares=timers, name="timer", refill="now"),
+        WorkerSpec(backend.compile_fn, _compile_init(backend), spares=live.workers(), name="compile",
+                   refill="after"),
     ]
 
 

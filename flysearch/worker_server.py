@@ -11,11 +11,13 @@ worker processes started and warm, and hands one to each pool that asks:
   environment, run its initializer and its ``warm`` task (the timer's ``info``: torch, the GPU),
   and wait.
 * A :class:`~flysearch.evaluators.pool.WorkerPool` with ``server=PATH`` asks the server for a
-  worker of its function and initializer (:func:`connect_worker`). If the server has one whose
-  environment is part of the pool's (the GPU it owns: ``CUDA_VISIBLE_DEVICES``), it passes the
-  client's socket to that process, which sets the rest of the pool's environment (the compiler's
-  cache) and from then on is the pool's worker, exactly as a spawned one: same messages, a task at
-  a time, killed by the pool on a timeout, ending when the pool closes it. The server starts a
+  worker of its function and initializer (:func:`connect_worker`), sending the environment a
+  spawned worker of its would have (this process's, with the pool's variables). If the server has
+  one that agrees on the variables read once, at start-up (its spec's ``env`` and ``pinned``: the
+  GPU a timer owns, ``CUDA_VISIBLE_DEVICES``, set or unset), it passes the client's socket to that
+  process, which takes the client's environment as its own (the compiler's cache) and from then on
+  is the pool's worker, exactly as a spawned one: same messages, a task at a time, killed by the
+  pool on a timeout, ending when the pool closes it. The server starts a
   fresh spare in its place at once. Served processes are never reused: each serves one pool.
 * If there is no server, or no spare of the right kind, the pool spawns its own worker, as without
   a server: a server makes a pool faster to start, never different.
@@ -88,6 +90,9 @@ class WorkerSpec:
         initializer: Run once in the worker before anything else (the pool's initializer).
         env: Environment set before the initializer. A pool gets such a worker only when its own
             environment has these variables with these values (the GPU a timer owns).
+        pinned: Variables read once, when the worker starts (``CUDA_VISIBLE_DEVICES``: the GPU its
+            context is on): a pool gets such a worker only when its environment has the value the
+            worker started with, or lacks it as the worker did.
         warm: A task run once, its answer dropped, before the worker is offered (the timer's
             ``{"op": "info"}``, which brings the GPU up); ``None`` for none.
         spares: Workers of this kind kept started and waiting.
@@ -100,6 +105,7 @@ class WorkerSpec:
     func: Callable[[Any], Any]
     initializer: Callable[[], None] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    pinned: tuple[str, ...] = ()
     warm: Any = None
     spares: int = 1
     name: str = "worker"
@@ -115,6 +121,7 @@ def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
     from flysearch.evaluators.pool import _worker_main
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the server's terminal is the server's
+    inherited = dict(os.environ)  # the server's
     os.environ.update(spec.env)
     if spec.initializer is not None:
         spec.initializer()
@@ -131,6 +138,11 @@ def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
     except (EOFError, OSError):
         return
     ctrl.close()
+    # The environment a worker spawned by the pool would have: the server's variables the client
+    # lacks go (those the initializer or an import set stay), the client's are set.
+    for k, v in inherited.items():
+        if k not in msg and os.environ.get(k) == v:
+            del os.environ[k]
     _worker_main(Connection(fd), spec.func, msg, None)
 
 
@@ -138,6 +150,7 @@ def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
 class _Spare:
     process: Any
     ctrl: Connection
+    started: dict[str, str | None]  # its spec's env and pinned variables, as it started with them
     warm: bool = False
 
 
@@ -214,7 +227,7 @@ class WorkerServer:
         with main_module_hidden(spec.func, spec.initializer):
             proc.start()
         child.close()
-        return _Spare(proc, parent)
+        return _Spare(proc, parent, {**{k: os.environ.get(k) for k in spec.pinned}, **spec.env})
 
     def _fill(self) -> None:
         """Read the spares' news, drop the dead ones and start spares up to each spec's count."""
@@ -282,14 +295,13 @@ class WorkerServer:
         for i, spec in enumerate(self.specs):
             if spec.key != key:
                 continue
-            if any(env.get(k) != v for k, v in spec.env.items()):
-                conn.send(("no", f"this server's {spec.name} workers have {dict(spec.env)}"))
-                return
-            spares = self._spares[i]
+            spares = [s for s in self._spares[i] if all(env.get(k) == v for k, v in s.started.items())]
             if not spares:
-                break
+                started = [s.started for s in self._spares[i]]
+                conn.send(("no", f"no spare {spec.name} worker started with this environment: {started}"))
+                return
             spare = max(spares, key=lambda s: s.warm)  # a warm one if there is one
-            spares.remove(spare)
+            self._spares[i].remove(spare)
             conn.send(("ok", spare.process.pid))
             try:
                 spare.ctrl.send(dict(env))
@@ -378,8 +390,9 @@ class ServedProcess:
 
 def connect_worker(path: str, func: Callable[[Any], Any], initializer: Callable[[], None] | None,
                    env: Mapping[str, str]) -> tuple[ServedProcess, Connection] | None:
-    """A warm worker from the server at *path* that runs *func* after *initializer* in *env*, as
-    ``(process, connection)`` for a pool; ``None`` when there is no server or no such spare."""
+    """A warm worker from the server at *path* that runs *func* after *initializer* in *env* (the
+    whole environment it is to have), as ``(process, connection)`` for a pool; ``None`` when there
+    is no server or no such spare."""
     if not hasattr(os, "pidfd_open"):
         return None
     answer = _request(path, ("worker", spec_key(func, initializer), dict(env)))

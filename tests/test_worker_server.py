@@ -19,7 +19,8 @@ from tests.test_live import TABLE, db  # noqa: F401 (the fixture: a table databa
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="a worker server needs Linux pidfds")
 
-SPEC = WorkerSpec(fakes.whoami, fakes.slow_init, {"FAKE_GPU": "0"}, "warm", spares=2, name="probe")
+SPEC = WorkerSpec(fakes.whoami, fakes.slow_init, {"FAKE_GPU": "0"}, ("FAKE_PIN",), "warm", spares=2,
+                  name="probe")
 
 
 @pytest.fixture
@@ -86,6 +87,23 @@ def test_no_server_or_no_matching_spare_means_the_pool_spawns_its_own(sock, tmp_
         with _pool(sock, workers=1, env={"FAKE_GPU": "1"}) as pool:
             assert [r.value for r in _run(pool, "env:FAKE_GPU")] == ["1"]
             assert pool.served == 0
+
+
+def test_a_served_worker_has_the_pools_environment_and_its_start_up_variables(sock, monkeypatch):
+    monkeypatch.setenv("SERVER_ONLY", "1")  # the server's spares start with it
+    with serving([SPEC], sock):
+        wait_warm(sock, timeout_s=30)
+        monkeypatch.delenv("SERVER_ONLY")
+        monkeypatch.setenv("CLIENT_ONLY", "2")
+        with _pool(sock, workers=1) as pool:
+            values = [r.value for r in _run(pool, "env:SERVER_ONLY", "env:CLIENT_ONLY")]
+            assert pool.served == 1 and values == [None, "2"]  # as a worker spawned here would see
+        # FAKE_PIN is read at start-up: the spares started without it, so a pool with it spawns.
+        with _pool(sock, workers=1, env={"FAKE_GPU": "0", "FAKE_PIN": "1"}) as pool:
+            assert [r.value for r in _run(pool, "env:FAKE_PIN")] == ["1"] and pool.served == 0
+        monkeypatch.setenv("FAKE_PIN", "1")  # also when it comes from this process's environment
+        with _pool(sock, workers=1) as pool:
+            assert [r.value for r in _run(pool, "env:FAKE_PIN")] == ["1"] and pool.served == 0
 
 
 def test_workers_outlive_the_server_that_handed_them_out(sock):

@@ -208,7 +208,7 @@ class WorkerPool:
         if self.server:
             from flysearch.worker_server import connect_worker
 
-            served = connect_worker(self.server, self.func, self.initializer, self.env)
+            served = connect_worker(self.server, self.func, self.initializer, {**os.environ, **self.env})
             if served is not None:
                 self.served += 1
                 return _Slot(*served)
