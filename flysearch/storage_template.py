@@ -22,6 +22,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+from multiprocessing.util import Finalize
 
 __all__ = ["make_template", "place"]
 
@@ -38,11 +39,16 @@ def _sqlite_path(url: str) -> str | None:
 
 
 def make_template() -> str:
-    """Create this process's template (an empty study database) and return its path."""
+    """Create this process's template (an empty study database, removed when the process ends)
+    and return its path."""
     global _template
     from flysearch.live import prepare_storage
 
-    path = os.path.join(tempfile.mkdtemp(prefix="flysearch-template-"), "study.db")
+    folder = tempfile.mkdtemp(prefix="flysearch-template-")
+    # Removed when this process ends normally, also as a pool's or a server's worker process
+    # (which ends through multiprocessing's finalizers, not atexit).
+    Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=0)
+    path = os.path.join(folder, "study.db")
     prepare_storage(f"sqlite:///{path}")
     gc.collect()  # the engines' pooled connections go, so that the log can be folded in
     conn = sqlite3.connect(path)

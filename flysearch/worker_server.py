@@ -116,11 +116,16 @@ class WorkerSpec:
         return spec_key(self.func, self.initializer)
 
 
+def _exit_cleanly(_signum: int, _frame: Any) -> None:
+    raise SystemExit(0)  # unwinds, so that the process's finalizers run (its template database)
+
+
 def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
     """A spare: warm up, say so, then wait to be handed a client's socket and serve it."""
     from flysearch.evaluators.pool import _worker_main
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the server's terminal is the server's
+    signal.signal(signal.SIGTERM, _exit_cleanly)  # the server stopping it while it warms up
     inherited = dict(os.environ)  # the server's
     os.environ.update(spec.env)
     if spec.initializer is not None:
@@ -206,6 +211,9 @@ class WorkerServer:
                     s.ctrl.send(None)
             for s in spares:
                 s.process.join(1.0)
+                if s.process.is_alive():  # still warming up: stopped, with its finalizers run
+                    s.process.terminate()
+                    s.process.join(5.0)
                 if s.process.is_alive():
                     s.process.kill()
                     s.process.join()

@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -181,6 +183,7 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
                   scale=0.01, live=live)
     assert run_on_server(sock, [job]) is None  # no server: the caller runs it itself
     monkeypatch.chdir(tmp_path)
+    templates = set(Path(tempfile.gettempdir()).glob("flysearch-template-*"))
     with serving(served_specs(backend, live), sock):
         wait_warm(sock, timeout_s=120)
         (report,) = run_on_server(sock, [job])
@@ -190,10 +193,13 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
         wait_warm(sock, timeout_s=120)
         with pytest.raises(FlysearchError, match="No table 'nope'"):
             run_on_server(sock, [replace(job, name="bad", table="nope")])
+    # Each study process made an empty study database to copy; none is left behind.
+    assert set(Path(tempfile.gettempdir()).glob("flysearch-template-*")) == templates
 
 
 def test_the_cli_serves_a_study_run_by_another_command_and_stops_cleanly(tmp_path, db):  # noqa: F811
     sock = str(tmp_path / "cli.sock")
+    templates = set(Path(tempfile.gettempdir()).glob("flysearch-template-*"))
     server = subprocess.Popen([sys.executable, "-m", "flysearch", "serve", "--evaluator", "simulated",
                                "--table", TABLE, "--db", db, "--socket", sock, "--compile-workers", "1"],
                               stderr=subprocess.PIPE, text=True)
@@ -213,3 +219,4 @@ def test_the_cli_serves_a_study_run_by_another_command_and_stops_cleanly(tmp_pat
         _out, err = server.communicate(timeout=60)
     assert server.returncode == 0 and "stopped; served 3 workers" in err
     assert not os.path.exists(sock)
+    assert set(Path(tempfile.gettempdir()).glob("flysearch-template-*")) == templates  # none left
