@@ -293,7 +293,12 @@ def run_on_server(server: str, jobs: Sequence[LiveJob],
     except (EOFError, OSError):
         raise FlysearchError(f"The worker server's study process (pid {process.pid}) died.") from None
     except BaseException:
-        process.kill()  # interrupted: the study stops (a rerun resumes it)
+        # Interrupted: the study stops, unwinding (its pools closed, its transaction rolled back);
+        # a rerun resumes it.
+        process.terminate()
+        process.join(10.0)
+        if process.is_alive():
+            process.kill()
         raise
     finally:
         conn.close()

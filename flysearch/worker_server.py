@@ -391,6 +391,10 @@ class ServedProcess:
             os.kill(self.pid, signal.SIGKILL)
         self.exitcode = -signal.SIGKILL
 
+    def terminate(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+
     def __del__(self) -> None:
         with contextlib.suppress(OSError, AttributeError):
             os.close(self._fd)
