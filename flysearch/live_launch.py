@@ -256,12 +256,34 @@ def served_study(payload: dict[str, Any]) -> dict[str, Any]:
     """Run a command's live studies in a worker server's warm ``study`` process (see
     :func:`run_on_server`): ``{"reports": [...]}``, or ``{"error": message}`` for a user's mistake."""
     os.chdir(payload["cwd"])
+    _stop_with(payload["client_pid"])
     jobs, gpus = payload["jobs"], payload["gpus"]
     try:
         reports = run_workers(jobs[0], gpus) if len(jobs) == 1 else run_shapes(jobs, gpus)
     except FlysearchError as exc:
         return {"error": str(exc)}
     return {"reports": reports}
+
+
+def _stop_with(pid: int) -> None:
+    """Stop this process (SIGTERM: a study process unwinds, closing its pools) when process *pid*,
+    the command it runs a study for, has ended: as a study run by the command itself would."""
+    import signal
+    import threading
+
+    from flysearch.worker_server import ServedProcess
+
+    try:
+        client = ServedProcess(pid)
+    except OSError:  # already gone
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+
+    def watch() -> None:
+        client.join()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True, name="flysearch-client-watch").start()
 
 
 def run_on_server(server: str, jobs: Sequence[LiveJob],
@@ -285,7 +307,7 @@ def run_on_server(server: str, jobs: Sequence[LiveJob],
         return None
     process, conn = served
     try:
-        conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd()}))
+        conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd(), "client_pid": os.getpid()}))
         while not conn.poll():
             if process.sentinel in wait([conn, process.sentinel]) and not conn.poll():
                 raise FlysearchError(f"The worker server's study process (pid {process.pid}) died.")

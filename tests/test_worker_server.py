@@ -12,10 +12,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import optuna
 import pytest
 
 from flysearch.evaluators.pool import WorkerPool
-from flysearch.worker_server import WorkerServer, WorkerSpec, connect_worker, serving, wait_warm
+from flysearch.worker_server import (
+    WorkerServer,
+    WorkerSpec,
+    connect_worker,
+    server_status,
+    serving,
+    wait_warm,
+)
 from tests import _race_fakes as fakes
 from tests.test_live import TABLE, db  # noqa: F401 (the fixture: a table database)
 
@@ -220,3 +228,32 @@ def test_the_cli_serves_a_study_run_by_another_command_and_stops_cleanly(tmp_pat
     assert server.returncode == 0 and "stopped; served 3 workers" in err
     assert not os.path.exists(sock)
     assert set(Path(tempfile.gettempdir()).glob("flysearch-template-*")) == templates  # none left
+
+
+def test_a_served_study_stops_when_its_command_is_killed(tmp_path, db):  # noqa: F811
+    sock = str(tmp_path / "kill.sock")
+    server = subprocess.Popen([sys.executable, "-m", "flysearch", "serve", "--evaluator", "simulated",
+                               "--table", TABLE, "--db", db, "--socket", sock, "--compile-workers", "1"],
+                              stderr=subprocess.DEVNULL)
+    try:
+        wait_warm(sock, timeout_s=120)
+        command = subprocess.Popen(
+            [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
+             "--db", db, "--storage", "sqlite:///s.db", "--budget", "200", "--scale", "1.0",
+             "--compile-workers", "1", "--server", sock],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+        deadline = time.monotonic() + 60
+        while server_status(sock)["serving"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the study process, its timer and its compile process
+        time.sleep(1.0)
+        command.kill()  # SIGKILL: the command cannot tell anyone
+        command.wait()
+        deadline = time.monotonic() + 20
+        while server_status(sock)["serving"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert server_status(sock)["serving"] == 0  # the study process and its workers stopped
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    study = optuna.load_study(study_name=f"simulated:{TABLE}:tpe:seed0", storage=f"sqlite:///{tmp_path}/s.db")
+    assert any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)  # measured, kept
