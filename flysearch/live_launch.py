@@ -63,7 +63,7 @@ class LiveJob:
         scale, noise: ``simulated`` only: time scale and log-normal noise of the playback.
         compile_log: ``simulated`` only: each finished compile appends its key to this file (an
             audit of what was compiled, across workers and restarts).
-        cache_dir: Triton cache directory (default: a fresh one per worker).
+        cache_dir: Triton cache directory (default: a fresh one per worker, removed when it ends).
         live: Pool size, depth, finalists; the GPU is set per worker.
     """
 
@@ -102,9 +102,14 @@ class LiveJob:
             raise InputFormatError("A simulated live study needs --table (the table it plays back).")
 
     def run(self, gpu: str | None = None, progress: Callable[[int, int], None] | None = None) -> LiveReport:
-        """Run this job as one worker, timing on *gpu*."""
+        """Run this job as one worker, timing on *gpu* (a Triton cache made for it is removed at the
+        end; name ``cache_dir`` to keep the binaries)."""
         backend, kwargs = self.prepare(gpu)
-        return run_live_study(backend=backend, progress=progress, **kwargs)
+        try:
+            return run_live_study(backend=backend, progress=progress, **kwargs)
+        finally:
+            if self.evaluator == "triton" and not self.cache_dir:
+                _remove_cache(backend.env.get("TRITON_CACHE_DIR"))
 
     def prepare(self, gpu: str | None = None) -> tuple[LiveBackend, dict[str, Any]]:
         """The backend that compiles and times on *gpu*, and the other arguments of
@@ -200,12 +205,13 @@ def run_sequence(jobs: Sequence[LiveJob], gpu: str | None = None,
     A live study's GPU process starts up once (importing torch and creating the device's context
     took 3.2-5.5 s on the H200 hosts): each study after the first finds it, and the compile
     processes, ready. Triton jobs without a ``cache_dir`` share one cache, so that their compile
-    processes match. *progress* is called for each study in turn.
+    processes match; it is removed at the end. *progress* is called for each study in turn.
     """
     from flysearch.live_pipeline import pools_key, start_pools
 
     if not jobs:
         return []
+    cache = None
     if any(j.evaluator == "triton" and not j.cache_dir for j in jobs):
         cache = tempfile.mkdtemp(prefix="flysearch-triton-")
         jobs = [replace(j, cache_dir=cache) if j.evaluator == "triton" and not j.cache_dir else j
@@ -226,7 +232,14 @@ def run_sequence(jobs: Sequence[LiveJob], gpu: str | None = None,
     finally:
         for pool in pools or ():
             pool.close(grace_s=0.0)
+        _remove_cache(cache)
     return reports
+
+
+def _remove_cache(path: str | None) -> None:
+    """Remove a Triton cache folder made for a run (its binaries are in no table)."""
+    if path and os.path.basename(path).startswith("flysearch-triton-"):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def warm_study() -> None:

@@ -50,6 +50,14 @@ def _job(tmp_path, db: str, **kw) -> LiveJob:
     return replace(base, **kw)
 
 
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 def _log(tmp_path) -> list[str]:
     path = tmp_path / "compiles.log"
     return [ln.split("\t")[0] for ln in path.read_text().splitlines()] if path.exists() else []
@@ -438,3 +446,18 @@ def test_timer_queue_sets_what_the_timer_holds(db):
     finally:
         compiler.close(grace_s=0.0)
         timer.close(grace_s=0.0)
+
+
+@pytest.mark.skipif(_has_cuda(), reason="checks the run that fails for want of a GPU")
+def test_a_triton_cache_made_for_a_run_is_removed_when_it_ends(tmp_path, db, monkeypatch):
+    import tempfile
+
+    from flysearch.live_launch import run_sequence
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes the caches
+    job = LiveJob("t", "triton", "random", 4, 0, shape="64x64x64", storage=f"sqlite:///{tmp_path}/s.db",
+                  db=db, live=LiveSettings(compile_workers=1, finalists=0))
+    for run in (job.run, lambda: run_sequence([job, replace(job, name="u")])):
+        with pytest.raises(FlysearchError, match="timer could not start"):  # no GPU here: it fails
+            run()
+        assert list(tmp_path.glob("flysearch-triton-*")) == []
