@@ -102,6 +102,14 @@ def _row(shape: str, sampler: str, budget: int, mode: str, waited: float, run: d
     }
 
 
+def _pairs(rows: list[dict]) -> dict[tuple, dict[str, dict]]:
+    """The studies by (shape, budget, sampler), each with its row per mode (``own``, ``served``)."""
+    out: dict[tuple, dict[str, dict]] = {}
+    for r in rows:
+        out.setdefault((r["shape"], r["budget"], r["sampler"]), {})[r["mode"]] = r
+    return out
+
+
 def summarize(rows: list[dict]) -> dict:
     """Per mode and budget: the median and range of the overhead and of the command's wall-clock,
     and the served studies' walls against their ``own`` twins."""
@@ -118,21 +126,17 @@ def summarize(rows: list[dict]) -> dict:
                 "command_wall_s_median": statistics.median(r["command_wall_s"] for r in sel),
                 "wall_s_median": statistics.median(r["wall_s"] for r in sel),
             }
-        pairs = [(a, b) for a in rows for b in rows if a["budget"] == budget and a["mode"] == "served"
-                 and b["mode"] == "own" and (a["shape"], a["sampler"], a["budget"]) ==
-                 (b["shape"], b["sampler"], b["budget"])]
-        if pairs:
-            out[f"command_wall_ratio_{budget}"] = statistics.median(
-                a["command_wall_s"] / b["command_wall_s"] for a, b in pairs)
+        ratios = [m["served"]["command_wall_s"] / m["own"]["command_wall_s"]
+                  for (_shape, b, _sampler), m in _pairs(rows).items()
+                  if b == budget and {"own", "served"} <= set(m)]
+        if ratios:
+            out[f"command_wall_ratio_{budget}"] = statistics.median(ratios)
     return out
 
 
 def report(doc: dict) -> str:
     """A markdown summary of a result file: per study, the command with its own processes against
     the command served by the worker server, and the overhead ranges."""
-    pairs: dict[tuple, dict[str, dict]] = {}
-    for r in doc["studies"]:
-        pairs.setdefault((r["shape"], r["budget"], r["sampler"]), {})[r["mode"]] = r
     out = [
         f"# Live studies as separate commands, with and without a worker server ({doc['date']})",
         "",
@@ -150,7 +154,7 @@ def report(doc: dict) -> str:
         x = r.get("winner_vs_optimum_in_table")
         return f"{x:.3f}" if x is not None else "-"
 
-    for (shape, budget, sampler), by_mode in sorted(pairs.items()):
+    for (shape, budget, sampler), by_mode in sorted(_pairs(doc["studies"]).items()):
         o, s = by_mode.get("own"), by_mode.get("served")
         if o is None or s is None:
             continue

@@ -253,24 +253,26 @@ def _compile_init(backend: LiveBackend) -> Callable[[], None]:
     return functools.partial(compile_worker_init, backend.warmup)
 
 
-def served_specs(backend: LiveBackend, live: LiveSettings, *, timers: int = 1) -> list[WorkerSpec]:
+def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1) -> list[WorkerSpec]:
     """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
-    GPU timers (brought up by the backend's ``info`` task) and ``live.workers()`` compile processes,
-    the same processes :func:`start_pools` would start. A study's own environment (the compiler's
-    cache) is set when it takes them; the GPU a timer owns must be the study's. A timer handed out
-    is replaced at once (its start-up is seconds of one core), compile processes once the study that
-    took them has closed them (so that a dozen processes importing the compiler do not slow it).
+    GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
+    the same processes :func:`start_pools` would start (kinds with no spare are left out). A
+    study's own environment (the compiler's cache) is set when it takes them; the GPU a timer owns
+    must be the study's. A timer handed out is replaced at once (its start-up is seconds of one
+    core), compile processes once the study that took them has closed them (so that a dozen
+    processes importing the compiler do not slow it).
     A ``study`` process, with the study's machinery imported, runs a command's studies
     (:func:`~flysearch.live_launch.run_on_server`)."""
     from flysearch.live_launch import served_study, warm_study
 
-    return [
+    specs = [
         WorkerSpec(served_study, warm_study, spares=1, name="study", refill="now"),
         WorkerSpec(backend.timer_fn, None, env=dict(backend.timer_env), pinned=GPU_VARS,
                    warm=dict(backend.info_payload), spares=timers, name="timer", refill="now"),
-        WorkerSpec(backend.compile_fn, _compile_init(backend), spares=live.workers(), name="compile",
+        WorkerSpec(backend.compile_fn, _compile_init(backend), spares=compile_workers, name="compile",
                    refill="after"),
     ]
+    return [spec for spec in specs if spec.spares > 0]
 
 
 def ask_device(timer: WorkerPool, backend: LiveBackend) -> None:

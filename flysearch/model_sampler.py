@@ -121,7 +121,7 @@ class CostModelSampler(CandidateSampler):
                     _rank01(src.score_rows(rows)) for src in prior.sources])
         else:
             self._prior_score = np.zeros(len(self._keys))
-        self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
+        self._prior_rank = _ranks(self._prior_score)
         self._source_weights: np.ndarray | None = None
         self._min_source_obs = min_source_obs
         self._weighed_at = -1
@@ -141,7 +141,7 @@ class CostModelSampler(CandidateSampler):
         idx, y = self._targets()
         self._source_weights = source_weights(self._sources[:, idx], y, self._source_rng)
         self._prior_score = self._source_weights @ self._sources
-        self._prior_rank = np.argsort(np.argsort(self._prior_score, kind="stable"), kind="stable")
+        self._prior_rank = _ranks(self._prior_score)
 
     def _read_history(self, study: Study) -> set[int]:
         """Fold newly finished trials in; return the candidates that running trials hold."""
@@ -287,7 +287,11 @@ def source_weights(scores: np.ndarray, y: np.ndarray, rng: np.random.Generator, 
     return (best / best.sum(axis=0, keepdims=True)).mean(axis=1)
 
 
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Each value's rank, 0 for the lowest (ties in order of position)."""
+    return np.argsort(np.argsort(values, kind="stable"), kind="stable")
+
+
 def _rank01(values: np.ndarray) -> np.ndarray:
     """Ranks scaled to [0, 1] (0: the lowest value)."""
-    order = np.argsort(np.argsort(values, kind="stable"), kind="stable")
-    return order / max(len(values) - 1, 1)
+    return _ranks(values) / max(len(values) - 1, 1)

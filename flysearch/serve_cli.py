@@ -1,11 +1,11 @@
-"""``flysearch serve``: keep a GPU timer and compile processes warm for the live studies of
-separate commands (see :mod:`flysearch.worker_server`)."""
+"""``flysearch serve``: keep a GPU timer, compile processes and a study process warm for the live
+studies of separate commands (see :mod:`flysearch.worker_server`)."""
 
 from __future__ import annotations
 
 import json
 import signal
-from typing import Any
+import threading
 
 import click
 
@@ -59,27 +59,21 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
     if timers < 0 or (compile_workers is not None and compile_workers < 0):
         raise FlysearchError("--timers and --compile-workers must be >= 0.")
     backend = backend_to_serve(evaluator, arch=arch, gpu=gpu, table=table, db=db)
-    specs = [s for s in served_specs(backend, LiveSettings(compile_workers=compile_workers), timers=timers)
-             if s.spares > 0]
-    if compile_workers == 0:
-        specs = [s for s in specs if s.name != "compile"]
+    workers = LiveSettings(compile_workers=compile_workers).workers() if compile_workers != 0 else 0
+    specs = served_specs(backend, workers, timers=timers)
     server = WorkerServer(specs, path)
     try:
         server.start()
     except OSError as exc:
         raise FlysearchError(f"Cannot serve on {path}: {exc}") from None
-    stopping: dict[str, Any] = {"now": False}
-
-    def stop(signum: int, _frame: Any) -> None:
-        stopping["now"] = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda _signum, _frame: stopping.set())
     kinds = ", ".join(f"{s.spares} {s.name}" for s in specs)
     click.echo(f"serving warm workers for {evaluator} studies on {path} ({kinds}); studies take them "
                f"with --server {path}", err=True)
     try:
-        server.serve_forever(lambda: stopping["now"])
+        server.serve_forever(stopping.is_set)
     finally:
         server.close()
         click.echo(f"stopped; served {server.served} workers", err=True)

@@ -317,9 +317,8 @@ class WorkerServer:
             except OSError:  # it died after saying it was warm: the client sees a crash
                 spare.process.kill()
             spare.ctrl.close()
-            self._handed.append((i, spare.process))
+            self._handed.append((i, spare.process))  # its replacement starts in the next _fill()
             self.served += 1
-            self._fill()
             return
         conn.send(("no", "this server has no spare of that kind"))
 

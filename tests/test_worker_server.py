@@ -148,7 +148,7 @@ def test_a_live_study_takes_its_timer_and_compile_processes_from_the_server(tmp_
     backend = simulated_backend(store.load(TABLE))
     store.close()
     live = LiveSettings(compile_workers=2, finalists=0)
-    with serving(served_specs(backend, live), sock):
+    with serving(served_specs(backend, live.workers()), sock):
         wait_warm(sock, timeout_s=60)
         job = LiveJob("served", "simulated", "tpe", 16, 0, table=TABLE, storage=f"sqlite:///{tmp_path}/s.db",
                       db=db, scale=0.01, live=replace(live, server=sock))
@@ -192,7 +192,7 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
     assert run_on_server(sock, [job]) is None  # no server: the caller runs it itself
     monkeypatch.chdir(tmp_path)
     templates = set(Path(tempfile.gettempdir()).glob("flysearch-template-*"))
-    with serving(served_specs(backend, live), sock):
+    with serving(served_specs(backend, live.workers()), sock):
         wait_warm(sock, timeout_s=120)
         (report,) = run_on_server(sock, [job])
         assert int(report.worker.split(":")[1]) != os.getpid()  # it ran in the server's process
