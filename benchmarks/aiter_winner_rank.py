@@ -27,7 +27,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 
 from flysearch.aiter_csv import read_aiter_csv  # noqa: E402
 from flysearch.arch import get_arch  # noqa: E402
-from flysearch.features import config_features, feature_matrix  # noqa: E402
+from flysearch.features import columns_matrix, feature_columns  # noqa: E402
 from flysearch.kernels.aiter_cut import _survivors  # noqa: E402
 from flysearch.kernels.aiter_hgemm import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space  # noqa: E402
 from flysearch.kernels.aiter_names import parse_kernel_name  # noqa: E402
@@ -73,10 +73,10 @@ def main() -> None:
         keys = [c.key for c in cands]
         if win.key not in keys:
             raise SystemExit(f"winner of {shape.key} is not feasible: {win.key}")
-        problem = shape.as_dict()
-        feats = [config_features(c.as_dict(), problem, arch) for c in cands]
-        data.append((shape, keys.index(win.key), feats))
-    schema = sorted({name for _, _, feats in data for row in feats for name in row})
+        columns = feature_columns([c.as_dict() for c in cands], shape.as_dict(), arch)
+        data.append((shape, keys.index(win.key), columns, len(cands)))
+    schema = sorted({name for _, _, columns, _ in data for name in columns})
+    data = [(shape, win, columns_matrix(columns, schema, n)) for shape, win, columns, n in data]
     folds = rng.permutation(len(data)) % args.folds
     ranks, sizes = [], []
     for fold in range(args.folds):
@@ -86,14 +86,14 @@ def main() -> None:
                 continue
             others = [j for j in range(len(feats)) if j != win]
             picks = rng.choice(others, size=min(40, len(others)), replace=False)
-            rows += [feats[win], *(feats[j] for j in picks)]
+            rows.append(feats[[win, *picks]])
             labels += [1] + [0] * len(picks)
         clf = HistGradientBoostingClassifier(max_iter=200, random_state=0)
-        clf.fit(feature_matrix(rows, schema), np.array(labels))
+        clf.fit(np.vstack(rows), np.array(labels))
         for i, (_, win, feats) in enumerate(data):
             if folds[i] != fold:
                 continue
-            score = clf.predict_proba(feature_matrix(feats, schema))[:, 1]
+            score = clf.predict_proba(feats)[:, 1]
             ranks.append(int((score > score[win]).sum()) + 1)
             sizes.append(len(feats))
     pct = [r / s for r, s in zip(ranks, sizes, strict=True)]

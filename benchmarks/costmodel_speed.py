@@ -7,6 +7,9 @@
   every unevaluated config scored each time). Prints the median, 90th percentile and max, and the
   number of candidates; then again with a prior that holds two device sources (the A100 table
   under two device names: this times weighing the sources each suggestion, not their quality).
+* **Set-up**: the sampler's work before its first suggestion on the same 11,130 candidates
+  (the features of every candidate and the prior's score of each), five times, median; and of
+  that, the features alone (:func:`flysearch.features.feature_columns`).
 * **Training**: trains a prior (:func:`flysearch.costmodel.fit_prior`, default settings) on 20
   tables of 4,000 configs each, drawn (seeded, without replacement within a table) from the four
   benchmark_hub tables, five from each; three times, printing each time and the median.
@@ -21,6 +24,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,8 +36,10 @@ from costmodel_eval import hub_tables  # noqa: E402  (this folder is on sys.path
 
 from flysearch.costmodel import Prior, fit_prior, table_arch  # noqa: E402
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
+from flysearch.features import feature_columns  # noqa: E402
 from flysearch.kernels import space_for_table  # noqa: E402
 from flysearch.model_sampler import CostModelSampler  # noqa: E402
+from flysearch.samplers import SearchContext  # noqa: E402
 from flysearch.study import StudySettings, run_study  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
@@ -76,6 +82,31 @@ def main() -> None:
         times = suggestion_ms(held, prior)
         print(f"candidates {len(held.rows)}; suggestions {len(times)}; ms per suggestion{label}: median "
               f"{statistics.median(times):.1f}, p90 {times[int(0.9 * len(times))]:.1f}, max {times[-1]:.1f}")
+    setup, features = setup_ms(held, fit_prior([train]))
+    print(f"set-up before the first suggestion ({len(held.rows)} candidates): median {setup:.1f} ms, "
+          f"of which the features {features:.1f} ms")
+
+
+def setup_ms(held: GroundTruth, prior: Prior, repeats: int = 5) -> tuple[float, float]:
+    """Median milliseconds of building the cost-model sampler for *held* (features and prior
+    scores of every candidate), and of its candidates' features alone."""
+    space = space_for_table(held)
+    arch = table_arch(held)
+    feasible = space.enumerate(held.meta.shape(), arch).feasible
+    context = SearchContext(space, StudySettings("costmodel", 1, 0).encoding, feasible, None, arch,
+                            held.meta.problem)
+    params = [c.as_dict() for c in feasible]
+
+    def median_ms(work: Callable[[], object]) -> float:
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            work()
+            runs.append(1000 * (time.perf_counter() - start))
+        return statistics.median(runs)
+
+    return (median_ms(lambda: CostModelSampler(context, prior, seed=0)),
+            median_ms(lambda: feature_columns(params, held.meta.problem, arch)))
 
 
 def suggestion_ms(held: GroundTruth, prior: Prior) -> list[float]:

@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 
 from flysearch.arch import table_profile
 from flysearch.errors import FlysearchError, InputFormatError
-from flysearch.features import config_features, feature_matrix
+from flysearch.features import Columns, columns_matrix, feature_columns
 
 if TYPE_CHECKING:
     from flysearch.arch import ArchProfile
@@ -170,23 +170,24 @@ def _penalized_times(table: GroundTruth) -> tuple[list[Any], np.ndarray]:
 
 def training_data(
     tables: Sequence[GroundTruth], *, resources: bool = False
-) -> tuple[list[dict[str, float]], np.ndarray, np.ndarray]:
-    """Feature dicts, times (failures penalized) and group ids of every row of *tables*.
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Feature schema, feature matrix, times (failures penalized) and group ids of every row of
+    *tables* (the schema: every feature any row has, sorted; a row that lacks one has NaN).
 
     With *resources*, compile-time resources recorded in the rows become features too (useful
     for ranking compiled configs; a prior that ranks *before* compiling leaves them out).
     """
-    feats: list[dict[str, float]] = []
+    parts: list[tuple[Columns, int]] = []
     times, groups = [], []
     for gid, table in enumerate(tables):
-        arch = table_arch(table)
         rows, y = _penalized_times(table)
-        feats.extend(
-            config_features(r.params, table.meta.problem, arch, r.extra if resources else None) for r in rows
-        )
+        parts.append((feature_columns([r.params for r in rows], table.meta.problem, table_arch(table),
+                                      [r.extra for r in rows] if resources else None), len(rows)))
         times.append(y)
         groups.append(np.full(len(rows), gid))
-    return feats, np.concatenate(times), np.concatenate(groups)
+    schema = sorted({name for columns, _n in parts for name in columns})
+    matrix = np.vstack([columns_matrix(columns, schema, n) for columns, n in parts])
+    return schema, matrix, np.concatenate(times), np.concatenate(groups)
 
 
 @dataclass
@@ -208,14 +209,12 @@ class Prior:
     def score(self, params: Sequence[Mapping[str, Any]], problem: Mapping[str, Any],
               arch: ArchProfile | None, resources: Sequence[Mapping[str, Any]] | None = None) -> np.ndarray:
         """Predicted targets (lower is faster) of configs *params* on (*problem*, *arch*)."""
-        res = resources or [{}] * len(params)
-        return self.score_rows([config_features(p, problem, arch, r)
-                                for p, r in zip(params, res, strict=True)])
+        return self.score_columns(feature_columns(params, problem, arch, resources or None), len(params))
 
-    def score_rows(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
-        """:meth:`score` of configs whose features are computed already (one dict per config, as
-        :func:`~flysearch.features.config_features` gives them)."""
-        return self.model.predict(feature_matrix(rows, self.schema))
+    def score_columns(self, columns: Columns, n: int) -> np.ndarray:
+        """:meth:`score` of *n* configs whose features are computed already (as
+        :func:`~flysearch.features.feature_columns` gives them)."""
+        return self.model.predict(columns_matrix(columns, self.schema, n))
 
     def save(self, path: str | Path) -> None:
         import joblib
@@ -262,9 +261,8 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     if sources and len(by_device) > 1 and len({t.meta.kernel for t in tables}) == 1:
         per_device = [fit_prior(group, objective=objective, sources=False, **params)
                       for group in by_device.values()]
-    feats, times, groups = training_data(tables)
-    schema = sorted({name for row in feats for name in row})
-    model = CostModel(objective=objective, **params).fit(feature_matrix(feats, schema), times, groups)
+    schema, features, times, groups = training_data(tables)
+    model = CostModel(objective=objective, **params).fit(features, times, groups)
     provenance = {
         "tables": [t.name for t in tables], "objective": objective,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

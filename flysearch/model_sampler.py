@@ -47,7 +47,7 @@ from sklearn.ensemble import ExtraTreesRegressor
 from flysearch.sampler_history import (
     CandidateHistory,
     CandidateSampler,
-    candidate_feature_rows,
+    candidate_feature_columns,
     candidate_features,
     candidate_ordinals,
 )
@@ -110,15 +110,15 @@ class CostModelSampler(CandidateSampler):
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
         self._keys = [c.key for c in context.feasible]
-        rows = candidate_feature_rows(context)  # computed once: the surrogate's and the priors'
-        self._X = candidate_features(context, rows)
+        columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
+        self._X = candidate_features(context, columns)
         # Rank-scaled scores of the pooled prior (row 0) and of each training device's prior.
         self._sources: np.ndarray | None = None
         if prior is not None:
-            self._prior_score = prior.score_rows(rows)
+            self._prior_score = prior.score_columns(columns, len(self._keys))
             if prior.sources:
                 self._sources = np.stack([_rank01(self._prior_score)] + [
-                    _rank01(src.score_rows(rows)) for src in prior.sources])
+                    _rank01(src.score_columns(columns, len(self._keys))) for src in prior.sources])
         else:
             self._prior_score = np.zeros(len(self._keys))
         self._prior_rank = _ranks(self._prior_score)

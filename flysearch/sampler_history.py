@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from optuna.study import Study
     from optuna.trial import FrozenTrial
 
+    from flysearch.features import Columns
     from flysearch.samplers import SearchContext
 
-__all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_rows", "candidate_features",
+__all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_columns", "candidate_features",
            "candidate_ordinals"]
 
 _ATTR = "flysearch"
@@ -91,23 +92,21 @@ class CandidateHistory:
             return ""
 
 
-def candidate_feature_rows(context: SearchContext) -> list[dict[str, float]]:
-    """The analytic features of every feasible config, as :func:`~flysearch.features.config_features`
-    gives them (in ``context.feasible`` order): what a prior scores before compiling."""
-    from flysearch.features import config_features
+def candidate_feature_columns(context: SearchContext) -> Columns:
+    """The analytic features of every feasible config (:func:`~flysearch.features.feature_columns`,
+    in ``context.feasible`` order): what a prior scores before compiling."""
+    from flysearch.features import feature_columns
 
-    problem = dict(context.problem or {})
-    return [config_features(c.as_dict(), problem, context.arch) for c in context.feasible]
+    return feature_columns([c.as_dict() for c in context.feasible], dict(context.problem or {}), context.arch)
 
 
-def candidate_features(context: SearchContext, rows: list[dict[str, float]] | None = None) -> np.ndarray:
-    """The analytic features of every feasible config (rows in ``context.feasible`` order; *rows*
-    from :func:`candidate_feature_rows`, computed when not given), missing values as -1."""
-    from flysearch.features import feature_matrix
+def candidate_features(context: SearchContext, columns: Columns | None = None) -> np.ndarray:
+    """The analytic features of every feasible config (rows in ``context.feasible`` order; *columns*
+    from :func:`candidate_feature_columns`, computed when not given), missing values as -1."""
+    from flysearch.features import columns_matrix
 
-    feats = candidate_feature_rows(context) if rows is None else rows
-    schema = sorted({name for row in feats for name in row})
-    return np.nan_to_num(feature_matrix(feats, schema), nan=-1.0)
+    columns = candidate_feature_columns(context) if columns is None else columns
+    return np.nan_to_num(columns_matrix(columns, sorted(columns), len(context.feasible)), nan=-1.0)
 
 
 def candidate_ordinals(context: SearchContext) -> np.ndarray:

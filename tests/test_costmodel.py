@@ -12,7 +12,7 @@ from flysearch.arch import get_arch
 from flysearch.cli import main
 from flysearch.costmodel import CostModel, fit_prior, load_prior
 from flysearch.errors import InputFormatError
-from flysearch.features import config_features, gemm_roles
+from flysearch.features import columns_matrix, config_features, feature_columns, feature_matrix, gemm_roles
 from flysearch.model_eval import leave_one_out, prior_ranks
 from flysearch.tables import GroundTruth, TableStore, read_table_file
 
@@ -129,6 +129,34 @@ def test_thread_block_features() -> None:
     assert f["t_wave_aligned"] == 1.0 and f["t_x_wave_aligned"] == 0.0
     assert f["q_block_size_x_pow2"] == 0.0 and f["q_block_size_y_pow2"] == 1.0
     assert not any(k.startswith("t_") for k in config_features({"BLOCK_M": 16}, {"M": 1}, None))
+
+
+def test_feature_columns_match_each_config_alone() -> None:
+    """Computed for many configs at once, every config gets the features it gets alone: configs of
+    mixed kinds (a GEMM tile set, a warp layout, thread blocks, one with an invalid block size,
+    strings and bools) leave NaN where a feature does not apply to them."""
+    configs = [
+        {"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 2, "num_warps": 4, "num_stages": 3},
+        {"BLOCK_M": 64, "BLOCK_N": 32, "kpack": "wide", "swap": True},
+        {"tile_m": 32, "tile_n": 64, "block_m_warp": 2, "block_n_warp": 2, "block_k_warp": 1},
+        {"block_size_x": 48, "block_size_y": 4, "tile_size_x": 2, "use_shmem": 1},
+        {"block_size_x": 0, "tile_size_x": 3, "kpack": "narrow"},
+        {"BLOCK_M": 8, "BLOCK_N": 16, "SPLIT_K": 1.5},
+    ]
+    problem = {"M": 100, "N": 4096, "K": 4096, "dtype": "bf16", "problem_size": [4096, 4096, 7, 3]}
+    resources = [{"vgpr": 128}, None, {"spills": 0, "lds_bytes": 1024}, {}, {"vgpr": True}, None]
+    for arch in (get_arch("sm_90"), get_arch("gfx950"), None):
+        for res in (None, resources):
+            columns = feature_columns(configs, problem, arch, res)
+            alone = [config_features(c, problem, arch, None if res is None else res[i])
+                     for i, c in enumerate(configs)]
+            schema = sorted(columns)
+            assert schema == sorted({name for row in alone for name in row})
+            together = columns_matrix(columns, schema, len(configs))
+            assert np.array_equal(together, feature_matrix(alone, schema), equal_nan=True)
+    assert "r_vgpr" in feature_columns(configs, problem, None, resources)
+    with pytest.raises(ValueError, match="2 resource records for 6 configs"):
+        feature_columns(configs, problem, None, resources[:2])
 
 
 def test_costmodel_sampler_starts_with_distinct_configs(
