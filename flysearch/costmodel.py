@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import importlib.metadata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from flysearch.arch import table_profile
 from flysearch.errors import FlysearchError, InputFormatError
@@ -141,7 +142,7 @@ class CostModel(RegressorMixin, BaseEstimator):
             l2_regularization=self.l2_regularization, random_state=self.random_state,
             early_stopping=False,
         )
-        with threadpool_limits(self.n_threads, user_api="openmp"):
+        with _openmp_threads(self.n_threads):
             self.model_ = booster.fit(X, target)
         self.n_iter_ = self.model_.n_iter_
         return self
@@ -150,8 +151,19 @@ class CostModel(RegressorMixin, BaseEstimator):
         """Predicted target (lower is faster) for each row of *X*."""
         check_is_fitted(self)
         X = validate_data(self, X, ensure_all_finite="allow-nan", reset=False)
-        with threadpool_limits(self.n_threads, user_api="openmp"):
+        with _openmp_threads(self.n_threads):
             return self.model_.predict(X)
+
+
+@functools.cache
+def _controller() -> ThreadpoolController:
+    """This process's thread pools, found once (looking them up takes 3-20 ms, each time)."""
+    return ThreadpoolController()
+
+
+def _openmp_threads(n: int | None) -> Any:
+    """A context in which OpenMP uses *n* threads (``None``: unchanged)."""
+    return _controller().limit(limits=n, user_api="openmp")
 
 
 def table_arch(table: GroundTruth) -> ArchProfile | None:

@@ -228,11 +228,11 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
 def _open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:
     """Open the study storage; workers that start together may race to create its schema, and
     the loser retries. A new SQLite study starts as a copy of this process's template, if it made
-    one (:mod:`flysearch.storage_template`)."""
-    storage_template.place(url)
+    one (:mod:`flysearch.storage_template`), opened without Optuna's schema checks."""
+    placed = storage_template.place(url)
     for i in range(attempts):
         try:
-            return open_storage(url)
+            return open_storage(url, current=placed)
         except FlysearchError:
             if i == attempts - 1:
                 raise

@@ -245,17 +245,20 @@ def _remove_cache(path: str | None) -> None:
 def warm_study() -> None:
     """Bring a process up to where a live study starts at once (a worker server's ``study``
     spare): import the study's machinery (Optuna and its database layer, the samplers, the cost
-    model) and create a throwaway study database, claim table and table store."""
+    model), run the cost model once, and create a throwaway study database, claim table and table
+    store."""
     import optuna
 
     import flysearch.costmodel
-    import flysearch.samplers  # noqa: F401
+    import flysearch.samplers
     from flysearch.claims import ClaimStore
     from flysearch.storage_template import make_template
     from flysearch.study import open_storage
     from flysearch.tables import TableStore
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # The cost model's first fit and prediction find the process's thread pools (once).
+    flysearch.costmodel.CostModel(max_iter=1).fit([[0.0], [1.0]], [1.0, 2.0]).predict([[0.5]])
     template = make_template()  # a new SQLite study starts as a copy of it
     with tempfile.TemporaryDirectory(prefix="flysearch-warm-") as tmp:
         url = f"sqlite:///{tmp}/study.db"

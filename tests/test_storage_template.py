@@ -58,3 +58,18 @@ def test_without_a_template_nothing_is_placed(tmp_path, monkeypatch):
     monkeypatch.setattr(storage_template, "_template", None)
     assert not storage_template.place(f"sqlite:///{tmp_path}/s.db")
     assert not (tmp_path / "s.db").exists()
+
+
+def test_only_a_placed_copy_skips_optunas_schema_checks(tmp_path, template, monkeypatch):
+    opened = []
+    real = optuna.storages.RDBStorage
+
+    def spy(url, *args, **kwargs):
+        opened.append(all(kwargs.get(k) for k in ("skip_table_creation", "skip_compatibility_check")))
+        return real(url, *args, **kwargs)
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", spy)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    _open_shared_storage(url)  # placed: the template's schema is this Optuna's
+    _open_shared_storage(url)  # exists already: another process may have made it
+    assert opened == [True, False]
