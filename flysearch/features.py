@@ -64,7 +64,6 @@ Columns = dict[str, np.ndarray]
 """Feature name -> one float per config (NaN where the feature does not apply to that config)."""
 
 _MISSING = object()
-_NUMBER_TYPES = (int, float, bool)
 
 
 def _log2(values: np.ndarray) -> np.ndarray:
@@ -88,8 +87,7 @@ def _plain_number(value: Any) -> bool:
 def _numeric(params: Sequence[Mapping[str, Any]], name: str) -> np.ndarray:
     """Parameter *name* of every config as a float (bools as 0/1), NaN where it is absent or not
     a number."""
-    return np.array([float(v) if type(v := p.get(name)) in _NUMBER_TYPES or _is_number(v) else math.nan
-                     for p in params])
+    return np.array([float(v) if _is_number(v := p.get(name)) else math.nan for p in params])
 
 
 def _param_columns(params: Sequence[Mapping[str, Any]]) -> Columns:
