@@ -6,8 +6,8 @@ import click
 from rich.console import Console
 
 from flysearch.aiter_csv import check_flydsl_records, export_tuned_csv, import_into_store, read_aiter_csv
-from flysearch.cli import db_option
 from flysearch.cli_errors import user_errors as _user_errors
+from flysearch.cli_options import db_option
 from flysearch.errors import FlysearchError
 from flysearch.kernels.aiter_hgemm import SPACE_NAME
 from flysearch.tables import TableStore

@@ -17,29 +17,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flysearch.cli_errors import user_errors as _user_errors
+from flysearch.cli_options import db_option, storage_option
 from flysearch.launch import StudySpec, import_table, launch, load_study_file, with_overrides
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
-from flysearch.study import DEFAULT_STORAGE, StudySummary
+from flysearch.study import StudySummary
 from flysearch.tables import DEFAULT_DB, TableStore
 
 __all__ = ["main"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
-
-
-def db_option(func: F) -> F:
-    return click.option(
-        "--db", default=DEFAULT_DB, show_default=True, help="Ground-truth table database (SQLite)."
-    )(func)
-
-
-def storage_option(func: F) -> F:
-    return click.option(
-        "--storage", default=None,
-        help=f"Optuna storage URL (default {DEFAULT_STORAGE}; postgresql://... works too).",
-    )(func)
 
 
 @click.group()

@@ -18,7 +18,7 @@ run would have reported. The run's ``stopped`` column says ``target reached``.
 Example:
     >>> from flysearch.experiment import Experiment, SamplerSpec, TableSpec
     >>> exp = Experiment("doc", (TableSpec("../shared/data/benchmark_hub/dedispersion_milo/A100.json.gz"),),
-    ...                  (SamplerSpec("random"),), seeds=(0,), budget=5, workers=1, output=str(tmp))
+    ...                  (SamplerSpec("random"),), seeds=(0,), budget=5, workers=1, output="doc-results")
     >>> run_experiment(exp).done  # doctest: +SKIP
     1
 """
