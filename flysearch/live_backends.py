@@ -258,10 +258,12 @@ def simulated_timer_task(payload: dict[str, Any]) -> dict[str, Any]:
 
 def simulated_backend(table: GroundTruth, *, scale: float = 1.0, noise: float = 0.0,
                       compile_log: str | None = None, crash_keys: frozenset[str] = frozenset(),
-                      default_bench_s: float = 0.02) -> LiveBackend:
+                      default_bench_s: float = 0.02, gpu: str | None = None) -> LiveBackend:
     """Play *table* back in real time: a compile sleeps ``compile_s * scale``, a timing
     ``bench_s * scale`` (``default_bench_s`` when the table has none), and times get log-normal
-    noise of *noise* (sigma). Configs in *crash_keys* kill their compile worker."""
+    noise of *noise* (sigma). Configs in *crash_keys* kill their compile worker. The timer gets
+    *gpu*'s variables as a device timer would (it uses no GPU): pools and worker servers treat it
+    as that GPU's."""
     rounds: dict[str, int] = {}
 
     def compile_payload(config: Config, shape: Shape | None) -> dict[str, Any]:
@@ -277,5 +279,5 @@ def simulated_backend(table: GroundTruth, *, scale: float = 1.0, noise: float = 
                 "noise": noise, "round": rounds[config.key], "detail": row.detail}
 
     return LiveBackend("simulated", table.meta.kernel or "table", simulated_compile_task,
-                       simulated_timer_task, compile_payload, time_payload,
+                       simulated_timer_task, compile_payload, time_payload, timer_env=gpu_env(gpu),
                        info_payload={"op": "info", "device": table.meta.device or "simulated"})

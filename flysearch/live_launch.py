@@ -133,7 +133,7 @@ class LiveJob:
             shape = table.meta.shape()
             problem = table.meta.problem
             backend = simulated_backend(table, scale=self.scale, noise=self.noise,
-                                        compile_log=self.compile_log)
+                                        compile_log=self.compile_log, gpu=gpu)
             if live.table is None:
                 live = replace(live, table=f"live/{table.name}")
         else:
@@ -190,7 +190,7 @@ def backend_to_serve(evaluator: str, *, arch: str | None = None, space: str | No
             raise InputFormatError("A simulated worker server needs --table (the table it plays back).")
         store = TableStore(db, create=False)
         try:
-            return simulated_backend(store.load(table))
+            return simulated_backend(store.load(table), gpu=gpu)
         finally:
             store.close()
     arch_profile, found = _arch_and_space(evaluator, arch, space)

@@ -14,7 +14,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
@@ -253,7 +253,8 @@ def _compile_init(backend: LiveBackend) -> Callable[[], None]:
     return functools.partial(compile_worker_init, backend.warmup)
 
 
-def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1) -> list[WorkerSpec]:
+def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
+                 gpus: Sequence[LiveBackend] = ()) -> list[WorkerSpec]:
     """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
     GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
     the same processes :func:`start_pools` would start (kinds with no spare are left out). A
@@ -262,13 +263,21 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1)
     core), compile processes once the study that took them has closed them (so that a dozen
     processes importing the compiler do not slow it).
     A ``study`` process, with the study's machinery imported, runs a command's studies
-    (:func:`~flysearch.live_launch.run_on_server`)."""
+    (:func:`~flysearch.live_launch.run_on_server`).
+
+    With *gpus* (the backend of each GPU, as :func:`~flysearch.live_launch.backend_to_serve` makes
+    them for each), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``) instead
+    of *backend*'s: a study on several GPUs (``--gpus``) finds a warm timer for each worker."""
     from flysearch.live_launch import served_study, warm_study
 
+    def timer(gpu: LiveBackend, name: str) -> WorkerSpec:
+        return WorkerSpec(gpu.timer_fn, None, env=dict(gpu.timer_env), pinned=GPU_VARS,
+                          warm=dict(gpu.info_payload), spares=timers, name=name, refill="now")
+
+    timer_specs = [timer(gpu, f"timer:{gpu.timer_env.get(GPU_VARS[0], i)}") for i, gpu in enumerate(gpus)]
     specs = [
         WorkerSpec(served_study, warm_study, spares=1, name="study", refill="now"),
-        WorkerSpec(backend.timer_fn, None, env=dict(backend.timer_env), pinned=GPU_VARS,
-                   warm=dict(backend.info_payload), spares=timers, name="timer", refill="now"),
+        *(timer_specs or [timer(backend, "timer")]),
         WorkerSpec(backend.compile_fn, _compile_init(backend), spares=compile_workers, name="compile",
                    refill="after"),
     ]

@@ -20,8 +20,8 @@ __all__ = ["serve"]
 @click.option("--evaluator", default="triton", show_default=True, help="triton, flydsl or simulated.")
 @click.option("--arch", default=None, help="Arch profile (triton: sm_90 by default; flydsl: gfx942|gfx950).")
 @click.option("--gpu", default=None,
-              help="The GPU the timers own (CUDA_VISIBLE_DEVICES); default: as studies "
-                   "without --gpus see them.")
+              help="The GPU the timers own (CUDA_VISIBLE_DEVICES), or GPUs, comma-separated (timers "
+                   "for each, for studies run with --gpus); default: as studies without --gpus see them.")
 @click.option("--compile-workers", type=int, default=None,
               help="Compile processes kept warm (default: as a study's, CPU count minus 2).")
 @click.option("--timers", type=int, default=1, show_default=True, help="GPU timers kept warm.")
@@ -44,6 +44,8 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
         flysearch serve --evaluator triton --gpu 0 &
 
         flysearch study run --evaluator triton --shape 4096x4096x4096 --sampler tpe-unseen --server
+
+    With ``--gpu 0,1`` it keeps a timer for each GPU, for studies run with ``--gpus 0,1``.
     """
     from flysearch.live_launch import backend_to_serve
     from flysearch.live_pipeline import LiveSettings, served_specs
@@ -58,9 +60,12 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
         return
     if timers < 0 or (compile_workers is not None and compile_workers < 0):
         raise FlysearchError("--timers and --compile-workers must be >= 0.")
-    backend = backend_to_serve(evaluator, arch=arch, gpu=gpu, table=table, db=db)
+    gpus = [g.strip() for g in gpu.split(",")] if gpu else []
+    if any(not g for g in gpus) or len(set(gpus)) < len(gpus):
+        raise FlysearchError(f"--gpu {gpu!r}: give one GPU, or distinct GPUs separated by commas.")
+    backends = [backend_to_serve(evaluator, arch=arch, gpu=g, table=table, db=db) for g in gpus or [None]]
     workers = LiveSettings(compile_workers=compile_workers).workers() if compile_workers != 0 else 0
-    specs = served_specs(backend, workers, timers=timers)
+    specs = served_specs(backends[0], workers, timers=timers, gpus=backends if len(backends) > 1 else ())
     server = WorkerServer(specs, path)
     try:
         server.start()

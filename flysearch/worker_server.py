@@ -300,27 +300,29 @@ class WorkerServer:
     def _hand(self, conn: Connection, key: bytes, env: Mapping[str, str]) -> None:
         """Give the client a warm spare of its kind (or say why not)."""
         self._fill()
-        for i, spec in enumerate(self.specs):
-            if spec.key != key:
-                continue
-            spares = [s for s in self._spares[i] if all(env.get(k) == v for k, v in s.started.items())]
-            if not spares:
-                started = [s.started for s in self._spares[i]]
-                conn.send(("no", f"no spare {spec.name} worker started with this environment: {started}"))
-                return
-            spare = max(spares, key=lambda s: s.warm)  # a warm one if there is one
-            self._spares[i].remove(spare)
-            conn.send(("ok", spare.process.pid))
-            try:
-                spare.ctrl.send(dict(env))
-                send_handle(spare.ctrl, conn.fileno(), spare.process.pid)
-            except OSError:  # it died after saying it was warm: the client sees a crash
-                spare.process.kill()
-            spare.ctrl.close()
-            self._handed.append((i, spare.process))  # its replacement starts in the next _fill()
-            self.served += 1
+        kinds = [i for i, spec in enumerate(self.specs) if spec.key == key]
+        if not kinds:
+            conn.send(("no", "this server has no spare of that kind"))
             return
-        conn.send(("no", "this server has no spare of that kind"))
+        # Several specs may run the same function: one per GPU, each with its GPU's variables.
+        spares = [(i, s) for i in kinds for s in self._spares[i]
+                  if all(env.get(k) == v for k, v in s.started.items())]
+        if not spares:
+            started = [s.started for i in kinds for s in self._spares[i]]
+            names = "/".join(dict.fromkeys(self.specs[i].name for i in kinds))
+            conn.send(("no", f"no spare {names} worker started with this environment: {started}"))
+            return
+        i, spare = max(spares, key=lambda pair: pair[1].warm)  # a warm one if there is one
+        self._spares[i].remove(spare)
+        conn.send(("ok", spare.process.pid))
+        try:
+            spare.ctrl.send(dict(env))
+            send_handle(spare.ctrl, conn.fileno(), spare.process.pid)
+        except OSError:  # it died after saying it was warm: the client sees a crash
+            spare.process.kill()
+        spare.ctrl.close()
+        self._handed.append((i, spare.process))  # its replacement starts in the next _fill()
+        self.served += 1
 
 
 def _request(path: str, message: tuple[Any, ...]) -> tuple[Connection, Any] | None:

@@ -99,6 +99,22 @@ def test_no_server_or_no_matching_spare_means_the_pool_spawns_its_own(sock, tmp_
             assert pool.served == 0
 
 
+def test_a_server_for_two_gpus_hands_each_pool_its_gpus_worker(sock):
+    gpu1 = replace(SPEC, env={"FAKE_GPU": "1"}, spares=1, name="probe:1")
+    with serving([replace(SPEC, spares=1, name="probe:0"), gpu1], sock) as server:
+        wait_warm(sock, timeout_s=30)
+        for gpu in ("1", "0"):
+            with _pool(sock, workers=1, env={"FAKE_GPU": gpu}) as pool:
+                assert [r.value for r in _run(pool, "warm", "env:FAKE_GPU")] == [1, gpu]
+                assert pool.served == 1
+        assert server.served == 2
+        wait_warm(sock, timeout_s=30)  # each GPU's spare was replaced by its own spec
+        kinds = server.status()["kinds"]
+        assert kinds == {"probe:0": {"spares": 1, "warm": 1}, "probe:1": {"spares": 1, "warm": 1}}
+        with _pool(sock, workers=1, env={"FAKE_GPU": "2"}) as pool:  # no spare for that GPU
+            assert [r.value for r in _run(pool, "env:FAKE_GPU")] == ["2"] and pool.served == 0
+
+
 def test_a_served_worker_has_the_pools_environment_and_its_start_up_variables(sock, monkeypatch):
     monkeypatch.setenv("SERVER_ONLY", "1")  # the server's spares start with it
     with serving([SPEC], sock):
@@ -203,6 +219,26 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
             run_on_server(sock, [replace(job, name="bad", table="nope")])
     # Each study process made an empty study database to copy; none is left behind.
     assert set(Path(tempfile.gettempdir()).glob("flysearch-template-*")) == templates
+
+
+def test_a_study_on_two_gpus_takes_a_warm_timer_for_each_from_the_server(tmp_path, db, monkeypatch):  # noqa: F811
+    from flysearch.live import LiveSettings
+    from flysearch.live_launch import LiveJob, backend_to_serve, run_on_server
+    from flysearch.live_pipeline import served_specs
+
+    sock = str(tmp_path / "w.sock")
+    backends = [backend_to_serve("simulated", gpu=g, table=TABLE, db=db) for g in ("0", "1")]
+    specs = served_specs(backends[0], 2, gpus=backends)
+    assert [s.name for s in specs] == ["study", "timer:0", "timer:1", "compile"]
+    live = LiveSettings(compile_workers=1, finalists=0, server=sock)
+    job = LiveJob("two-gpus", "simulated", "random", 16, 0, table=TABLE, storage="sqlite:///study.db", db=db,
+                  scale=0.01, live=live)
+    monkeypatch.chdir(tmp_path)
+    with serving(specs, sock):
+        wait_warm(sock, timeout_s=120)
+        reports = run_on_server(sock, [job], ["0", "1"])
+    assert [r.served_workers for r in reports] == [2, 2]  # each worker: its GPU's timer, a compile process
+    assert sum(r.compiled for r in reports) == 16 and {"done": 16} in [r.claims for r in reports]
 
 
 def test_the_cli_serves_a_study_run_by_another_command_and_stops_cleanly(tmp_path, db):  # noqa: F811
