@@ -310,41 +310,100 @@ def run_on_server(server: str, jobs: Sequence[LiveJob],
 
     The study process has its study machinery imported and takes its GPU timer and compile
     processes from the same server, so a command's study starts without any start-up of its own.
+    A study on several GPUs runs its other workers in more of the server's study processes, when
+    it has them (:func:`run_jobs`).
 
     Raises:
         FlysearchError: a study failed, or the study process died.
     """
-    from multiprocessing.connection import wait
+    run = _ServedRun.start(server, jobs, gpus)
+    return None if run is None else run.result()
 
-    from flysearch.worker_server import connect_worker
 
-    served = connect_worker(server, served_study, warm_study, dict(os.environ))
-    if served is None:
+class _ServedRun:
+    """Jobs running in a warm study process of a worker server (:func:`served_study`)."""
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process, self.conn = process, conn
+
+    @classmethod
+    def start(cls, server: str, jobs: Sequence[LiveJob], gpus: list[str] | None) -> _ServedRun | None:
+        """Hand *jobs* to a study process of *server*; ``None`` when it has none."""
+        from flysearch.worker_server import connect_worker
+
+        served = connect_worker(server, served_study, warm_study, dict(os.environ))
+        if served is None:
+            return None
+        run = cls(*served)
+        try:
+            run.conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd(),
+                               "client_pid": os.getpid()}))
+        except OSError:
+            run.conn.close()
+            raise FlysearchError(f"The worker server's study process (pid {run.process.pid}) died.") from None
+        return run
+
+    def result(self) -> list[LiveReport]:
+        """Wait for the reports. Interrupted, the study stops, unwinding (its pools closed, its
+        transaction rolled back); a rerun resumes it.
+
+        Raises:
+            FlysearchError: the study failed, or its process died.
+        """
+        from multiprocessing.connection import wait
+
+        died = f"The worker server's study process (pid {self.process.pid}) died."
+        try:
+            while not self.conn.poll():
+                if self.process.sentinel in wait([self.conn, self.process.sentinel]) and not self.conn.poll():
+                    raise FlysearchError(died)
+            _task, status, value, detail, _retire, _ran = self.conn.recv()
+        except (EOFError, OSError):
+            raise FlysearchError(died) from None
+        except FlysearchError:
+            raise
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            self.conn.close()
+        if status != "ok":
+            raise FlysearchError(f"The study failed on the worker server: {detail}")
+        if "error" in value:
+            raise FlysearchError(value["error"])
+        return value["reports"]
+
+    def stop(self) -> None:
+        """Stop the study (SIGTERM: it unwinds), killing it after 10 s."""
+        self.process.terminate()
+        self.process.join(10.0)
+        if self.process.is_alive():
+            self.process.kill()
+
+
+def _start_served(job: LiveJob | Sequence[LiveJob], gpu: str, queue: Any, index: int) -> _ServedRun | None:
+    """Start *job* (or a sequence) on *gpu* in a study process of the job's worker server, if it
+    names one that has a spare; a thread puts its result in *queue* as a spawned worker would."""
+    import threading
+
+    first = job if isinstance(job, LiveJob) else job[0]
+    if not first.live.server:
         return None
-    process, conn = served
     try:
-        conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd(), "client_pid": os.getpid()}))
-        while not conn.poll():
-            if process.sentinel in wait([conn, process.sentinel]) and not conn.poll():
-                raise FlysearchError(f"The worker server's study process (pid {process.pid}) died.")
-        _task, status, value, detail, _retire, _ran = conn.recv()
-    except (EOFError, OSError):
-        raise FlysearchError(f"The worker server's study process (pid {process.pid}) died.") from None
-    except BaseException:
-        # Interrupted: the study stops, unwinding (its pools closed, its transaction rolled back);
-        # a rerun resumes it.
-        process.terminate()
-        process.join(10.0)
-        if process.is_alive():
-            process.kill()
-        raise
-    finally:
-        conn.close()
-    if status != "ok":
-        raise FlysearchError(f"The study failed on the worker server: {detail}")
-    if "error" in value:
-        raise FlysearchError(value["error"])
-    return value["reports"]
+        run = _ServedRun.start(first.live.server, [job] if isinstance(job, LiveJob) else job, [gpu])
+    except FlysearchError:
+        return None
+    if run is None:
+        return None
+
+    def wait_for_it() -> None:
+        try:
+            queue.put((index, gpu, run.result(), None))
+        except FlysearchError as exc:
+            queue.put((index, gpu, None, str(exc)))
+
+    threading.Thread(target=wait_for_it, daemon=True, name=f"flysearch-served-worker-{index}").start()
+    return run
 
 
 def _worker_main(job: LiveJob | Sequence[LiveJob], index: int, gpu: str, queue: Any) -> None:
@@ -437,8 +496,10 @@ def run_jobs(jobs: list[tuple[LiveJob | Sequence[LiveJob], str]],
     """
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
+    served = {i: run for i, (job, gpu) in enumerate(jobs) if i > 0
+              and (run := _start_served(job, gpu, queue, i)) is not None}
     procs = {i: ctx.Process(target=_worker_main, args=(job, i, gpu, queue))
-             for i, (job, gpu) in enumerate(jobs) if i > 0}
+             for i, (job, gpu) in enumerate(jobs) if i > 0 and i not in served}
     with main_module_hidden(jobs[0][0]):
         for p in procs.values():
             p.start()
@@ -457,6 +518,8 @@ def run_jobs(jobs: list[tuple[LiveJob | Sequence[LiveJob], str]],
     except BaseException:
         for p in procs.values():  # interrupted: the other workers stop too (a rerun resumes)
             p.terminate()
+        for run in served.values():
+            run.stop()
         raise
     finally:
         for p in procs.values():

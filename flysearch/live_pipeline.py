@@ -267,7 +267,8 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
 
     With *gpus* (the backend of each GPU, as :func:`~flysearch.live_launch.backend_to_serve` makes
     them for each), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``) instead
-    of *backend*'s: a study on several GPUs (``--gpus``) finds a warm timer for each worker."""
+    of *backend*'s, and a study process for each: a study on several GPUs (``--gpus``) runs each
+    worker in a warm study process, with a warm timer."""
     from flysearch.live_launch import served_study, warm_study
 
     def timer(gpu: LiveBackend, name: str) -> WorkerSpec:
@@ -276,7 +277,7 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
 
     timer_specs = [timer(gpu, f"timer:{gpu.timer_env.get(GPU_VARS[0], i)}") for i, gpu in enumerate(gpus)]
     specs = [
-        WorkerSpec(served_study, warm_study, spares=1, name="study", refill="now"),
+        WorkerSpec(served_study, warm_study, spares=max(1, len(gpus)), name="study", refill="now"),
         *(timer_specs or [timer(backend, "timer")]),
         WorkerSpec(backend.compile_fn, _compile_init(backend), spares=compile_workers, name="compile",
                    refill="after"),

@@ -229,14 +229,16 @@ def test_a_study_on_two_gpus_takes_a_warm_timer_for_each_from_the_server(tmp_pat
     sock = str(tmp_path / "w.sock")
     backends = [backend_to_serve("simulated", gpu=g, table=TABLE, db=db) for g in ("0", "1")]
     specs = served_specs(backends[0], 2, gpus=backends)
-    assert [s.name for s in specs] == ["study", "timer:0", "timer:1", "compile"]
+    kinds = [(s.name, s.spares) for s in specs]
+    assert kinds == [("study", 2), ("timer:0", 1), ("timer:1", 1), ("compile", 2)]
     live = LiveSettings(compile_workers=1, finalists=0, server=sock)
     job = LiveJob("two-gpus", "simulated", "random", 16, 0, table=TABLE, storage="sqlite:///study.db", db=db,
                   scale=0.01, live=live)
     monkeypatch.chdir(tmp_path)
-    with serving(specs, sock):
+    with serving(specs, sock) as server:
         wait_warm(sock, timeout_s=120)
         reports = run_on_server(sock, [job], ["0", "1"])
+        assert server.served == 6  # a study process, a timer and a compile process for each worker
     assert [r.served_workers for r in reports] == [2, 2]  # each worker: its GPU's timer, a compile process
     assert sum(r.compiled for r in reports) == 16 and {"done": 16} in [r.claims for r in reports]
 
