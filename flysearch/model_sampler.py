@@ -8,7 +8,11 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
 * **Diverse start**: the first *n_diverse* suggestions walk down the prior's order but skip any
   config within Hamming distance *diverse_distance* of one already taken, so the first compiles
   spread over distinct tile shapes instead of near-duplicates; when the prior is wrong (a kernel
-  on another GPU) the forest then has contrasting measurements to learn from.
+  on another GPU) the forest then has contrasting measurements to learn from. A prior trained on
+  the ``"rank"`` objective says how sure it is of a shape: the rank its best score implies
+  (:func:`implied_rank`) is how many configs it expects to beat its own top pick; the diverse start
+  is no longer than that (at least one pick), so a sharp prior is followed down its order instead
+  of being spread away from a top region it ranks well.
 * **Online correction**: after the first measurements a small random forest (extremely randomized
   trees) fits the study's own log times against the features and the prior's score, and ranks the
   candidates by a lower confidence bound ``mean - kappa * std`` over its trees. The suggestion
@@ -39,6 +43,7 @@ suggestions are random, then the forest on the features alone takes over.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,7 +65,7 @@ if TYPE_CHECKING:
     from flysearch.costmodel import Prior
     from flysearch.samplers import SearchContext
 
-__all__ = ["CostModelSampler", "source_weights"]
+__all__ = ["CostModelSampler", "implied_rank", "source_weights"]
 
 
 
@@ -84,7 +89,8 @@ class CostModelSampler(CandidateSampler):
         local: Every second suggestion is restricted to the unevaluated configs one parameter step
             from the best measured one (a local refinement), when any is left.
         n_diverse: With a prior, the first this many suggestions follow the prior's order while
-            skipping configs within *diverse_distance* of those already taken.
+            skipping configs within *diverse_distance* of those already taken; with a
+            ``"rank"`` prior, at most the rank its best score implies (:func:`implied_rank`).
         diverse_distance: Parameters in which a diverse-start pick must differ from every taken
             config (relaxed one at a time when no candidate is that far).
         top_region: While the prior is trusted (rank correlation with the measurements >= 0.15),
@@ -122,6 +128,11 @@ class CostModelSampler(CandidateSampler):
         else:
             self._prior_score = np.zeros(len(self._keys))
         self._prior_rank = _ranks(self._prior_score)
+        if prior is not None and prior.provenance.get("objective") == "rank":
+            # A confident prior's top region is sharp: diversify over at most as many picks as
+            # the number of configs it expects to beat its own best one.
+            self._n_diverse = min(n_diverse, max(1, math.ceil(implied_rank(
+                float(self._prior_score.min()), len(self._keys)))))
         self._source_weights: np.ndarray | None = None
         self._min_source_obs = min_source_obs
         self._weighed_at = -1
@@ -256,6 +267,20 @@ class CostModelSampler(CandidateSampler):
         """The config of *free* with the lowest score; ties (few measurements) go to the prior's
         better one, then to enumeration order."""
         return int(free[np.lexsort((free, self._prior_score[free], scores))[0]])
+
+
+def implied_rank(score: float, n: int) -> float:
+    """How many configs a ``"rank"``-objective prior expects to be faster than one it scores
+    *score*, among *n* candidates: its target is ``log1p(rank) / log1p(n - 1)``, so this inverts it.
+
+    A prior unsure of a shape regresses its best score towards the middle, so the implied rank of
+    its top config measures how sharp its top region is.
+
+    Example:
+        >>> round(implied_rank(0.5, 101), 2)
+        9.05
+    """
+    return float(np.expm1(score * np.log1p(max(n - 1, 1))))
 
 
 def source_weights(scores: np.ndarray, y: np.ndarray, rng: np.random.Generator, *, n_boot: int = 32,
