@@ -181,6 +181,32 @@ def test_costmodel_sampler_starts_with_distinct_configs(
             assert sum(a[p] != b[p] for p in a) >= 3
 
 
+def test_a_sure_prior_shortens_the_diverse_start(h200_tables: list[GroundTruth]) -> None:
+    """A "rank" prior's best score implies how many configs it expects to beat its top pick; the
+    diverse start is no longer than that, and a "log_ratio" prior keeps the full start."""
+    import math
+
+    from flysearch.costmodel import table_arch
+    from flysearch.kernels import space_for_table
+    from flysearch.model_sampler import CostModelSampler, implied_rank
+    from flysearch.samplers import SearchContext
+    from flysearch.study import StudySettings
+
+    held = next(t for t in h200_tables if t.name.endswith("/200x8192x8192"))
+    others = [t for t in h200_tables if t is not held]
+    space = space_for_table(held)
+    feasible = space.enumerate(held.meta.shape(), table_arch(held)).feasible
+    context = SearchContext(space, StudySettings("costmodel", 8, 0).encoding, feasible, held.meta.shape(),
+                            table_arch(held), held.meta.problem)
+    rank_prior = fit_prior(others, max_iter=150)
+    best = float(rank_prior.score([c.as_dict() for c in feasible], held.meta.problem, table_arch(held)).min())
+    expected = max(1, math.ceil(implied_rank(best, len(feasible))))
+    assert expected < 6  # this prior is sure of this shape
+    assert CostModelSampler(context, rank_prior, seed=0)._n_diverse == expected
+    log_prior = fit_prior(others, objective="log_ratio", max_iter=150)
+    assert CostModelSampler(context, log_prior, seed=0)._n_diverse == 6
+
+
 def test_costmodel_sampler_choice_skips_taken_configs(
     conv_mi250x: GroundTruth, conv_a100: GroundTruth
 ) -> None:
