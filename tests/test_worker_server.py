@@ -268,21 +268,27 @@ def test_the_cli_serves_a_study_run_by_another_command_and_stops_cleanly(tmp_pat
     assert set(Path(tempfile.gettempdir()).glob("flysearch-template-*")) == templates  # none left
 
 
-def test_a_served_study_stops_when_its_command_is_killed(tmp_path, db):  # noqa: F811
+@pytest.mark.parametrize("gpus", [None, "0,1"])
+def test_a_served_study_stops_when_its_command_is_killed(tmp_path, db, gpus):  # noqa: F811
+    """Also on two GPUs, where the study's second worker runs in another of the server's study
+    processes: every served process stops."""
     sock = str(tmp_path / "kill.sock")
+    on_gpus = ["--gpu", gpus] if gpus else []
     server = subprocess.Popen([sys.executable, "-m", "flysearch", "serve", "--evaluator", "simulated",
-                               "--table", TABLE, "--db", db, "--socket", sock, "--compile-workers", "1"],
-                              stderr=subprocess.DEVNULL)
+                               "--table", TABLE, "--db", db, "--socket", sock, "--compile-workers", "2",
+                               *on_gpus], stderr=subprocess.DEVNULL)
     try:
         wait_warm(sock, timeout_s=120)
         command = subprocess.Popen(
             [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
              "--db", db, "--storage", "sqlite:///s.db", "--budget", "200", "--scale", "1.0",
-             "--compile-workers", "1", "--server", sock],
+             "--compile-workers", "1", "--server", sock, *(["--gpus", gpus] if gpus else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
         deadline = time.monotonic() + 60
-        while server_status(sock)["serving"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.1)  # the study process, its timer and its compile process
+        workers = 3 * (2 if gpus else 1)  # per worker: a study process, a timer, a compile process
+        while server_status(sock)["serving"] < workers and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert server_status(sock)["serving"] == workers
         time.sleep(1.0)
         command.kill()  # SIGKILL: the command cannot tell anyone
         command.wait()
