@@ -27,7 +27,7 @@ from flysearch.claims import ClaimRow, ClaimStore
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.pool import TaskResult, WorkerPool
-from flysearch.live_backends import GPU_VARS, compile_worker_init
+from flysearch.live_backends import GPU_VARS, compile_worker_init, gpu_env
 from flysearch.samplers import SearchContext
 from flysearch.study import (
     _ATTR,
@@ -254,7 +254,7 @@ def _compile_init(backend: LiveBackend) -> Callable[[], None]:
 
 
 def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
-                 gpus: Sequence[LiveBackend] = ()) -> list[WorkerSpec]:
+                 gpus: Sequence[str] = ()) -> list[WorkerSpec]:
     """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
     GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
     the same processes :func:`start_pools` would start (kinds with no spare are left out). A
@@ -265,20 +265,20 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
     A ``study`` process, with the study's machinery imported, runs a command's studies
     (:func:`~flysearch.live_launch.run_on_server`).
 
-    With *gpus* (the backend of each GPU, as :func:`~flysearch.live_launch.backend_to_serve` makes
-    them for each), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``) instead
-    of *backend*'s, and a study process for each: a study on several GPUs (``--gpus``) runs each
-    worker in a warm study process, with a warm timer."""
+    With *gpus* (GPU ids), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``:
+    *backend*'s timer with that GPU's variables) instead of *backend*'s, and a study process for
+    each: a study on several GPUs (``--gpus``) runs each worker in a warm study process, with a
+    warm timer."""
     from flysearch.live_launch import served_study, warm_study
 
-    def timer(gpu: LiveBackend, name: str) -> WorkerSpec:
-        return WorkerSpec(gpu.timer_fn, None, env=dict(gpu.timer_env), pinned=GPU_VARS,
-                          warm=dict(gpu.info_payload), spares=timers, name=name, refill="now")
+    def timer(env: dict[str, str], name: str) -> WorkerSpec:
+        return WorkerSpec(backend.timer_fn, None, env=env, pinned=GPU_VARS, warm=dict(backend.info_payload),
+                          spares=timers, name=name, refill="now")
 
-    timer_specs = [timer(gpu, f"timer:{gpu.timer_env.get(GPU_VARS[0], i)}") for i, gpu in enumerate(gpus)]
+    timer_specs = [timer({**backend.timer_env, **gpu_env(g)}, f"timer:{g}") for g in gpus]
     specs = [
         WorkerSpec(served_study, warm_study, spares=max(1, len(gpus)), name="study", refill="now"),
-        *(timer_specs or [timer(backend, "timer")]),
+        *(timer_specs or [timer(dict(backend.timer_env), "timer")]),
         WorkerSpec(backend.compile_fn, _compile_init(backend), spares=compile_workers, name="compile",
                    refill="after"),
     ]

@@ -63,9 +63,9 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
     gpus = [g.strip() for g in gpu.split(",")] if gpu else []
     if any(not g for g in gpus) or len(set(gpus)) < len(gpus):
         raise FlysearchError(f"--gpu {gpu!r}: give one GPU, or distinct GPUs separated by commas.")
-    backends = [backend_to_serve(evaluator, arch=arch, gpu=g, table=table, db=db) for g in gpus or [None]]
+    backend = backend_to_serve(evaluator, arch=arch, gpu=gpus[0] if gpus else None, table=table, db=db)
     workers = LiveSettings(compile_workers=compile_workers).workers() if compile_workers != 0 else 0
-    specs = served_specs(backends[0], workers, timers=timers, gpus=backends if len(backends) > 1 else ())
+    specs = served_specs(backend, workers, timers=timers, gpus=gpus if len(gpus) > 1 else ())
     server = WorkerServer(specs, path)
     try:
         server.start()

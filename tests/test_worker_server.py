@@ -227,8 +227,7 @@ def test_a_study_on_two_gpus_takes_a_warm_timer_for_each_from_the_server(tmp_pat
     from flysearch.live_pipeline import served_specs
 
     sock = str(tmp_path / "w.sock")
-    backends = [backend_to_serve("simulated", gpu=g, table=TABLE, db=db) for g in ("0", "1")]
-    specs = served_specs(backends[0], 2, gpus=backends)
+    specs = served_specs(backend_to_serve("simulated", gpu="0", table=TABLE, db=db), 2, gpus=["0", "1"])
     kinds = [(s.name, s.spares) for s in specs]
     assert kinds == [("study", 2), ("timer:0", 1), ("timer:1", 1), ("compile", 2)]
     live = LiveSettings(compile_workers=1, finalists=0, server=sock)
