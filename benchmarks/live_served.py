@@ -10,7 +10,8 @@ process, as a user or a job queue runs them, with a fresh (cold) Triton cache an
 study. For every (shape, budget, sampler) it runs twice: ``own`` (the command runs the study in its
 own process, which starts its GPU timer and compile processes) and ``served`` (``--server``: the
 command hands its study to a warm study process of one worker server started at the beginning,
-which takes its timer and compile processes warm from the same server), in alternating order.
+which takes its timer and compile processes warm from the same server; the server keeps the
+``costmodel`` studies' cost models loaded, ``flysearch serve --prior``), in alternating order.
 Before a served study the benchmark waits until the server's spares are warm again (the time it
 waited is recorded; the timer's and the study process's replacements warm up during the previous
 study, compile processes are replaced when it ends).
@@ -209,6 +210,15 @@ def main() -> None:
     if args.evaluator == "simulated":
         first = args.shapes.split(",")[0]
         serve += ["--table", f"triton_gemm/H200/{first}", "--db", tables_db]
+    # Each shape's cost model is trained on the other tables, before the server starts, which keeps
+    # them loaded in its study processes (--prior); a study run without the server loads its own.
+    priors: dict[str, str] = {}
+    if "costmodel" in args.samplers.split(","):
+        for shape in args.shapes.split(","):
+            name = f"triton_gemm/H200/{shape}"
+            priors[shape] = os.path.join(work, f"prior-{shape}.joblib")
+            fit_prior([store.load(x) for x in store.names() if x != name]).save(priors[shape])
+            serve += ["--prior", priors[shape]]
     doc: dict = {"command": " ".join(["python", "benchmarks/live_served.py", *sys.argv[1:]]),
                  "python": platform.python_version(), "cpus": os.cpu_count(),
                  "date": time.strftime("%Y-%m-%d"),
@@ -228,7 +238,6 @@ def main() -> None:
         wait_warm(sock, timeout_s=300)
         doc["server_warm_s"] = round(time.perf_counter() - start, 2)
         print(f"server warm after {doc['server_warm_s']} s", flush=True)
-        priors: dict[str, str] = {}
         modes = args.modes.split(",")
         n = 0
         for shape in args.shapes.split(","):
@@ -236,12 +245,7 @@ def main() -> None:
             table = store.load(name)
             for budget in (int(b) for b in args.budget.split(",")):
                 for sampler in args.samplers.split(","):
-                    prior = None
-                    if sampler == "costmodel":
-                        if shape not in priors:
-                            priors[shape] = os.path.join(work, f"prior-{shape}.joblib")
-                            fit_prior([store.load(x) for x in store.names() if x != name]).save(priors[shape])
-                        prior = priors[shape]
+                    prior = priors[shape] if sampler == "costmodel" else None
                     for mode in (modes if n % 2 == 0 else modes[::-1]):
                         waited = 0.0
                         if mode == "served":

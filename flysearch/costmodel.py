@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import importlib.metadata
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -236,8 +237,35 @@ class Prior:
                      "sources": [(src.model, src.schema, src.provenance) for src in self.sources]}, path)
 
 
-def load_prior(path: str | Path) -> Prior:
-    """Load a prior written by :meth:`Prior.save`."""
+# Priors this process loaded with reuse=True: resolved path -> ((size, mtime), prior).
+_LOADED: dict[str, tuple[tuple[int, int], Prior]] = {}
+
+
+def load_prior(path: str | Path, *, reuse: bool = False) -> Prior:
+    """Load a prior written by :meth:`Prior.save`.
+
+    With *reuse*, a prior this process loaded (with *reuse*) from the same file is returned again
+    while the file is unchanged (its size and modification time): a worker server's study process
+    loads the priors it serves before a study asks (``flysearch serve --prior``). Nothing modifies
+    a loaded prior, so the studies of one process can share it.
+    """
+    if not reuse:
+        return _read_prior(path)
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        raise InputFormatError(f"Model file {path} does not exist.") from None
+    stamp = (st.st_size, st.st_mtime_ns)
+    known = _LOADED.get(real)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    prior = _read_prior(real)
+    _LOADED[real] = (stamp, prior)
+    return prior
+
+
+def _read_prior(path: str | Path) -> Prior:
     import joblib
 
     try:

@@ -129,7 +129,7 @@ class FeasibleGPSampler(CandidateSampler):
         self._n_startup = n_startup
         self._refit_growth = refit_growth
         self._max_iter = max_iter
-        self._keys = [c.key for c in context.feasible]
+        self._keys = context.keys
         self._Xall = _inputs(context)
         n = len(self._keys)
         if n > max_candidates:

@@ -30,6 +30,7 @@ itself (sampler, database, process start-up).
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -192,18 +193,47 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
            enumeration: Any, shape: Shape | None, arch: ArchProfile | None, url: str, db: str,
            live: LiveSettings, problem: dict[str, Any] | None, prior: Any,
            progress: Callable[[int, int], None] | None, pools: tuple[Any, Any], lap: _Laps) -> Pipeline:
-    """Everything a worker opens before its loop, while its pools start up."""
+    """Everything a worker opens before its loop, while its pools start up.
+
+    The sampler is made in a thread while this one opens the databases: a cost model's scoring
+    (scikit-learn's, outside the GIL) overlaps the database work (laps ``prior`` and ``sampler``
+    are the thread's own seconds; ``sampler_wait`` what the databases left to wait for)."""
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
     # Workers of one study draw from different random streams (the grid keeps one order).
     seed = settings.seed if settings.seed is None or not live.worker_index else (
         settings.seed * 7919 + live.worker_index)
-    if callable(prior):
-        prior = prior()
-    lap("prior")
-    sampler = make_sampler(settings.sampler, seed=seed, context=context, prior=prior, batch=True,
-                           worker=live.worker_index)
-    lap("sampler")
+    sampler_laps = _Laps()
+
+    def make() -> optuna.samplers.BaseSampler:
+        loaded = prior() if callable(prior) else prior
+        sampler_laps("prior")
+        made = make_sampler(settings.sampler, seed=seed, context=context, prior=loaded, batch=True,
+                            worker=live.worker_index)
+        sampler_laps("sampler")
+        return made
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="flysearch-sampler") as making:
+        sampler_future = making.submit(make)  # leaving the block waits for it, whatever is raised
+        durable, claims, store = _open_databases(study_name, url, db, settings, live, lap)
+        try:
+            sampler = sampler_future.result()
+        except BaseException:  # a missing or malformed prior: nothing is left open
+            claims.close()
+            store.close()
+            raise
+        lap("sampler_wait")
+    lap.parts.update(sampler_laps.parts)
+    study = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
+                                direction="minimize", study_name=study_name)
+    lap("study")
+    return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
+                    len(enumeration.feasible), progress, pools)
+
+
+def _open_databases(study_name: str, url: str, db: str, settings: StudySettings, live: LiveSettings,
+                    lap: _Laps) -> tuple[optuna.Study, ClaimStore, TableStore]:
+    """The shared study, its claims and the table store this worker writes to."""
     storage_obj = _open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
         tune_sqlite(storage_obj.engine, immediate=True)
@@ -212,8 +242,6 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
     # in memory, so that asking costs no database round trips (a trial is one transaction, when it
     # is finished), and other workers' trials are brought in as they land.
     durable = _open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler())
-    study = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
-                                direction="minimize", study_name=study_name)
     lap("study")
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)
@@ -221,8 +249,7 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
     store = TableStore(db)
     store.use_wal()
     lap("tables")
-    return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
-                    len(enumeration.feasible), progress, pools)
+    return durable, claims, store
 
 
 def _open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:

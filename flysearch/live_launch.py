@@ -98,6 +98,8 @@ class LiveJob:
             parse_shape(self.shape)  # a malformed shape fails here, before any study of a list runs
         if self.evaluator == "flydsl" and not self.arch:
             raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
+        if self.prior and not os.path.isfile(self.prior):
+            raise InputFormatError(f"Model file {self.prior} does not exist.")  # before any study is made
         if self.evaluator == "simulated" and not self.table:
             raise InputFormatError("A simulated live study needs --table (the table it plays back).")
 
@@ -270,7 +272,14 @@ def warm_study() -> None:
 
 def served_study(payload: dict[str, Any]) -> dict[str, Any]:
     """Run a command's live studies in a worker server's warm ``study`` process (see
-    :func:`run_on_server`): ``{"reports": [...]}``, or ``{"error": message}`` for a user's mistake."""
+    :func:`run_on_server`): ``{"reports": [...]}``, or ``{"error": message}`` for a user's mistake.
+
+    The server's warm-up task, ``{"priors": [paths]}``, loads the priors it serves instead, so that
+    a study that names one of them finds it loaded (``flysearch serve --prior``)."""
+    if "priors" in payload:
+        for path in payload["priors"]:
+            _load_prior(path)
+        return {}
     os.chdir(payload["cwd"])
     _stop_with(payload["client_pid"])
     jobs, gpus = payload["jobs"], payload["gpus"]
@@ -547,6 +556,8 @@ def _run_here(job: LiveJob | Sequence[LiveJob], gpu: str,
 
 
 def _load_prior(path: str) -> Any:
+    """The prior in *path*, reused while the file is unchanged if this process (a server's study
+    process, or a command running several studies) loaded it before."""
     from flysearch.costmodel import load_prior
 
-    return load_prior(path)
+    return load_prior(path, reuse=True)

@@ -254,7 +254,7 @@ def _compile_init(backend: LiveBackend) -> Callable[[], None]:
 
 
 def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
-                 gpus: Sequence[str] = ()) -> list[WorkerSpec]:
+                 gpus: Sequence[str] = (), priors: Sequence[str] = ()) -> list[WorkerSpec]:
     """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
     GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
     the same processes :func:`start_pools` would start (kinds with no spare are left out). A
@@ -268,7 +268,8 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
     With *gpus* (GPU ids), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``:
     *backend*'s timer with that GPU's variables) instead of *backend*'s, and a study process for
     each: a study on several GPUs (``--gpus``) runs each worker in a warm study process, with a
-    warm timer."""
+    warm timer. The study processes load the cost-model files *priors* (absolute paths) while they
+    warm up, so that a ``costmodel`` study naming one of them does not load it."""
     from flysearch.live_launch import served_study, warm_study
 
     def timer(env: dict[str, str], name: str) -> WorkerSpec:
@@ -277,7 +278,8 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
 
     timer_specs = [timer({**backend.timer_env, **gpu_env(g)}, f"timer:{g}") for g in gpus]
     specs = [
-        WorkerSpec(served_study, warm_study, spares=max(1, len(gpus)), name="study", refill="now"),
+        WorkerSpec(served_study, warm_study, warm={"priors": list(priors)} if priors else None,
+                   spares=max(1, len(gpus)), name="study", refill="now"),
         *(timer_specs or [timer(dict(backend.timer_env), "timer")]),
         WorkerSpec(backend.compile_fn, _compile_init(backend), spares=compile_workers, name="compile",
                    refill="after"),

@@ -115,7 +115,7 @@ class CostModelSampler(CandidateSampler):
         self._patience = patience
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
-        self._keys = [c.key for c in context.feasible]
+        self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
         self._X = candidate_features(context, columns)
         # Rank-scaled scores of the pooled prior (row 0) and of each training device's prior.

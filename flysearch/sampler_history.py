@@ -40,7 +40,7 @@ class CandidateHistory:
 
     def __init__(self, context: SearchContext) -> None:
         self._context = context
-        self.index = {c.key: i for i, c in enumerate(context.feasible)}
+        self.index = {key: i for i, key in enumerate(context.keys)}
         self.observed: dict[int, float] = {}
         self.seen: set[int] = set()
         self._n_read = 0

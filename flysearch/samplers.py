@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,12 @@ class SearchContext:
         if self.problem is None:
             problem = self.shape.as_dict() if self.shape is not None else {}
             object.__setattr__(self, "problem", problem)
+
+    @functools.cached_property
+    def keys(self) -> list[str]:
+        """Each feasible config's key, in ``feasible`` order (computed once, for every sampler and
+        history that indexes the candidates by key)."""
+        return [c.key for c in self.feasible]
 
     def encoded(self) -> list[dict[str, Any]]:
         """The feasible configs as trial parameters."""

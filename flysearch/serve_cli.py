@@ -4,6 +4,7 @@ studies of separate commands (see :mod:`flysearch.worker_server`)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 
@@ -25,6 +26,9 @@ __all__ = ["serve"]
 @click.option("--compile-workers", type=int, default=None,
               help="Compile processes kept warm (default: as a study's, CPU count minus 2).")
 @click.option("--timers", type=int, default=1, show_default=True, help="GPU timers kept warm.")
+@click.option("--prior", "priors", multiple=True, type=click.Path(dir_okay=False),
+              help="A cost-model file the study processes keep loaded, for costmodel studies that name "
+                   "it (repeat for several).")
 @click.option("--table", default=None, help="Simulated: the table played back.")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="Simulated: its database.")
 @click.option("--socket", "path", default=None,
@@ -32,7 +36,7 @@ __all__ = ["serve"]
 @click.option("--status", is_flag=True, help="Print the running server's status (JSON) and exit.")
 @user_errors
 def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: int | None, timers: int,
-          table: str | None, db: str, path: str | None, status: bool) -> None:
+          priors: tuple[str, ...], table: str | None, db: str, path: str | None, status: bool) -> None:
     """Keep warm workers for live studies started by separate commands.
 
     A live study spends seconds starting its GPU timer (importing torch, the GPU's context) and its
@@ -45,7 +49,9 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
 
         flysearch study run --evaluator triton --shape 4096x4096x4096 --sampler tpe-unseen --server
 
-    With ``--gpu 0,1`` it keeps a timer for each GPU, for studies run with ``--gpus 0,1``.
+    With ``--gpu 0,1`` it keeps a timer for each GPU, for studies run with ``--gpus 0,1``. With
+    ``--prior model.joblib`` its study processes keep that cost model loaded for ``costmodel``
+    studies that name it (``--sampler costmodel --prior model.joblib``).
     """
     from flysearch.live_launch import backend_to_serve
     from flysearch.live_pipeline import LiveSettings, served_specs
@@ -63,9 +69,15 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
     gpus = [g.strip() for g in gpu.split(",")] if gpu else []
     if any(not g for g in gpus) or len(set(gpus)) < len(gpus):
         raise FlysearchError(f"--gpu {gpu!r}: give one GPU, or distinct GPUs separated by commas.")
+    if priors:
+        from flysearch.costmodel import load_prior
+
+        for prior in priors:
+            load_prior(prior)  # a missing or malformed file is the user's mistake, said here
     backend = backend_to_serve(evaluator, arch=arch, gpu=gpus[0] if gpus else None, table=table, db=db)
     workers = LiveSettings(compile_workers=compile_workers).workers() if compile_workers != 0 else 0
-    specs = served_specs(backend, workers, timers=timers, gpus=gpus if len(gpus) > 1 else ())
+    specs = served_specs(backend, workers, timers=timers, gpus=gpus if len(gpus) > 1 else (),
+                         priors=[os.path.abspath(p) for p in priors])
     server = WorkerServer(specs, path)
     try:
         server.start()

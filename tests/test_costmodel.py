@@ -84,6 +84,21 @@ def test_prior_is_saved_with_schema_and_provenance(h200_tables: list[GroundTruth
         load_prior(tmp_path / "absent")
 
 
+def test_a_reused_prior_is_loaded_once_while_its_file_is_unchanged(
+    h200_tables: list[GroundTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "p.joblib"
+    fit_prior(h200_tables[:2], max_iter=5).save(path)
+    first = load_prior(path, reuse=True)
+    monkeypatch.chdir(tmp_path)
+    assert load_prior("p.joblib", reuse=True) is first  # the same file, named another way
+    assert load_prior(path) is not first  # without reuse: read again
+    fit_prior(h200_tables[:3], max_iter=5).save(path)  # rewritten: read again
+    assert load_prior(path, reuse=True).provenance["tables"] == [t.name for t in h200_tables[:3]]
+    with pytest.raises(InputFormatError, match="does not exist"):
+        load_prior(tmp_path / "absent", reuse=True)
+
+
 def test_leave_one_out_never_trains_on_the_held_out_table(h200_tables: list[GroundTruth]) -> None:
     tables = h200_tables[:4]
     results = leave_one_out(tables, sampler=None, max_iter=20)
