@@ -288,6 +288,15 @@ def test_the_cli_reports_the_time_spent_asking_the_sampler(tmp_path, db):
     assert "12 compiled, 12 timed" in line and "the GPU was ready after" in line
 
 
+def test_a_missing_prior_is_one_line_before_any_study_is_made(tmp_path, db):
+    cmd = [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
+           "--db", db, "--storage", f"sqlite:///{tmp_path}/study.db", "--sampler", "costmodel",
+           "--prior", str(tmp_path / "absent.joblib"), "--compile-workers", "1"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "absent.joblib does not exist" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "study.db").exists()
+
+
 def test_a_claim_taken_over_while_this_worker_measured_it_is_left_to_its_new_owner(tmp_path, db):
     """A stalled worker (presumed dead) finds that its claim was taken over: it keeps going, drops
     its own measurement of that config, and answers the trial with the claim's final result."""
