@@ -2,8 +2,8 @@
 
     OMP_NUM_THREADS=1 python benchmarks/costmodel_eval.py --out benchmarks/results/costmodel_eval.md
 
-Across shapes: the 14 H200 Triton GEMM tables (benchmarks/data/h200), each held out in turn and
-ranked by a prior trained on the other 13. Across GPUs: the benchmark_hub tables
+Across shapes: the H200 Triton GEMM tables (benchmarks/data/h200, 19 shapes), each held out in
+turn and ranked by a prior trained on the others. Across GPUs: the benchmark_hub tables
 (../shared/data/benchmark_hub), each held out and ranked by a prior trained on the same kernel's
 other GPU (only two GPUs per kernel are available there). The sampler runs 5 seeds per table.
 
