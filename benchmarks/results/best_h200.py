@@ -1,4 +1,4 @@
-"""Best configs exported by flysearch on 2026-11-29."""
+"""Best configs exported by flysearch on 2026-11-30."""
 
 import triton
 
@@ -9,7 +9,10 @@ CONFIGS = [
         num_warps=4, num_stages=3,
     ),
     # triton_gemm/H200/1024x14336x4096: 0.1964 ms
+    # triton_gemm/H200/1024x6144x4096: 0.08575 ms
+    # triton_gemm/H200/1536x4096x4096: 0.08681 ms
     # triton_gemm/H200/200x8192x8192: 0.05959 ms
+    # triton_gemm/H200/512x4096x14336: 0.09684 ms
     triton.Config(
         {'BLOCK_K': 64, 'BLOCK_M': 128, 'BLOCK_N': 128, 'GROUP_M': 8, 'SPLIT_K': 1},
         num_warps=4, num_stages=4,
@@ -37,6 +40,7 @@ CONFIGS = [
     ),
     # triton_gemm/H200/2048x4096x14336: 0.3624 ms
     # triton_gemm/H200/4096x6144x4096: 0.3252 ms
+    # triton_gemm/H200/512x14336x4096: 0.1056 ms
     triton.Config(
         {'BLOCK_K': 64, 'BLOCK_M': 128, 'BLOCK_N': 128, 'GROUP_M': 8, 'SPLIT_K': 1},
         num_warps=4, num_stages=3,
@@ -60,5 +64,10 @@ CONFIGS = [
     triton.Config(
         {'BLOCK_K': 64, 'BLOCK_M': 64, 'BLOCK_N': 64, 'GROUP_M': 1, 'SPLIT_K': 1},
         num_warps=4, num_stages=3,
+    ),
+    # triton_gemm/H200/768x8192x28672: 0.5401 ms
+    triton.Config(
+        {'BLOCK_K': 64, 'BLOCK_M': 128, 'BLOCK_N': 256, 'GROUP_M': 8, 'SPLIT_K': 2},
+        num_warps=8, num_stages=4,
     ),
 ]
