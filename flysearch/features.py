@@ -66,13 +66,17 @@ Columns = dict[str, np.ndarray]
 _MISSING = object()
 
 
+def _log2_scalar(value: float) -> float:
+    return math.log2(value) if value > 0 else -1.0
+
+
 def _log2(values: np.ndarray) -> np.ndarray:
     """Elementwise log2 of positive values, -1 elsewhere (NaN stays NaN). Computed with
     :func:`math.log2` on the distinct values, so a feature is the same float however many configs
     it is computed for."""
     values = np.asarray(values, dtype=float)
     distinct, inverse = np.unique(values, return_inverse=True)
-    logs = np.array([math.log2(v) if v > 0 else (v if math.isnan(v) else -1.0) for v in distinct])
+    logs = np.array([v if math.isnan(v) else _log2_scalar(v) for v in distinct])
     return logs[inverse].reshape(values.shape) if distinct.size else values.copy()
 
 
@@ -105,7 +109,7 @@ def _param_columns(params: Sequence[Mapping[str, Any]]) -> Columns:
             if isinstance(value, bool):
                 number[i] = float(value)
             elif _is_number(value):
-                number[i] = math.log2(value) if value > 0 else -1.0
+                number[i] = _log2_scalar(value)
             else:
                 out.setdefault(f"p_{name}={value}", np.full(n, math.nan))[i] = 1.0
         if not np.isnan(number).all():
@@ -118,10 +122,6 @@ def _problem_features(problem: Mapping[str, Any]) -> dict[str, float]:
         return {f"s_log2_{k}": _log2_scalar(problem[k]) for k in ("M", "N", "K")}
     sizes = problem.get("problem_size") or []
     return {f"s_log2_size{i}": _log2_scalar(v) for i, v in enumerate(sizes) if _is_number(v)}
-
-
-def _log2_scalar(value: float) -> float:
-    return math.log2(value) if value > 0 else -1.0
 
 
 def _arch_features(arch: ArchProfile | None) -> dict[str, float]:
