@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.console import Console
@@ -26,7 +25,6 @@ from flysearch.tables import DEFAULT_DB, TableStore
 
 __all__ = ["main"]
 
-F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
 
 
