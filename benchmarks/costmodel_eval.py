@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/costmodel_eval.py --out benchmarks/results/costmodel_eval.md
 
-Across shapes: the H200 Triton GEMM tables (benchmarks/data/h200, 19 shapes), each held out in
+Across shapes: the H200 Triton GEMM tables (benchmarks/data/h200, 27 shapes), each held out in
 turn and ranked by a prior trained on the others. Across GPUs: the benchmark_hub tables
 (../shared/data/benchmark_hub), each held out and ranked by a prior trained on the same kernel's
 other GPU (only two GPUs per kernel are available there). The sampler runs 5 seeds per table.
