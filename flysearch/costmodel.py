@@ -304,7 +304,8 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     schema, features, times, groups = training_data(tables)
     model = CostModel(objective=objective, **params).fit(features, times, groups)
     provenance = {
-        "tables": [t.name for t in tables], "objective": objective,
+        "tables": [t.name for t in tables], "archs": sorted({t.meta.arch for t in tables}),
+        "objective": objective,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "versions": {pkg: _version(pkg) for pkg in ("flysearch", "scikit-learn", "numpy")},
         "rows": len(times),

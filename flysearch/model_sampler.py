@@ -23,6 +23,12 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   among the unevaluated configs one parameter step from the best measured one. While the prior
   still agrees with the measurements, the other suggestions stay among its top
   ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
+* **Walk** (a prior trained on tables of the study's own arch): such a prior transfers across
+  shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the optimum at
+  rank 1-11 on 26 of 27 shapes), so after the diverse start every suggestion that is not a local
+  step is the prior's best unevaluated config, for as long as the measurements agree with its
+  order (rank correlation >= 0.15): the forest then only chooses the local steps. A prior from
+  other archs (another GPU) is only a guide; the forest reorders its top region.
 * **Stall**: a prior can order the bulk of the space right and still miss the optimum's region:
   the measurements agree with its order, and the search stays on a plateau of its top ranks. After
   *patience* measurements without a better time, every suggestion is the unevaluated config of
@@ -98,13 +104,17 @@ class CostModelSampler(CandidateSampler):
             measurements; 0 turns this off.
         min_source_obs: Measurements before the prior's sources (one per training device) are
             weighed against the pooled prior; until then the pooled prior decides alone.
+        walk: With a prior trained on the study's arch (``provenance["archs"]`` names
+            ``context.arch``), the suggestions that are not local steps walk down the prior's
+            order while the measurements agree with it; ``False`` lets the forest reorder its top
+            region as for a prior from other archs.
     """
 
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
                  n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
-                 min_source_obs: int = 3) -> None:
+                 min_source_obs: int = 3, walk: bool = True) -> None:
         super().__init__(context, seed)
         self._prior = prior
         self._epsilon, self._kappa = epsilon, kappa
@@ -115,6 +125,9 @@ class CostModelSampler(CandidateSampler):
         self._patience = patience
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
+        # A prior trained on this study's arch transfers across shapes; one from other archs guides.
+        self._walk = walk and prior is not None and context.arch is not None and (
+            context.arch.name in prior.provenance.get("archs", ()))
         self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
         self._X = candidate_features(context, columns)
@@ -258,6 +271,8 @@ class CostModelSampler(CandidateSampler):
         if self._local and n >= 2 and n % 2 == 0:
             near = self._neighbours(free)
             free = near if near.size else free
+        elif self._walk and (n < 5 or self._prior_trust() >= 0.5):
+            return self._lowest(free, self._prior_score[free])
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free

@@ -71,6 +71,7 @@ def test_prior_is_saved_with_schema_and_provenance(h200_tables: list[GroundTruth
     prior = fit_prior(h200_tables[:3], max_iter=20)
     assert prior.provenance["tables"] == [t.name for t in h200_tables[:3]]
     assert prior.provenance["objective"] == "rank" and "scikit-learn" in prior.provenance["versions"]
+    assert prior.provenance["archs"] == ["sm_90"]
     prior.save(tmp_path / "p.joblib")
     again = load_prior(tmp_path / "p.joblib")
     table = h200_tables[3]
@@ -220,6 +221,42 @@ def test_a_sure_prior_shortens_the_diverse_start(h200_tables: list[GroundTruth])
     assert CostModelSampler(context, rank_prior, seed=0)._n_diverse == expected
     log_prior = fit_prior(others, objective="log_ratio", max_iter=150)
     assert CostModelSampler(context, log_prior, seed=0)._n_diverse == 6
+
+
+def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[GroundTruth]) -> None:
+    """With a prior trained on the study's arch, every suggestion after the diverse start that is
+    not a local step is the prior's best unevaluated config while the measurements agree with it;
+    a prior trained on other archs is never walked."""
+    import math
+
+    from flysearch.costmodel import table_arch
+    from flysearch.kernels import space_for_table
+    from flysearch.model_sampler import CostModelSampler
+    from flysearch.samplers import SearchContext
+
+    held = next(t for t in h200_tables if t.name.endswith("/16x4096x14336"))
+    prior = fit_prior([t for t in h200_tables if t is not held], max_iter=100)
+    space = space_for_table(held)
+    feasible = space.enumerate(held.meta.shape(), table_arch(held)).shuffled(0)
+    context = SearchContext(space, "ordinal", feasible, held.meta.shape(), table_arch(held), held.meta.problem)
+    sampler = CostModelSampler(context, prior, seed=0, epsilon=0.0)
+    everything = np.arange(len(feasible))
+    walked = 0
+    for _ in range(24):
+        free = np.setdiff1d(everything, np.fromiter(sampler._seen, dtype=int))
+        n = len(sampler._observed)
+        turn = (n >= sampler._n_diverse and n % 2 == 1 and not sampler._stalled()
+                and (n < 5 or sampler._prior_trust() >= 0.5))
+        pick = sampler._choose(free, set(sampler._seen), 0)
+        if turn:
+            walked += 1
+            assert sampler._prior_score[pick] == sampler._prior_score[free].min()
+        row = held.rows[feasible[pick].key]
+        sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
+        sampler._seen.add(pick)
+    assert walked >= 6
+    elsewhere = SearchContext(space, "ordinal", feasible, held.meta.shape(), get_arch("sm_80"), held.meta.problem)
+    assert not CostModelSampler(elsewhere, prior, seed=0)._walk
 
 
 def test_costmodel_sampler_choice_skips_taken_configs(
