@@ -245,7 +245,10 @@ class RunTask:
     @property
     def fingerprint(self) -> str:
         sampler = {k: v for k, v in asdict(self.sampler).items() if k != "seeds"}
-        text = json.dumps([asdict(self.table), sampler, self.budget], sort_keys=True, default=str)
+        settings: list[Any] = [asdict(self.table), sampler, self.budget]
+        if self.priors:  # a prior trained on other tables is another setting
+            settings.append(sorted(p.label for p in self.priors))
+        text = json.dumps(settings, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -161,6 +161,19 @@ def test_changed_settings_are_not_mixed(tmp_path: Path, dedisp_path: Path) -> No
         run_experiment(changed)
 
 
+def test_a_prior_trained_on_other_tables_is_another_setting() -> None:
+    """A costmodel run's prior trains on the experiment's other tables: a table added to them (a
+    glob that matches one more file) makes the stored run stale, not resumable."""
+    from dataclasses import replace
+
+    from flysearch.compare import RunTask
+
+    table = TableSpec("a.json.gz", "a")
+    task = RunTask("e", table, SamplerSpec("costmodel"), 0, 8, "r.db", (table, TableSpec("b.json.gz", "b")))
+    assert replace(task, priors=(*task.priors, TableSpec("c.json.gz", "c"))).fingerprint != task.fingerprint
+    assert replace(task, priors=task.priors[::-1]).fingerprint == task.fingerprint
+
+
 def test_report_files(tmp_path: Path, dedisp_path: Path) -> None:
     exp = _experiment(tmp_path, dedisp_path, seeds=(0, 1))
     run_experiment(exp)

@@ -238,7 +238,8 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
     prior = fit_prior([t for t in h200_tables if t is not held], max_iter=100)
     space = space_for_table(held)
     feasible = space.enumerate(held.meta.shape(), table_arch(held)).shuffled(0)
-    context = SearchContext(space, "ordinal", feasible, held.meta.shape(), table_arch(held), held.meta.problem)
+    shape, problem = held.meta.shape(), held.meta.problem
+    context = SearchContext(space, "ordinal", feasible, shape, table_arch(held), problem)
     sampler = CostModelSampler(context, prior, seed=0, epsilon=0.0)
     everything = np.arange(len(feasible))
     walked = 0
@@ -255,7 +256,7 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
         sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
         sampler._seen.add(pick)
     assert walked >= 6
-    elsewhere = SearchContext(space, "ordinal", feasible, held.meta.shape(), get_arch("sm_80"), held.meta.problem)
+    elsewhere = SearchContext(space, "ordinal", feasible, shape, get_arch("sm_80"), problem)
     assert not CostModelSampler(elsewhere, prior, seed=0)._walk
 
 
