@@ -304,7 +304,7 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     schema, features, times, groups = training_data(tables)
     model = CostModel(objective=objective, **params).fit(features, times, groups)
     provenance = {
-        "tables": [t.name for t in tables], "archs": sorted({t.meta.arch for t in tables}),
+        "tables": [t.name for t in tables], "targets": sorted({_target(t) for t in tables}),
         "objective": objective,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "versions": {pkg: _version(pkg) for pkg in ("flysearch", "scikit-learn", "numpy")},
@@ -313,6 +313,11 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     if per_device:
         provenance["sources"] = list(by_device)
     return Prior(model, schema, provenance, per_device)
+
+
+def _target(table: GroundTruth) -> str:
+    """``space@arch``: the kernel family's space and the arch a table measured it on."""
+    return f"{table.meta.space.get('name', table.meta.kernel)}@{table.meta.arch}"
 
 
 def _version(package: str) -> str:

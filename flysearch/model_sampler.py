@@ -23,12 +23,13 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   among the unevaluated configs one parameter step from the best measured one. While the prior
   still agrees with the measurements, the other suggestions stay among its top
   ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
-* **Walk** (a prior trained on tables of the study's own arch): such a prior transfers across
-  shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the optimum at
-  rank 1-11 on 26 of 27 shapes), so after the diverse start every suggestion that is not a local
-  step is the prior's best unevaluated config, for as long as the measurements agree with its
-  order (rank correlation >= 0.15): the forest then only chooses the local steps. A prior from
-  other archs (another GPU) is only a guide; the forest reorders its top region.
+* **Walk** (a prior trained on tables of the study's own space and arch): such a prior transfers
+  across shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the
+  optimum at rank 1-11 on 26 of 27 shapes), so after the diverse start every suggestion that is
+  not a local step is the prior's best unevaluated config, for as long as the measurements agree
+  with its order (rank correlation >= 0.15): the forest then only chooses the local steps. A prior
+  from other archs (another GPU) or other kernels is only a guide; the forest reorders its top
+  region.
 * **Stall**: a prior can order the bulk of the space right and still miss the optimum's region:
   the measurements agree with its order, and the search stays on a plateau of its top ranks. After
   *patience* measurements without a better time, every suggestion is the unevaluated config of
@@ -104,8 +105,8 @@ class CostModelSampler(CandidateSampler):
             measurements; 0 turns this off.
         min_source_obs: Measurements before the prior's sources (one per training device) are
             weighed against the pooled prior; until then the pooled prior decides alone.
-        walk: With a prior trained on the study's arch (``provenance["archs"]`` names
-            ``context.arch``), the suggestions that are not local steps walk down the prior's
+        walk: With a prior trained on the study's space and arch (``provenance["targets"]``
+            holds ``"<space>@<arch>"``), the suggestions that are not local steps walk down the prior's
             order while the measurements agree with it; ``False`` lets the forest reorder its top
             region as for a prior from other archs.
     """
@@ -125,9 +126,10 @@ class CostModelSampler(CandidateSampler):
         self._patience = patience
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
-        # A prior trained on this study's arch transfers across shapes; one from other archs guides.
+        # A prior that measured this space on this arch transfers across shapes; one from other
+        # archs (or other kernels) only guides.
         self._walk = walk and prior is not None and context.arch is not None and (
-            context.arch.name in prior.provenance.get("archs", ()))
+            f"{context.space.name}@{context.arch.name}" in prior.provenance.get("targets", ()))
         self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
         self._X = candidate_features(context, columns)

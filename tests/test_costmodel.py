@@ -71,7 +71,7 @@ def test_prior_is_saved_with_schema_and_provenance(h200_tables: list[GroundTruth
     prior = fit_prior(h200_tables[:3], max_iter=20)
     assert prior.provenance["tables"] == [t.name for t in h200_tables[:3]]
     assert prior.provenance["objective"] == "rank" and "scikit-learn" in prior.provenance["versions"]
-    assert prior.provenance["archs"] == ["sm_90"]
+    assert prior.provenance["targets"] == ["triton_gemm_splitk@sm_90"]
     prior.save(tmp_path / "p.joblib")
     again = load_prior(tmp_path / "p.joblib")
     table = h200_tables[3]
@@ -224,9 +224,10 @@ def test_a_sure_prior_shortens_the_diverse_start(h200_tables: list[GroundTruth])
 
 
 def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[GroundTruth]) -> None:
-    """With a prior trained on the study's arch, every suggestion after the diverse start that is
-    not a local step is the prior's best unevaluated config while the measurements agree with it;
-    a prior trained on other archs is never walked."""
+    """With a prior trained on the study's space and arch, every suggestion after the diverse start
+    that is not a local step is the prior's best unevaluated config while the measurements agree
+    with it; a prior trained on other archs, or on other kernels of this arch, is never walked."""
+    import dataclasses
     import math
 
     from flysearch.costmodel import table_arch
@@ -258,6 +259,8 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
     assert walked >= 6
     elsewhere = SearchContext(space, "ordinal", feasible, shape, get_arch("sm_80"), problem)
     assert not CostModelSampler(elsewhere, prior, seed=0)._walk
+    other_kernel = dataclasses.replace(prior, provenance={**prior.provenance, "targets": ["other@sm_90"]})
+    assert not CostModelSampler(context, other_kernel, seed=0)._walk
 
 
 def test_costmodel_sampler_choice_skips_taken_configs(
