@@ -10,7 +10,11 @@ other GPU (only two GPUs per kernel are available there). The sampler runs 5 see
 ``--hub DIR`` reads the benchmark_hub tables from a clone of AutoTuningAssociation/benchmark_hub
 instead (``DIR`` = its ``cachefiles/``, six GPUs per kernel; only ``<GPU>.json.gz`` files are read),
 so each held-out GPU is ranked by a prior trained on the other five; ``--only hub`` skips the H200
-part.
+part. ``--h200 GLOB`` reads other H200 tables, e.g. the 19 of an earlier commit::
+
+    git archive 4b71578 benchmarks/data/h200 | tar -x -C /tmp/t19
+    python benchmarks/costmodel_eval.py --only h200 --h200 '/tmp/t19/benchmarks/data/h200/*.table.json.gz'
+
 """
 
 from __future__ import annotations
@@ -46,11 +50,14 @@ def hub_tables(hub: Path = HUB) -> list[GroundTruth]:
     return [store.load(n) for n in store.names()]
 
 
-def _tables(kind: str, hub: Path = HUB) -> list[GroundTruth]:
+H200 = ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"
+
+
+def _tables(kind: str, hub: Path = HUB, h200: str = str(H200)) -> list[GroundTruth]:
     if kind != "h200":
         return hub_tables(hub)
     store = TableStore(":memory:")
-    for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
+    for path in sorted(glob.glob(h200)):
         store.write(*read_table_file(path))
     return [store.load(n) for n in store.names()]
 
@@ -82,6 +89,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--hub", type=Path, default=HUB,
                         help="the folder of *_milo/<GPU>.json.gz (default ../shared/data/benchmark_hub)")
+    parser.add_argument("--h200", default=str(H200), metavar="GLOB",
+                        help="the H200 tables (default benchmarks/data/h200/*.table.json.gz)")
     parser.add_argument("--only", choices=("h200", "hub"), default=None)
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -92,7 +101,7 @@ def main() -> None:
         if args.only not in (None, kind):
             continue
         start = time.perf_counter()
-        tables = _tables(kind, args.hub)
+        tables = _tables(kind, args.hub, args.h200)
         if len(tables) < 2:
             parser.error(f"fewer than two tables for the {kind} part (--hub {args.hub})")
         results = leave_one_out(tables, seeds=range(args.seeds), budget=budget)

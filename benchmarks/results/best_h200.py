@@ -18,6 +18,7 @@ CONFIGS = [
         num_warps=4, num_stages=4,
     ),
     # triton_gemm/H200/128x10240x8192: 0.05891 ms
+    # triton_gemm/H200/96x14336x4096: 0.03662 ms
     triton.Config(
         {'BLOCK_K': 128, 'BLOCK_M': 128, 'BLOCK_N': 128, 'GROUP_M': 1, 'SPLIT_K': 1},
         num_warps=8, num_stages=3,
@@ -50,6 +51,16 @@ CONFIGS = [
         {'BLOCK_K': 64, 'BLOCK_M': 64, 'BLOCK_N': 128, 'GROUP_M': 8, 'SPLIT_K': 8},
         num_warps=4, num_stages=3,
     ),
+    # triton_gemm/H200/32x28672x4096: 0.06069 ms
+    triton.Config(
+        {'BLOCK_K': 128, 'BLOCK_M': 32, 'BLOCK_N': 256, 'GROUP_M': 1, 'SPLIT_K': 1},
+        num_warps=8, num_stages=3,
+    ),
+    # triton_gemm/H200/32x8192x28672: 0.1129 ms
+    triton.Config(
+        {'BLOCK_K': 256, 'BLOCK_M': 32, 'BLOCK_N': 64, 'GROUP_M': 1, 'SPLIT_K': 1},
+        num_warps=4, num_stages=4,
+    ),
     # triton_gemm/H200/4096x4096x4096: 0.2162 ms
     triton.Config(
         {'BLOCK_K': 64, 'BLOCK_M': 256, 'BLOCK_N': 128, 'GROUP_M': 1, 'SPLIT_K': 1},
@@ -60,10 +71,35 @@ CONFIGS = [
         {'BLOCK_K': 128, 'BLOCK_M': 16, 'BLOCK_N': 64, 'GROUP_M': 1, 'SPLIT_K': 16},
         num_warps=4, num_stages=4,
     ),
+    # triton_gemm/H200/512x1536x7168: 0.03105 ms
+    triton.Config(
+        {'BLOCK_K': 64, 'BLOCK_M': 64, 'BLOCK_N': 128, 'GROUP_M': 8, 'SPLIT_K': 4},
+        num_warps=4, num_stages=3,
+    ),
+    # triton_gemm/H200/64x10240x8192: 0.04548 ms
+    triton.Config(
+        {'BLOCK_K': 128, 'BLOCK_M': 64, 'BLOCK_N': 128, 'GROUP_M': 1, 'SPLIT_K': 1},
+        num_warps=4, num_stages=4,
+    ),
+    # triton_gemm/H200/64x1536x7168: 0.01456 ms
+    triton.Config(
+        {'BLOCK_K': 128, 'BLOCK_M': 64, 'BLOCK_N': 128, 'GROUP_M': 1, 'SPLIT_K': 8},
+        num_warps=4, num_stages=4,
+    ),
     # triton_gemm/H200/64x28672x4096: 0.06179 ms
     triton.Config(
         {'BLOCK_K': 64, 'BLOCK_M': 64, 'BLOCK_N': 64, 'GROUP_M': 1, 'SPLIT_K': 1},
         num_warps=4, num_stages=3,
+    ),
+    # triton_gemm/H200/64x4096x14336: 0.03532 ms
+    triton.Config(
+        {'BLOCK_K': 256, 'BLOCK_M': 64, 'BLOCK_N': 32, 'GROUP_M': 1, 'SPLIT_K': 1},
+        num_warps=4, num_stages=4,
+    ),
+    # triton_gemm/H200/64x6144x4096: 0.0188 ms
+    triton.Config(
+        {'BLOCK_K': 128, 'BLOCK_M': 64, 'BLOCK_N': 64, 'GROUP_M': 1, 'SPLIT_K': 1},
+        num_warps=4, num_stages=4,
     ),
     # triton_gemm/H200/768x8192x28672: 0.5401 ms
     triton.Config(
