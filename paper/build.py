@@ -135,7 +135,10 @@ def speed_facts() -> dict[str, str]:
     plain = re.search(r"\| tpe \(Optuna's plain TPE.*?\| [\d.]+ \| ([\d.]+) \| (\d+) \|", text)
     if wall is None:
         return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_PLAIN_TRIALS": "?"}
+    earlier = re.search(r"Measured wall time: ([\d.]+) s",
+                        (ROOT / "benchmarks" / "results" / "compare_speed_9e6f417.md").read_text())
     return {"SPEED_WALL": wall.group(1), "SPEED_RUNS": wall.group(2),
+            "SPEED_EARLIER": earlier.group(1) if earlier else "?",
             "SPEED_PLAIN_TRIALS": f"{int(plain.group(2)):,}" if plain else "?"}
 
 
@@ -306,6 +309,9 @@ def live_section() -> tuple[str, dict[str, str]]:
     return "\n".join(lines), facts
 
 
+_ORDINALS = {2: "second", 3: "third", 4: "fourth"}
+
+
 def retime_facts() -> dict[str, str]:
     """Does each table's optimum hold when its top configs are re-timed in interleaved rounds?"""
     from retime_top import summarize  # benchmarks/, on sys.path
@@ -318,6 +324,8 @@ def retime_facts() -> dict[str, str]:
         "RETIME_TABLES": str(len(places)), "RETIME_ROUNDS": str(doc["rounds"]),
         "RETIME_CONFIGS": str(sum(len(t["configs"]) for t in doc["tables"])),
         "RETIME_FIRST": str(sum(p == 1 for p, _ in places)),
+        "RETIME_LATER": ", ".join(f"{_ORDINALS.get(k, f'{k}th')} on {sum(p == k for p, _ in places)}"
+                                  for k in sorted({p for p, _ in places if p > 1})) or "none",
         "RETIME_SECOND_MAX": f"{max((d for p, d in places if p > 1), default=0.0):.1%}",
         "RETIME_SPREAD": f"{statistics.median(spreads):.1%}",
         "RETIME_GAP_1024": f"{rows['1024x14336x4096']['gap']:.1%}",
