@@ -103,7 +103,8 @@ def main() -> None:
         start = time.perf_counter()
         tables = _tables(kind, args.hub, args.h200)
         if len(tables) < 2:
-            parser.error(f"fewer than two tables for the {kind} part (--hub {args.hub})")
+            source = f"--hub {args.hub}" if kind == "hub" else f"--h200 {args.h200}"
+            parser.error(f"fewer than two tables for the {kind} part ({source})")
         results = leave_one_out(tables, seeds=range(args.seeds), budget=budget)
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")

@@ -222,10 +222,15 @@ class CostModelSampler(CandidateSampler):
             return 1.0
         return float(np.clip((rho + 0.2) / 0.7, 0.0, 1.0))
 
+    def _agrees(self) -> bool:
+        """The measurements still agree with the prior's order (rank correlation >= 0.15; fewer
+        than 5 measurements always do)."""
+        return self._prior_trust() >= 0.5
+
     def _trusted(self, n: int) -> bool:
-        """The prior still agrees with the measurements (rank correlation >= 0.15), so a global
-        suggestion stays among its top ``top_region * (n + 1)`` configs."""
-        return self._top_region > 0 and self._prior is not None and n >= 5 and self._prior_trust() >= 0.5
+        """The prior still agrees with the measurements, so a global suggestion stays among its top
+        ``top_region * (n + 1)`` configs."""
+        return self._top_region > 0 and self._prior is not None and n >= 5 and self._agrees()
 
     def _diverse(self, free: np.ndarray, taken: set[int]) -> int:
         """The prior's best free config at Hamming distance >= diverse_distance from every taken one."""
@@ -273,7 +278,7 @@ class CostModelSampler(CandidateSampler):
         if self._local and n >= 2 and n % 2 == 0:
             near = self._neighbours(free)
             free = near if near.size else free
-        elif self._walk and (n < 5 or self._prior_trust() >= 0.5):
+        elif self._walk and self._agrees():
             return self._lowest(free, self._prior_score[free])
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]

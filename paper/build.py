@@ -134,7 +134,7 @@ def speed_facts() -> dict[str, str]:
     wall = re.search(r"Measured wall time: ([\d.]+) s for (\d+) runs", text)
     plain = re.search(r"\| tpe \(Optuna's plain TPE.*?\| [\d.]+ \| ([\d.]+) \| (\d+) \|", text)
     if wall is None:
-        return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_PLAIN_TRIALS": "?"}
+        return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_EARLIER": "?", "SPEED_PLAIN_TRIALS": "?"}
     earlier = re.search(r"Measured wall time: ([\d.]+) s",
                         (ROOT / "benchmarks" / "results" / "compare_speed_9e6f417.md").read_text())
     return {"SPEED_WALL": wall.group(1), "SPEED_RUNS": wall.group(2),
