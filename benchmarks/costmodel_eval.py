@@ -10,7 +10,8 @@ other GPU (only two GPUs per kernel are available there). The sampler runs 5 see
 ``--hub DIR`` reads the benchmark_hub tables from a clone of AutoTuningAssociation/benchmark_hub
 instead (``DIR`` = its ``cachefiles/``, six GPUs per kernel; only ``<GPU>.json.gz`` files are read),
 so each held-out GPU is ranked by a prior trained on the other five; ``--only hub`` skips the H200
-part. ``--h200 GLOB`` reads other H200 tables, e.g. the 19 of an earlier commit::
+part. ``--ensemble`` trains priors that average six boosters (not the default; see
+costmodel_eval_ensemble.md). ``--h200 GLOB`` reads other H200 tables, e.g. the 19 of an earlier commit::
 
     git archive 4b71578 benchmarks/data/h200 | tar -x -C /tmp/t19
     python benchmarks/costmodel_eval.py --only h200 --h200 '/tmp/t19/benchmarks/data/h200/*.table.json.gz'
@@ -51,6 +52,8 @@ def hub_tables(hub: Path = HUB) -> list[GroundTruth]:
 
 
 H200 = ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"
+# --ensemble: the booster settings benchmarks/prior_ensemble.py compares, averaged.
+ENSEMBLE_LEAVES, ENSEMBLE_L2 = (15, 31, 63), (0.0, 1.0)
 
 
 def _tables(kind: str, hub: Path = HUB, h200: str = str(H200)) -> list[GroundTruth]:
@@ -92,7 +95,11 @@ def main() -> None:
     parser.add_argument("--h200", default=str(H200), metavar="GLOB",
                         help="the H200 tables (default benchmarks/data/h200/*.table.json.gz)")
     parser.add_argument("--only", choices=("h200", "hub"), default=None)
+    parser.add_argument("--ensemble", action="store_true",
+                        help="priors average six boosters (15/31/63 leaves x L2 0/1) instead of one")
     args = parser.parse_args()
+    model_params = ({"max_leaf_nodes": ENSEMBLE_LEAVES, "l2_regularization": ENSEMBLE_L2}
+                    if args.ensemble else {})
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     lines = [f"# Cost-model evaluation — {dt.date.today()}, {platform.machine()} CPU, replayed", "",
              "`python benchmarks/costmodel_eval.py " + " ".join(sys.argv[1:]) + "`", ""]
@@ -105,7 +112,7 @@ def main() -> None:
         if len(tables) < 2:
             source = f"--hub {args.hub}" if kind == "hub" else f"--h200 {args.h200}"
             parser.error(f"fewer than two tables for the {kind} part ({source})")
-        results = leave_one_out(tables, seeds=range(args.seeds), budget=budget)
+        results = leave_one_out(tables, seeds=range(args.seeds), budget=budget, **model_params)
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")
         lines.append("")

@@ -1,4 +1,4 @@
-"""The prior's booster settings, one at a time and as the default ensemble; writes a markdown report.
+"""The prior's booster settings, one at a time and as an ensemble; writes a markdown report.
 
     OMP_NUM_THREADS=1 python benchmarks/prior_ensemble.py --out benchmarks/results/prior_ensemble.md
 
@@ -6,9 +6,10 @@ Leave-one-shape-out on the H200 Triton GEMM tables (benchmarks/data/h200): each 
 in turn and ranked by a prior (:func:`flysearch.costmodel.fit_prior`, rank objective) trained on
 the others. The report gives, per held-out table, the rank (1-based) of the first config within 1%
 of the optimum in the prior's order, for each single booster setting (``max_leaf_nodes`` x
-``l2_regularization``) and for the default :class:`~flysearch.costmodel.CostModel`, which averages
-the boosters of all six settings. No search runs here: this is the prior alone (the sampler's
-compiles are in costmodel_eval.md). Two worker processes; about 10 minutes on 2 cores.
+``l2_regularization``; the default :class:`~flysearch.costmodel.CostModel` is 31 leaves, L2 0) and
+for the ensemble that averages the boosters of all six settings. No search runs here: this is the
+prior alone (the sampler's compiles: ``costmodel_eval.py --ensemble``). Two worker processes;
+about 10 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -25,16 +26,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from costmodel_eval import H200, _tables  # noqa: E402  (this folder is on sys.path)
+from costmodel_eval import ENSEMBLE_L2 as L2S  # noqa: E402  (this folder is on sys.path)
+from costmodel_eval import ENSEMBLE_LEAVES as LEAVES  # noqa: E402
+from costmodel_eval import H200, _tables  # noqa: E402
 
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.model_eval import prior_ranks  # noqa: E402
 
-LEAVES = (15, 31, 63)
-L2S = (0.0, 1.0)
 SETTINGS: list[tuple[str, dict[str, object]]] = [
     (f"leaves {leaf}, l2 {l2:g}", {"max_leaf_nodes": leaf, "l2_regularization": l2})
-    for leaf in LEAVES for l2 in L2S] + [("ensemble of the six (default)", {})]
+    for leaf in LEAVES for l2 in L2S] + [("ensemble of the six", {"max_leaf_nodes": LEAVES,
+                                                                    "l2_regularization": L2S})]
 
 
 def _held_out(args: tuple[str, str]) -> tuple[str, int, list[int]]:

@@ -73,17 +73,19 @@ class CostModel(RegressorMixin, BaseEstimator):
         Boosting iterations.
     learning_rate : float, default=0.08
         Shrinkage.
-    max_leaf_nodes : int or tuple of int, default=(15, 31, 63)
+    max_leaf_nodes : int or tuple of int, default=31
         Leaves per tree.
-    l2_regularization : float or tuple of float, default=(0.0, 1.0)
+    l2_regularization : float or tuple of float, default=0.0
         L2 penalty on leaf values.
 
         With a tuple for either, one booster is fitted per combination of the values and their
         predictions are averaged: a hyperparameter ensemble. Leave-one-shape-out on the 27 H200
-        tables, the six boosters of the defaults put a config within 1% of the optimum at rank <= 8
+        tables, leaves (15, 31, 63) x L2 (0, 1) put a config within 1% of the optimum at rank <= 8
         on 23 tables (worst rank 17), where each single setting of the six did so on 21-24 with a
-        worst rank of 14-63, the worst shape differing between settings
-        (``benchmarks/prior_ensemble.py``).
+        worst rank of 14-63 (``benchmarks/prior_ensemble.py``). It is not the default: with the
+        sampler it reached within 1% in <= 8 compiles on 24 H200 tables instead of 22 but worst
+        32 instead of 25, and needed more compiles on every benchmark_hub GPU
+        (``benchmarks/results/costmodel_eval_ensemble.md``).
     random_state : int, RandomState instance or None, default=0
         Seed of the booster.
     n_threads : int or None, default=1
@@ -94,7 +96,8 @@ class CostModel(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     boosters_ : list of HistGradientBoostingRegressor
-        The fitted boosters, one per combination of ``max_leaf_nodes`` and ``l2_regularization``.
+        The fitted boosters, one per combination of ``max_leaf_nodes`` and ``l2_regularization``
+        (one with the defaults).
     n_iter_ : int
         Boosting iterations run by each booster.
     n_features_in_ : int
@@ -112,8 +115,8 @@ class CostModel(RegressorMixin, BaseEstimator):
     }
 
     def __init__(self, *, objective: str = "log_ratio", max_iter: int = 300, learning_rate: float = 0.08,
-                 max_leaf_nodes: int | tuple[int, ...] = (15, 31, 63),
-                 l2_regularization: float | tuple[float, ...] = (0.0, 1.0), random_state: Any = 0,
+                 max_leaf_nodes: int | tuple[int, ...] = 31,
+                 l2_regularization: float | tuple[float, ...] = 0.0, random_state: Any = 0,
                  n_threads: int | None = 1) -> None:
         self.objective = objective
         self.max_iter = max_iter

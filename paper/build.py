@@ -73,7 +73,9 @@ def costmodel_section(tables: list[GroundTruth]) -> tuple[str, dict[str, str]]:
     by_objective: dict[str, list[int]] = {"rank": [], "log_ratio": []}
     for i, held in enumerate(tables):
         others = [t for j, t in enumerate(tables) if j != i]
-        res = {obj: prior_ranks(fit_prior(others, objective=obj, max_iter=150), held)
+        # One booster per objective (150 iterations): the objectives compare; the ensemble is below.
+        res = {obj: prior_ranks(fit_prior(others, objective=obj, max_iter=150, max_leaf_nodes=31,
+                                          l2_regularization=0.0), held)
                for obj in ("rank", "log_ratio")}
         for obj in by_objective:
             by_objective[obj].append(res[obj][0.01] or len(held.rows))
@@ -87,6 +89,26 @@ def costmodel_section(tables: list[GroundTruth]) -> tuple[str, dict[str, str]]:
         "LOGR_WORST": str(max(by_objective["log_ratio"])),
     }
     return "\n".join(lines), facts
+
+
+def ensemble_facts() -> dict[str, str]:
+    """The six single booster settings against their ensemble (benchmarks/prior_ensemble.py)."""
+    path = ROOT / "benchmarks" / "results" / "prior_ensemble.md"
+    keys = ("ENS_MEDIAN", "ENS_WORST", "ENS_HITS", "SINGLE_WORST", "SINGLE_HITS", "ENS_TABLES")
+    if not path.exists():
+        return dict.fromkeys(keys, "?")
+    stats: dict[str, list[int]] = {}
+    tables = 0
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| **"):
+            stats[cells[0].strip("*")] = [int(float(c)) for c in cells[2:]]
+        elif line.startswith("| triton_gemm/"):
+            tables += 1
+    worst, hits = stats["worst"], stats["tables <= 8"]
+    return {"ENS_MEDIAN": str(stats["median"][-1]), "ENS_WORST": str(worst[-1]), "ENS_HITS": str(hits[-1]),
+            "SINGLE_WORST": f"{min(worst[:-1])}-{max(worst[:-1])}",
+            "SINGLE_HITS": f"{min(hits[:-1])}-{max(hits[:-1])}", "ENS_TABLES": str(tables)}
 
 
 def transfer_facts() -> dict[str, str]:
@@ -361,6 +383,7 @@ def main() -> None:
     facts["COSTMODEL_TABLE"] = cm_table
     facts["COMPARE_TABLE"] = compare_section()
     facts.update(speed_facts())
+    facts.update(ensemble_facts())
     facts.update(transfer_facts())
     facts.update(retime_facts())
     facts.update(served_facts())

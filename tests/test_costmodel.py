@@ -54,11 +54,11 @@ def test_booster_settings_as_tuples_make_an_averaged_ensemble() -> None:
     rng = np.random.default_rng(0)
     X = rng.random((300, 3))
     y = np.exp(X @ np.array([2.0, -1.0, 0.5])) + rng.random(300)
-    model = CostModel(max_iter=20).fit(X, y)  # defaults: leaves (15, 31, 63) x l2 (0, 1)
+    model = CostModel(max_iter=20, max_leaf_nodes=(15, 31, 63), l2_regularization=(0.0, 1.0)).fit(X, y)
     assert [(b.max_leaf_nodes, b.l2_regularization) for b in model.boosters_] == [
         (15, 0.0), (15, 1.0), (31, 0.0), (31, 1.0), (63, 0.0), (63, 1.0)]
     assert np.allclose(model.predict(X), np.mean([b.predict(X) for b in model.boosters_], axis=0))
-    single = CostModel(max_iter=20, max_leaf_nodes=31, l2_regularization=1.0).fit(X, y)
+    single = CostModel(max_iter=20, l2_regularization=1.0).fit(X, y)  # the default: 31 leaves
     assert len(single.boosters_) == 1
     assert np.allclose(single.predict(X), model.boosters_[3].predict(X))
     with pytest.raises(ValueError, match="max_leaf_nodes"):
