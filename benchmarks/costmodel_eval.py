@@ -65,6 +65,14 @@ def _tables(kind: str, hub: Path = HUB, h200: str = str(H200)) -> list[GroundTru
     return [store.load(n) for n in store.names()]
 
 
+def report(lines: list[str], out: str | None) -> None:
+    """Print a markdown report's *lines* and, with *out*, write them there too."""
+    text = "\n".join(lines)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n")
+
+
 def _fmt(value: float | None, budget: int) -> str:
     return "-" if value is None else (f">{budget}" if value == float("inf") else f"{value:g}")
 
@@ -116,10 +124,7 @@ def main() -> None:
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")
         lines.append("")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

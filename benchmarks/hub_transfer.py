@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from costmodel_eval import HUB, hub_tables  # noqa: E402  (this folder is on sys.path)
+from costmodel_eval import HUB, hub_tables, report  # noqa: E402  (this folder is on sys.path)
 
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.model_eval import EPSILONS, transfer_ranks  # noqa: E402
@@ -86,10 +86,7 @@ def main() -> None:
                          + f" | {_cell(ranks['consensus'])} | {_cell(ranks['prior'])} |")
         lines.append("")
     lines.append(f"({time.perf_counter() - start:.0f} s)")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from costmodel_eval import ENSEMBLE_L2 as L2S  # noqa: E402  (this folder is on sys.path)
 from costmodel_eval import ENSEMBLE_LEAVES as LEAVES  # noqa: E402
-from costmodel_eval import H200, _tables  # noqa: E402
+from costmodel_eval import H200, _tables, report  # noqa: E402
 
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.model_eval import prior_ranks  # noqa: E402
@@ -76,10 +76,7 @@ def main() -> None:
                         ("tables <= 8", lambda c: sum(r <= 8 for r in c))):
         lines.append(f"| **{label}** | | " + " | ".join(f"{stat(c):g}" for c in columns) + " |")
     lines += ["", f"({time.perf_counter() - start:.0f} s)"]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    report(lines, args.out)
 
 
 if __name__ == "__main__":
