@@ -150,7 +150,7 @@ class CostModel(RegressorMixin, BaseEstimator):
             mask = groups == g
             target[mask] = _group_targets(y[mask], self.objective)
         leaves, l2s = _values(self.max_leaf_nodes), _values(self.l2_regularization)
-        if any(not isinstance(v, Integral) or v < 2 for v in leaves) or any(
+        if not leaves or not l2s or any(not isinstance(v, Integral) or v < 2 for v in leaves) or any(
                 not isinstance(v, Real) or v < 0 for v in l2s):
             raise ValueError("max_leaf_nodes takes integers >= 2 and l2_regularization reals >= 0.")
         with _openmp_threads(self.n_threads):
@@ -166,7 +166,9 @@ class CostModel(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, ensure_all_finite="allow-nan", reset=False)
         with _openmp_threads(self.n_threads):
-            return np.mean([booster.predict(X) for booster in self.boosters_], axis=0)
+            # A prior saved before the ensemble option holds its one booster as ``model_``.
+            boosters = getattr(self, "boosters_", None) or [self.model_]
+            return np.mean([booster.predict(X) for booster in boosters], axis=0)
 
 
 def _values(value: Any) -> tuple[Any, ...]:

@@ -63,6 +63,14 @@ def test_booster_settings_as_tuples_make_an_averaged_ensemble() -> None:
     assert np.allclose(single.predict(X), model.boosters_[3].predict(X))
     with pytest.raises(ValueError, match="max_leaf_nodes"):
         CostModel(max_leaf_nodes=(31, 1)).fit(X, y)
+    with pytest.raises(ValueError, match="max_leaf_nodes"):
+        CostModel(l2_regularization=()).fit(X, y)
+    # A model saved before the ensemble option kept its one booster as model_.
+    old = CostModel(max_iter=20).fit(X, y)
+    expected = old.predict(X)
+    old.model_ = old.boosters_[0]
+    del old.boosters_
+    assert np.allclose(old.predict(X), expected)
 
 
 def test_gemm_features() -> None:
