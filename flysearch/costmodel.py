@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from flysearch.arch import ArchProfile
     from flysearch.tables import GroundTruth
 
-__all__ = ["OBJECTIVES", "CostModel", "Prior", "fit_prior", "load_prior", "table_arch", "training_data"]
+__all__ = ["OBJECTIVES", "CostModel", "Prior", "fit_prior", "load_prior", "table_arch", "target_key",
+           "training_data"]
 
 OBJECTIVES = ("log_ratio", "rank")
 
@@ -335,9 +336,15 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     return Prior(model, schema, provenance, per_device)
 
 
+def target_key(space: str, arch: str) -> str:
+    """``space@arch``: what a prior's provenance ``targets`` lists for each (space, arch) it was
+    trained on, and what a study looks its own up by."""
+    return f"{space}@{arch}"
+
+
 def _target(table: GroundTruth) -> str:
-    """``space@arch``: the kernel family's space and the arch a table measured it on."""
-    return f"{table.meta.space.get('name', table.meta.kernel)}@{table.meta.arch}"
+    """The :func:`target_key` of the kernel family's space and the arch a table measured it on."""
+    return target_key(table.meta.space.get("name", table.meta.kernel), table.meta.arch)
 
 
 def _version(package: str) -> str:

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.ensemble import ExtraTreesRegressor
 
+from flysearch.costmodel import target_key
 from flysearch.sampler_history import (
     CandidateHistory,
     CandidateSampler,
@@ -129,7 +130,7 @@ class CostModelSampler(CandidateSampler):
         # A prior that measured this space on this arch transfers across shapes; one from other
         # archs (or other kernels) only guides.
         self._walk = walk and prior is not None and context.arch is not None and (
-            f"{context.space.name}@{context.arch.name}" in prior.provenance.get("targets", ()))
+            target_key(context.space.name, context.arch.name) in prior.provenance.get("targets", ()))
         self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
         self._X = candidate_features(context, columns)

@@ -157,8 +157,9 @@ def speed_facts() -> dict[str, str]:
     plain = re.search(r"\| tpe \(Optuna's plain TPE.*?\| [\d.]+ \| ([\d.]+) \| (\d+) \|", text)
     if wall is None:
         return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_EARLIER": "?", "SPEED_PLAIN_TRIALS": "?"}
+    earlier_path = ROOT / "benchmarks" / "results" / "compare_speed_9e6f417.md"
     earlier = re.search(r"Measured wall time: ([\d.]+) s",
-                        (ROOT / "benchmarks" / "results" / "compare_speed_9e6f417.md").read_text())
+                        earlier_path.read_text()) if earlier_path.exists() else None
     return {"SPEED_WALL": wall.group(1), "SPEED_RUNS": wall.group(2),
             "SPEED_EARLIER": earlier.group(1) if earlier else "?",
             "SPEED_PLAIN_TRIALS": f"{int(plain.group(2)):,}" if plain else "?"}
