@@ -103,6 +103,8 @@ def main() -> None:
     parser.add_argument("--h200", default=str(H200), metavar="GLOB",
                         help="the H200 tables (default benchmarks/data/h200/*.table.json.gz)")
     parser.add_argument("--only", choices=("h200", "hub"), default=None)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="held-out tables evaluated in this many processes (same results)")
     parser.add_argument("--ensemble", action="store_true",
                         help="priors average six boosters (15/31/63 leaves x L2 0/1) instead of one")
     args = parser.parse_args()
@@ -120,7 +122,8 @@ def main() -> None:
         if len(tables) < 2:
             source = f"--hub {args.hub}" if kind == "hub" else f"--h200 {args.h200}"
             parser.error(f"fewer than two tables for the {kind} part ({source})")
-        results = leave_one_out(tables, seeds=range(args.seeds), budget=budget, **model_params)
+        results = leave_one_out(tables, seeds=range(args.seeds), budget=budget, workers=args.workers,
+                                **model_params)
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")
         lines.append("")

@@ -82,8 +82,10 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
 @click.option("--seeds", type=int, default=5, show_default=True)
 @click.option("--budget", type=int, default=64, show_default=True)
 @click.option("--objective", type=click.Choice(["rank", "log_ratio"]), default="rank", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Held-out tables evaluated in this many processes (same results).")
 def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], sampler: str, seeds: int,
-                   budget: int, objective: str) -> None:
+                   budget: int, objective: str, workers: int) -> None:
     """Leave-one-table-out: rank each table with a prior trained on the others of its kernel.
 
     Example:
@@ -96,7 +98,7 @@ def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], samp
         tables = _load_tables(db, names, files)
         results = leave_one_out(tables, seeds=range(seeds), budget=budget,
                                 sampler=None if sampler == "none" else sampler, objective=objective,
-                                progress=lambda name: console.log(f"held out {name}"))
+                                workers=workers, progress=lambda name: console.log(f"held out {name}"))
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     out = Table("held-out table", "configs", "prior rank 1%", "prior rank 5%", "hit@16",

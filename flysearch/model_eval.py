@@ -147,23 +147,44 @@ def _same_kernel(held: GroundTruth, other: GroundTruth) -> bool:
     return other.name != held.name and other.meta.kernel == held.meta.kernel
 
 
+def _hold_out(held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int], budget: int,
+              sampler: str | None, objective: str, model_params: dict[str, Any]) -> HeldOut:
+    """Train a prior on *train*, rank *held* with it and, with a *sampler*, search it."""
+    prior = fit_prior(train, objective=objective, **model_params)
+    result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held))
+    if sampler is not None:
+        result.sampler = sampler_compiles(held, sampler, prior=prior if sampler == "costmodel" else None,
+                                          seeds=seeds, budget=budget)
+    return result
+
+
 def leave_one_out(
     tables: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4), budget: int = 64,
     sampler: str | None = "costmodel", objective: str = "rank",
-    progress: Callable[[str], None] | None = None, **model_params: Any,
+    progress: Callable[[str], None] | None = None, workers: int = 1, **model_params: Any,
 ) -> list[HeldOut]:
-    """Hold out each table in turn; train on the others of its kernel; rank and search it."""
-    results = []
-    for held in tables:
-        train = [t for t in tables if _same_kernel(held, t)]
-        if not train:
-            continue
-        prior = fit_prior(train, objective=objective, **model_params)
-        result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held))
-        if sampler is not None:
-            result.sampler = sampler_compiles(held, sampler, prior=prior if sampler == "costmodel" else None,
-                                              seeds=seeds, budget=budget)
-        results.append(result)
-        if progress is not None:
-            progress(held.name)
+    """Hold out each table in turn; train on the others of its kernel; rank and search it.
+
+    With *workers* > 1 the held-out tables run in that many processes; the results are the same
+    and in the same order.
+    """
+    jobs = [(held, [t for t in tables if _same_kernel(held, t)]) for held in tables]
+    jobs = [(held, train) for held, train in jobs if train]
+    args = (list(seeds), budget, sampler, objective, model_params)
+    if workers <= 1:
+        results = []
+        for held, train in jobs:
+            results.append(_hold_out(held, train, *args))
+            if progress is not None:
+                progress(held.name)
+        return results
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
+        futures = [pool.submit(_hold_out, held, train, *args) for held, train in jobs]
+        results = []
+        for (held, _), future in zip(jobs, futures, strict=True):
+            results.append(future.result())
+            if progress is not None:
+                progress(held.name)
     return results

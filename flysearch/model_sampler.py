@@ -25,11 +25,14 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
 * **Walk** (a prior trained on tables of the study's own space and arch): such a prior transfers
   across shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the
-  optimum at rank 1-11 on 26 of 27 shapes), so after the diverse start every suggestion that is
-  not a local step is the prior's best unevaluated config, for as long as the measurements agree
-  with its order (rank correlation >= 0.15): the forest then only chooses the local steps. A prior
-  from other archs (another GPU) or other kernels is only a guide; the forest reorders its top
-  region.
+  optimum at rank 1-11 on 26 of 27 shapes), so after the diverse start every second suggestion is
+  the prior's best unevaluated config, for as long as the measurements do not contradict its order
+  (rank correlation > -0.2). The others, instead of a local step chosen by the forest, follow
+  :func:`prior_kriging`: the prior's score calibrated to the measured log times, corrected by a
+  Gaussian process on the residuals over the parameters' ordinal distance, so the neighbours of a
+  config that ran faster than the prior predicted move up its order (and those of a slower one
+  down). A prior from other archs (another GPU) or other kernels is only a guide; the forest
+  reorders its top region.
 * **Stall**: a prior can order the bulk of the space right and still miss the optimum's region:
   the measurements agree with its order, and the search stays on a plateau of its top ranks. After
   *patience* measurements without a better time, every suggestion is the unevaluated config of
@@ -73,7 +76,7 @@ if TYPE_CHECKING:
     from flysearch.costmodel import Prior
     from flysearch.samplers import SearchContext
 
-__all__ = ["CostModelSampler", "implied_rank", "source_weights"]
+__all__ = ["CostModelSampler", "implied_rank", "prior_kriging", "source_weights"]
 
 
 
@@ -107,16 +110,18 @@ class CostModelSampler(CandidateSampler):
         min_source_obs: Measurements before the prior's sources (one per training device) are
             weighed against the pooled prior; until then the pooled prior decides alone.
         walk: With a prior trained on the study's space and arch (``provenance["targets"]``
-            holds ``"<space>@<arch>"``), the suggestions that are not local steps walk down the prior's
-            order while the measurements agree with it; ``False`` lets the forest reorder its top
-            region as for a prior from other archs.
+            holds ``"<space>@<arch>"``), every second suggestion walks down the prior's order while
+            the measurements do not contradict it, and the others follow :func:`prior_kriging`;
+            ``False`` lets the forest reorder its top region as for a prior from other archs.
+        length_scale: Ordinal distance over which :func:`prior_kriging` spreads a measured
+            config's residual to its neighbours (walk only).
     """
 
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
                  n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
-                 min_source_obs: int = 3, walk: bool = True) -> None:
+                 min_source_obs: int = 3, walk: bool = True, length_scale: float = 1.5) -> None:
         super().__init__(context, seed)
         self._prior = prior
         self._epsilon, self._kappa = epsilon, kappa
@@ -127,6 +132,7 @@ class CostModelSampler(CandidateSampler):
         self._patience = patience
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
+        self._length_scale = length_scale
         # A prior that measured this space on this arch transfers across shapes; one from other
         # archs (or other kernels) only guides.
         self._walk = walk and prior is not None and context.arch is not None and (
@@ -276,6 +282,12 @@ class CostModelSampler(CandidateSampler):
             return int(self._rng.choice(free))
         if self._prior is not None and n + n_pending < self._n_diverse:
             return self._diverse(free, taken)
+        if self._walk and n >= 2:
+            if n % 2 == 1 and self._prior_trust() > 0:
+                return self._lowest(free, self._prior_score[free])
+            idx, y = self._targets()
+            return self._lowest(free, prior_kriging(self._prior_score, self._ordinal, idx, y, free,
+                                                    length_scale=self._length_scale))
         if self._local and n >= 2 and n % 2 == 0:
             near = self._neighbours(free)
             free = near if near.size else free
@@ -290,6 +302,50 @@ class CostModelSampler(CandidateSampler):
         """The config of *free* with the lowest score; ties (few measurements) go to the prior's
         better one, then to enumeration order."""
         return int(free[np.lexsort((free, self._prior_score[free], scores))[0]])
+
+
+def prior_kriging(score: np.ndarray, ordinal: np.ndarray, idx: np.ndarray, y: np.ndarray,
+                  free: np.ndarray, *, length_scale: float = 1.5, slope: float = 1.0,
+                  noise: float = 0.1) -> np.ndarray:
+    """Predicted log times of the *free* candidates: the prior corrected by the measurements.
+
+    The prior's scores are calibrated to the measured log times *y* of the candidates *idx* as
+    ``a + b * score`` (the least-squares slope, shrunk towards *slope* while measurements are few,
+    and never negative); a Gaussian process with kernel ``exp(-d / length_scale)`` over the L1
+    distance *d* of the parameters' value indices (*ordinal*) then spreads each measurement's
+    residual to its neighbours (its posterior mean; *noise* is the nugget's share of the residuals'
+    variance). Far from every measurement the prediction is the calibrated prior.
+
+    Example:
+        >>> ordinal = np.arange(5)[:, None]  # one parameter, five values
+        >>> score = np.linspace(0.0, 1.0, 5)  # the prior orders them 0 < 1 < ... < 4
+        >>> y = np.array([0.5, 0.0])  # measured 0 and 4: 4, the prior's last, ran fastest
+        >>> prior_kriging(score, ordinal, np.array([0, 4]), y, np.array([1, 2, 3])).round(3).tolist()
+        [0.275, 0.25, 0.225]
+    """
+    s = score[idx]
+    n = len(idx)
+    b = slope
+    if n >= 3 and s.std() > 0:
+        fitted = float(np.cov(s, y, bias=True)[0, 1] / s.var())
+        b = max(0.0, (n * fitted + 5 * slope) / (n + 5))
+    a = float(np.mean(y - b * s))
+    residual = y - (a + b * s)
+    var = max(float(np.mean(residual ** 2)), 1e-4)
+    decay = var * np.exp(-np.arange(int(ordinal.max(initial=0)) * ordinal.shape[1] + 1) / length_scale)
+    points = ordinal[idx]
+    weights = np.linalg.solve(decay[_l1(points, points)] + noise * var * np.eye(n), residual)
+    return a + b * score[free] + decay[_l1(ordinal[free], points)] @ weights
+
+
+def _l1(rows: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """L1 distances between the value indices of *rows* and of *points*, one parameter at a time
+    (a table per parameter instead of a rows x points x parameters array)."""
+    out = np.zeros((len(rows), len(points)), dtype=np.int32)
+    for p in range(rows.shape[1]):
+        values = np.arange(max(int(rows[:, p].max(initial=0)), int(points[:, p].max(initial=0))) + 1)
+        out += np.abs(values[:, None] - points[None, :, p]).astype(np.int32)[rows[:, p]]
+    return out
 
 
 def implied_rank(score: float, n: int) -> float:

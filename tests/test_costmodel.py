@@ -133,6 +133,15 @@ def test_leave_one_out_never_trains_on_the_held_out_table(h200_tables: list[Grou
         assert r.prior_rank[0.05] <= r.prior_rank[0.01]
 
 
+def test_leave_one_out_in_worker_processes_gives_the_same_results(h200_tables: list[GroundTruth]) -> None:
+    tables = h200_tables[:3]
+    alone = leave_one_out(tables, seeds=(0, 1), budget=6, max_iter=20)
+    pooled = leave_one_out(tables, seeds=(0, 1), budget=6, max_iter=20, workers=2)
+    assert [r.table for r in pooled] == [t.name for t in tables]
+    assert [(r.prior_rank, r.sampler, r.trained_on) for r in pooled] == \
+        [(r.prior_rank, r.sampler, r.trained_on) for r in alone]
+
+
 def test_a_trained_prior_ranks_better_than_chance(h200_tables: list[GroundTruth]) -> None:
     """Leave-one-shape-out: the first config within 5% sits in the prior's top 10% on most shapes."""
     ranks = []
@@ -247,15 +256,16 @@ def test_a_sure_prior_shortens_the_diverse_start(h200_tables: list[GroundTruth])
 
 
 def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[GroundTruth]) -> None:
-    """With a prior trained on the study's space and arch, every suggestion after the diverse start
-    that is not a local step is the prior's best unevaluated config while the measurements agree
-    with it; a prior trained on other archs, or on other kernels of this arch, is never walked."""
+    """With a prior trained on the study's space and arch, every second suggestion after the diverse
+    start is the prior's best unevaluated config while the measurements do not contradict it, and
+    the others the best by :func:`prior_kriging`; a prior trained on other archs, or on other
+    kernels of this arch, is never walked."""
     import dataclasses
     import math
 
     from flysearch.costmodel import table_arch
     from flysearch.kernels import space_for_table
-    from flysearch.model_sampler import CostModelSampler
+    from flysearch.model_sampler import CostModelSampler, prior_kriging
     from flysearch.samplers import SearchContext
 
     held = next(t for t in h200_tables if t.name.endswith("/16x4096x14336"))
@@ -266,24 +276,55 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
     context = SearchContext(space, "ordinal", feasible, shape, table_arch(held), problem)
     sampler = CostModelSampler(context, prior, seed=0, epsilon=0.0)
     everything = np.arange(len(feasible))
-    walked = 0
+    walked = kriged = 0
     for _ in range(24):
         free = np.setdiff1d(everything, np.fromiter(sampler._seen, dtype=int))
         n = len(sampler._observed)
-        turn = (n >= sampler._n_diverse and n % 2 == 1 and not sampler._stalled()
-                and (n < 5 or sampler._prior_trust() >= 0.5))
+        turn = n >= max(sampler._n_diverse, 2) and not sampler._stalled()
+        walk = turn and n % 2 == 1 and sampler._prior_trust() > 0
         pick = sampler._choose(free, set(sampler._seen), 0)
-        if turn:
+        if walk:
             walked += 1
             assert sampler._prior_score[pick] == sampler._prior_score[free].min()
+        elif turn:
+            kriged += 1
+            idx, y = sampler._targets()
+            predicted = prior_kriging(sampler._prior_score, sampler._ordinal, idx, y, free)
+            assert predicted[np.searchsorted(free, pick)] == predicted.min()
         row = held.rows[feasible[pick].key]
         sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
         sampler._seen.add(pick)
-    assert walked >= 6
+    assert walked >= 6 and kriged >= 6
     elsewhere = SearchContext(space, "ordinal", feasible, shape, get_arch("sm_80"), problem)
     assert not CostModelSampler(elsewhere, prior, seed=0)._walk
     other_kernel = dataclasses.replace(prior, provenance={**prior.provenance, "targets": ["other@sm_90"]})
     assert not CostModelSampler(context, other_kernel, seed=0)._walk
+
+
+def test_prior_kriging_moves_the_neighbours_of_a_surprise() -> None:
+    """Far from the measurements the prediction keeps the prior's order (calibrated to the
+    measured times); next to a config that ran faster than the prior predicted it drops, next to
+    a slower one it rises, and a contradicted prior loses its slope."""
+    from flysearch.model_sampler import prior_kriging
+
+    # Two parameters of 5 values; the prior scores a config by the sum of its value indices.
+    ordinal = np.array([(i, j) for i in range(5) for j in range(5)])
+    score = ordinal.sum(axis=1) / 8.0
+    at = {tuple(o): k for k, o in enumerate(ordinal)}
+    everything = np.arange(len(ordinal))
+    idx = np.array([at[0, 0], at[4, 4]])
+    as_predicted = prior_kriging(score, ordinal, idx, np.array([0.0, 1.0]), everything)
+    assert np.allclose(as_predicted, score)  # measurements as the prior said: nothing moves
+    assert as_predicted[at[2, 2]] < as_predicted[at[4, 3]]
+    faster = prior_kriging(score, ordinal, idx, np.array([0.0, -1.0]), everything)
+    assert faster[at[4, 3]] < faster[at[2, 2]]  # a neighbour of the surprise overtakes
+    slower = prior_kriging(score, ordinal, np.array([at[0, 0], at[1, 1]]), np.array([0.0, 0.9]), everything)
+    assert slower[at[1, 2]] > slower[at[0, 4]]  # beside a disappointment it falls behind
+    # Measured times that fall as the prior's score rises: the calibrated slope is 0.
+    contradicted = np.array([at[0, 0], at[2, 2], at[4, 4], at[0, 4]])
+    flat = prior_kriging(score, ordinal, contradicted, np.array([4.0, 2.0, 0.0, 2.0]), everything,
+                         length_scale=0.01)
+    assert np.ptp(flat[np.setdiff1d(everything, contradicted)]) < 1e-9
 
 
 def test_costmodel_sampler_choice_skips_taken_configs(
