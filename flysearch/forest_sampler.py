@@ -31,6 +31,7 @@ from flysearch.sampler_history import (
     CandidateSampler,
     candidate_features,
     candidate_ordinals,
+    tree_predictions,
 )
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class SpreadForestSampler(CandidateSampler):
         forest = ExtraTreesRegressor(n_estimators=self._n_trees, max_features=self._max_features,
                                      min_samples_leaf=1, random_state=self._forest_seed(len(idx)), n_jobs=1)
         forest.fit(self._X[idx], y)
-        per_tree = np.stack([tree.predict(self._X[candidates]) for tree in forest.estimators_])
+        per_tree = tree_predictions(forest, self._X[candidates])
         mean, sd = per_tree.mean(axis=0), per_tree.std(axis=0)
         order = np.lexsort((candidates, mean, mean - self._kappa * sd))
         return int(candidates[order[0]])

@@ -66,6 +66,7 @@ from flysearch.sampler_history import (
     candidate_feature_columns,
     candidate_features,
     candidate_ordinals,
+    tree_predictions,
 )
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ class CostModelSampler(CandidateSampler):
             config of lowest forest bound in the whole space, with no local, random or top-region
             step, until a measurement improves again.
         local: Every second suggestion is restricted to the unevaluated configs one parameter step
-            from the best measured one (a local refinement), when any is left.
+            from the best measured one (a local refinement), when any is left; a walked prior
+            takes :func:`prior_kriging`'s best instead.
         n_diverse: With a prior, the first this many suggestions follow the prior's order while
             skipping configs within *diverse_distance* of those already taken; with a
             ``"rank"`` prior, at most the rank its best score implies (:func:`implied_rank`).
@@ -193,7 +195,7 @@ class CostModelSampler(CandidateSampler):
         X = self._X if self._prior is None else np.column_stack([self._X, self._prior_score])
         forest = ExtraTreesRegressor(n_estimators=self._n_trees, min_samples_leaf=1, max_features=0.7,
                                      random_state=self._seed, n_jobs=1).fit(X[idx], y)
-        per_tree = np.stack([tree.predict(X[free]) for tree in forest.estimators_])
+        per_tree = tree_predictions(forest, X[free])
         return per_tree.mean(axis=0) - self._kappa * per_tree.std(axis=0)
 
     def _scores(self, free: np.ndarray) -> np.ndarray:
