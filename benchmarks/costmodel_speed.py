@@ -6,7 +6,9 @@
   dedispersion/A100 and times every suggestion of a 100-compile study (the forest is refitted and
   every unevaluated config scored each time). Prints the median, 90th percentile and max, and the
   number of candidates; then again with a prior that holds two device sources (the A100 table
-  under two device names: this times weighing the sources each suggestion, not their quality).
+  under two device names: this times weighing the sources each suggestion, not their quality), and
+  with the prior walked (its provenance made to name the held-out table's space and arch, so every
+  other suggestion is :func:`flysearch.model_sampler.prior_kriging`'s; again timing, not quality).
 * **Set-up**: the sampler's work before its first suggestion on the same 11,130 candidates
   (the features of every candidate and the prior's score of each), five times, median; and of
   that, the features alone (:func:`flysearch.features.feature_columns`).
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import optuna  # noqa: E402
 from costmodel_eval import hub_tables  # noqa: E402  (this folder is on sys.path)
 
-from flysearch.costmodel import Prior, fit_prior, table_arch  # noqa: E402
+from flysearch.costmodel import Prior, fit_prior, table_arch, target_key  # noqa: E402
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
 from flysearch.features import feature_columns  # noqa: E402
 from flysearch.kernels import space_for_table  # noqa: E402
@@ -78,7 +80,13 @@ def main() -> None:
     train, held = by_name["dedispersion_milo/A100"], by_name["dedispersion_milo/MI250X"]
     twin = GroundTruth(replace(train.meta, name=f"{train.name}#twin", device=f"{train.meta.device} (twin)"),
                        train.rows)
-    for label, prior in (("", fit_prior([train])), (" (two device sources)", fit_prior([train, twin]))):
+    single = fit_prior([train])
+    # A prior whose provenance names the held-out table's space and arch is walked: half of the
+    # suggestions are then prior_kriging's instead of the forest's (timing only: it is not one).
+    target = target_key(space_for_table(held).name, table_arch(held).name)
+    walked = replace(single, provenance={**single.provenance, "targets": [target]})
+    for label, prior in (("", single), (" (two device sources)", fit_prior([train, twin])),
+                         (" (walked, as if trained on this space and arch)", walked)):
         times = suggestion_ms(held, prior)
         print(f"candidates {len(held.rows)}; suggestions {len(times)}; ms per suggestion{label}: median "
               f"{statistics.median(times):.1f}, p90 {times[int(0.9 * len(times))]:.1f}, max {times[-1]:.1f}")
