@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,13 +171,23 @@ def leave_one_out(
     jobs = [(held, [t for t in tables if _same_kernel(held, t)]) for held in tables]
     jobs = [(held, train) for held, train in jobs if train]
     args = (list(seeds), budget, sampler, objective, model_params)
-    if workers <= 1:
-        results = []
-        for held, train in jobs:
-            results.append(_hold_out(held, train, *args))
-            if progress is not None:
-                progress(held.name)
-        return results
+
+    def outcomes() -> Iterator[HeldOut]:
+        if workers < 2 or len(jobs) < 2:
+            yield from (_hold_out(held, train, *args) for held, train in jobs)
+            return
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
+            futures = [pool.submit(_hold_out, held, train, *args) for held, train in jobs]
+            yield from (future.result() for future in futures)
+
+    results = []
+    for (held, _), result in zip(jobs, outcomes(), strict=True):
+        results.append(result)
+        if progress is not None:
+            progress(held.name)
+    return results
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(min(workers, len(jobs))) as pool:

@@ -164,8 +164,19 @@ def test_model_cli(tmp_path: Path) -> None:
     res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--file", H200[2],
                                "--sampler", "none"])
     assert res.exit_code == 0 and "prior rank 1%" in res.output
+    pooled = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--file", H200[2],
+                                  "--sampler", "none", "--workers", "2"])
+    assert pooled.exit_code == 0 and len(_rows(res.output)) == 3
+    assert _rows(pooled.output) == _rows(res.output)
+    res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--workers", "0"])
+    assert res.exit_code == 2 and "--workers" in res.output
     res = runner.invoke(main, ["model", "rank", "--model", str(tmp_path / "nope"), "--file", H200[2]])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def _rows(output: str) -> list[str]:
+    """The body rows of a ``model eval`` printout's table (its log lines carry times)."""
+    return [line for line in output.splitlines() if line.startswith("│")]
 
 
 def test_thread_block_features() -> None:
