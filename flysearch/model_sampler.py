@@ -27,12 +27,13 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   across shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the
   optimum at rank 1-11 on 26 of 27 shapes), so after the diverse start every second suggestion is
   the prior's best unevaluated config, for as long as the measurements do not contradict its order
-  (rank correlation > -0.2). The others, instead of a local step chosen by the forest, follow
-  :func:`prior_kriging`: the prior's score calibrated to the measured log times, corrected by a
-  Gaussian process on the residuals over the parameters' ordinal distance, so the neighbours of a
-  config that ran faster than the prior predicted move up its order (and those of a slower one
-  down). A prior from other archs (another GPU) or other kernels is only a guide; the forest
-  reorders its top region.
+  (rank correlation > -0.2). The others, instead of a local step chosen by the forest, are the
+  best under :func:`prior_kriging` among the configs at most *radius* value steps from the best
+  measured one: the prior's score calibrated to the measured log times, corrected by a Gaussian
+  process on the residuals over the parameters' ordinal distance, so the neighbours of a config
+  that ran faster than the prior predicted move up its order (and those of a slower one down). A
+  prior from other archs (another GPU) or other kernels is only a guide; the forest reorders its
+  top region.
 * **Stall**: a prior can order the bulk of the space right and still miss the optimum's region:
   the measurements agree with its order, and the search stays on a plateau of its top ranks. After
   *patience* measurements without a better time, every suggestion is the unevaluated config of
@@ -113,17 +114,22 @@ class CostModelSampler(CandidateSampler):
             weighed against the pooled prior; until then the pooled prior decides alone.
         walk: With a prior trained on the study's space and arch (``provenance["targets"]``
             holds ``"<space>@<arch>"``), every second suggestion walks down the prior's order while
-            the measurements do not contradict it, and the others follow :func:`prior_kriging`;
+            the measurements do not contradict it, and the others follow :func:`prior_kriging`
+            near the best measured config;
             ``False`` lets the forest reorder its top region as for a prior from other archs.
         length_scale: Ordinal distance over which :func:`prior_kriging` spreads a measured
             config's residual to its neighbours (walk only).
+        radius: A walked prior's kriging steps choose among the unevaluated configs within this
+            L1 distance (in value indices) of the best measured config, when any is left; 0 lets
+            them choose in the whole space.
     """
 
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
                  n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
-                 min_source_obs: int = 3, walk: bool = True, length_scale: float = 1.5) -> None:
+                 min_source_obs: int = 3, walk: bool = True, length_scale: float = 1.5,
+                 radius: int = 2) -> None:
         super().__init__(context, seed)
         self._prior = prior
         self._epsilon, self._kappa = epsilon, kappa
@@ -134,7 +140,7 @@ class CostModelSampler(CandidateSampler):
         self._patience = patience
         self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
         self._top_region = top_region
-        self._length_scale = length_scale
+        self._length_scale, self._radius = length_scale, radius
         # A prior that measured this space on this arch transfers across shapes; one from other
         # archs (or other kernels) only guides.
         self._walk = walk and prior is not None and context.arch is not None and (
@@ -253,6 +259,15 @@ class CostModelSampler(CandidateSampler):
                 return int(order[int(np.argmax(far))])
         return int(order[0])
 
+    def _near_best(self, free: np.ndarray, idx: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The configs of *free* within L1 ordinal distance *radius* of the best measured one (all
+        of *free* when none is, or with *radius* 0)."""
+        if self._radius <= 0:
+            return free
+        best = self._ordinal[idx[int(np.argmin(y))]]
+        near = free[np.abs(self._ordinal[free] - best).sum(axis=1) <= self._radius]
+        return near if near.size else free
+
     def _neighbours(self, free: np.ndarray) -> np.ndarray:
         """Unevaluated configs one parameter step from the best measured config."""
         idx, y = self._targets()
@@ -288,7 +303,8 @@ class CostModelSampler(CandidateSampler):
             if n % 2 == 1 and self._prior_trust() > 0:
                 return self._lowest(free, self._prior_score[free])
             idx, y = self._targets()
-            return self._lowest(free, prior_kriging(self._prior_score, self._ordinal, idx, y, free,
+            near = self._near_best(free, idx, y)
+            return self._lowest(near, prior_kriging(self._prior_score, self._ordinal, idx, y, near,
                                                     length_scale=self._length_scale))
         if self._local and n >= 2 and n % 2 == 0:
             near = self._neighbours(free)
