@@ -56,7 +56,9 @@ H200 = ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"
 ENSEMBLE_LEAVES, ENSEMBLE_L2 = (15, 31, 63), (0.0, 1.0)
 
 
-def _tables(kind: str, hub: Path = HUB, h200: str = str(H200)) -> list[GroundTruth]:
+def load_tables(kind: str, hub: Path = HUB, h200: str = str(H200)) -> list[GroundTruth]:
+    """The ``"h200"`` tables matching the glob *h200*, or (any other *kind*) the benchmark_hub
+    tables under *hub*."""
     if kind != "h200":
         return hub_tables(hub)
     store = TableStore(":memory:")
@@ -118,7 +120,7 @@ def main() -> None:
         if args.only not in (None, kind):
             continue
         start = time.perf_counter()
-        tables = _tables(kind, args.hub, args.h200)
+        tables = load_tables(kind, args.hub, args.h200)
         if len(tables) < 2:
             source = f"--hub {args.hub}" if kind == "hub" else f"--h200 {args.h200}"
             parser.error(f"fewer than two tables for the {kind} part ({source})")

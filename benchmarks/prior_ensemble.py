@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from costmodel_eval import ENSEMBLE_L2 as L2S  # noqa: E402  (this folder is on sys.path)
 from costmodel_eval import ENSEMBLE_LEAVES as LEAVES  # noqa: E402
-from costmodel_eval import H200, _tables, report  # noqa: E402
+from costmodel_eval import H200, load_tables, report  # noqa: E402
 
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.model_eval import prior_ranks  # noqa: E402
@@ -43,7 +43,7 @@ def _held_out(args: tuple[str, str]) -> tuple[str, int, list[int]]:
     """One held-out table's rank to 1% under every setting (the tables are re-read: one process
     per table keeps the pickled payload small)."""
     pattern, name = args
-    tables = _tables("h200", h200=pattern)
+    tables = load_tables("h200", h200=pattern)
     held = next(t for t in tables if t.name == name)
     others = [t for t in tables if t.name != name and t.meta.kernel == held.meta.kernel]
     ranks = [prior_ranks(fit_prior(others, **params), held)[0.01] or len(held.rows)
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     start = time.perf_counter()
-    names = [t.name for t in _tables("h200", h200=args.h200)]
+    names = [t.name for t in load_tables("h200", h200=args.h200)]
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(_held_out, [(args.h200, n) for n in names]))
     lines = [f"# Prior booster settings — {dt.date.today()}, {platform.machine()} CPU", "",

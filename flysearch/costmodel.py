@@ -84,8 +84,9 @@ class CostModel(RegressorMixin, BaseEstimator):
         tables, leaves (15, 31, 63) x L2 (0, 1) put a config within 1% of the optimum at rank <= 8
         on 23 tables (worst rank 17), where each single setting of the six did so on 21-24 with a
         worst rank of 14-63 (``benchmarks/prior_ensemble.py``). It is not the default: with the
-        sampler it reached within 1% in <= 8 compiles on 24 H200 tables instead of 22 but worst
-        32 instead of 25, and needed more compiles on every benchmark_hub GPU
+        sampler of commit 2e21f1a (before prior kriging) it reached within 1% in <= 8 compiles
+        on 24 H200 tables instead of 22 but worst 32 instead of 25, and needed more compiles on
+        every benchmark_hub GPU
         (``benchmarks/results/costmodel_eval_ensemble.md``).
     random_state : int, RandomState instance or None, default=0
         Seed of the booster.

@@ -259,22 +259,14 @@ class CostModelSampler(CandidateSampler):
                 return int(order[int(np.argmax(far))])
         return int(order[0])
 
-    def _near_best(self, free: np.ndarray, idx: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """The configs of *free* within L1 ordinal distance *radius* of the best measured one (all
-        of *free* when none is, or with *radius* 0)."""
-        if self._radius <= 0:
-            return free
-        best = self._ordinal[idx[int(np.argmin(y))]]
-        near = free[np.abs(self._ordinal[free] - best).sum(axis=1) <= self._radius]
-        return near if near.size else free
-
-    def _neighbours(self, free: np.ndarray) -> np.ndarray:
-        """Unevaluated configs one parameter step from the best measured config."""
+    def _near_best(self, free: np.ndarray, radius: int) -> np.ndarray:
+        """The configs of *free* 1 to *radius* value steps (L1 distance of the value indices) from
+        the best measured config; all of *free* when none is (or *radius* < 1)."""
         idx, y = self._targets()
         best = self._ordinal[idx[int(np.argmin(y))]]
-        steps = np.abs(self._ordinal[free] - best)
-        near = (steps.sum(axis=1) == 1)
-        return free[near]
+        steps = np.abs(self._ordinal[free] - best).sum(axis=1)
+        near = free[(steps >= 1) & (steps <= radius)]
+        return near if near.size else free
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
@@ -299,18 +291,15 @@ class CostModelSampler(CandidateSampler):
             return int(self._rng.choice(free))
         if self._prior is not None and n + n_pending < self._n_diverse:
             return self._diverse(free, taken)
-        if self._walk and n >= 2:
-            if n % 2 == 1 and self._prior_trust() > 0:
+        if self._walk:
+            if n < 2 or (n % 2 == 1 and self._prior_trust() > 0):
                 return self._lowest(free, self._prior_score[free])
             idx, y = self._targets()
-            near = self._near_best(free, idx, y)
+            near = self._near_best(free, self._radius)
             return self._lowest(near, prior_kriging(self._prior_score, self._ordinal, idx, y, near,
                                                     length_scale=self._length_scale))
         if self._local and n >= 2 and n % 2 == 0:
-            near = self._neighbours(free)
-            free = near if near.size else free
-        elif self._walk and self._agrees():
-            return self._lowest(free, self._prior_score[free])
+            free = self._near_best(free, 1)
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free
