@@ -24,14 +24,13 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.ensemble import ExtraTreesRegressor
 
+from flysearch.extra_trees import fit_extra_trees, tree_predictions
 from flysearch.sampler_history import (
     CandidateHistory,
     CandidateSampler,
     candidate_features,
     candidate_ordinals,
-    tree_predictions,
 )
 
 if TYPE_CHECKING:
@@ -121,10 +120,9 @@ class SpreadForestSampler(CandidateSampler):
 
     def _lowest_bound(self, candidates: np.ndarray, idx: np.ndarray, y: np.ndarray) -> int:
         """The candidate of lowest ``mean - kappa * std`` over the trees (ties: lowest mean, order)."""
-        forest = ExtraTreesRegressor(n_estimators=self._n_trees, max_features=self._max_features,
-                                     min_samples_leaf=1, random_state=self._forest_seed(len(idx)), n_jobs=1)
-        forest.fit(self._X[idx], y)
-        per_tree = tree_predictions(forest, self._X[candidates])
+        trees = fit_extra_trees(self._X[idx], y, n_trees=self._n_trees, max_features=self._max_features,
+                                seed=self._forest_seed(len(idx)))
+        per_tree = tree_predictions(trees, self._X[candidates])
         mean, sd = per_tree.mean(axis=0), per_tree.std(axis=0)
         order = np.lexsort((candidates, mean, mean - self._kappa * sd))
         return int(candidates[order[0]])

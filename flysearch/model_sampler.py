@@ -58,16 +58,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.ensemble import ExtraTreesRegressor
 
 from flysearch.costmodel import target_key
+from flysearch.extra_trees import fit_extra_trees, tree_predictions
 from flysearch.sampler_history import (
     CandidateHistory,
     CandidateSampler,
     candidate_feature_columns,
     candidate_features,
     candidate_ordinals,
-    tree_predictions,
 )
 
 if TYPE_CHECKING:
@@ -199,9 +198,8 @@ class CostModelSampler(CandidateSampler):
         """Lower confidence bound of log time from a forest on the features (and the prior)."""
         idx, y = self._targets()
         X = self._X if self._prior is None else np.column_stack([self._X, self._prior_score])
-        forest = ExtraTreesRegressor(n_estimators=self._n_trees, min_samples_leaf=1, max_features=0.7,
-                                     random_state=self._seed, n_jobs=1).fit(X[idx], y)
-        per_tree = tree_predictions(forest, X[free])
+        trees = fit_extra_trees(X[idx], y, n_trees=self._n_trees, max_features=0.7, seed=self._seed)
+        per_tree = tree_predictions(trees, X[free])
         return per_tree.mean(axis=0) - self._kappa * per_tree.std(axis=0)
 
     def _scores(self, free: np.ndarray) -> np.ndarray:

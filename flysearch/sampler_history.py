@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from flysearch.samplers import SearchContext
 
 __all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_columns", "candidate_features",
-           "candidate_ordinals", "tree_predictions"]
+           "candidate_ordinals"]
 
 _ATTR = "flysearch"
 
@@ -114,14 +114,6 @@ def candidate_ordinals(context: SearchContext) -> np.ndarray:
     params = context.space.free_params()
     ordinal = [[p.values.index(c[p.name]) for p in params] for c in context.feasible]
     return np.array(ordinal, dtype=np.int32).reshape(len(context.feasible), len(params))
-
-
-def tree_predictions(forest: Any, X: np.ndarray) -> np.ndarray:
-    """Each fitted tree's predictions for the rows of *X*: ``(trees, rows)``, as ``np.stack([tree.predict(X)
-    for tree in forest.estimators_])`` gives them, with *X* converted to float32 once for all trees
-    instead of validated and converted by each tree's ``predict``."""
-    X32 = np.ascontiguousarray(X, dtype=np.float32)
-    return np.stack([tree.tree_.predict(X32)[:, 0] for tree in forest.estimators_])
 
 
 class CandidateSampler(BaseSampler):

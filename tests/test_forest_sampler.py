@@ -85,18 +85,3 @@ def test_spread_start_keeps_configs_apart(conv_a100) -> None:  # type: ignore[no
     configs = {c.key: c for c in space.enumerate().feasible}
     first, second = configs[keys[0]], configs[keys[1]]
     assert all(first[p.name] != second[p.name] for p in space.free_params())
-
-
-def test_tree_predictions_are_each_trees_predict() -> None:
-    """The forests' per-tree predictions, converted once, equal each tree's own ``predict``."""
-    from sklearn.ensemble import ExtraTreesRegressor
-
-    from flysearch.sampler_history import tree_predictions
-
-    rng = np.random.default_rng(0)
-    X, y = rng.random((40, 5)), rng.random(40)
-    forest = ExtraTreesRegressor(n_estimators=6, max_features=0.7, random_state=0).fit(X, y)
-    rows = rng.random((300, 10))[:, ::2]  # a non-contiguous float64 view
-    expected = np.stack([tree.predict(rows) for tree in forest.estimators_])
-    assert np.array_equal(tree_predictions(forest, rows), expected)
-    assert tree_predictions(forest, rows).shape == (6, 300)
