@@ -255,6 +255,7 @@ class RunTask:
 _TABLES: dict[tuple[str, str], GroundTruth] = {}
 _PRIORS: dict[tuple[str, str], Any] = {}
 _OPTIMA: dict[tuple[str, str], float] = {}
+_SPACES: dict[tuple[str, str, str], Space] = {}
 
 
 def _cached_table(spec: TableSpec, db: str) -> GroundTruth:
@@ -262,6 +263,16 @@ def _cached_table(spec: TableSpec, db: str) -> GroundTruth:
     if key not in _TABLES:
         _TABLES[key] = load_table(spec, db)
     return _TABLES[key]
+
+
+def _cached_space(spec: TableSpec, db: str, table: GroundTruth) -> Space:
+    """The run's space, one object per table and restriction in a worker (so that it is pruned once)."""
+    from flysearch.kernels import space_for_table
+
+    key = (spec.source, db, json.dumps(spec.restrict))
+    if key not in _SPACES:
+        _SPACES[key] = restricted_space(space_for_table(table), spec.restrict)
+    return _SPACES[key]
 
 
 def _prior_for(task: RunTask, scored: GroundTruth) -> Any:
@@ -292,11 +303,10 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     import optuna
 
     from flysearch.evaluators.replay import ReplayEvaluator
-    from flysearch.kernels import space_for_table
     from flysearch.study import StudySettings, run_study, trial_records
 
     table = _cached_table(task.table, task.db)
-    space = restricted_space(space_for_table(table), task.table.restrict)
+    space = _cached_space(task.table, task.db, table)
     arch, shape = _arch_of(table), table.meta.shape()
     prior = _prior_for(task, table) if task.sampler.needs_prior else None
     settings = StudySettings(

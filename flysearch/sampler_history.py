@@ -10,6 +10,7 @@ forests see them. Used by the cost-model, GP and spread-forest samplers.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -94,10 +95,29 @@ class CandidateHistory:
 
 def candidate_feature_columns(context: SearchContext) -> Columns:
     """The analytic features of every feasible config (:func:`~flysearch.features.feature_columns`,
-    in ``context.feasible`` order): what a prior scores before compiling."""
+    in ``context.feasible`` order): what a prior scores before compiling.
+
+    The last few candidate sets' features are kept per process: another study of the same
+    (configs, problem, arch), in any order (another seed's shuffle), reorders them instead of
+    computing them again.
+    """
     from flysearch.features import feature_columns
 
-    return feature_columns([c.as_dict() for c in context.feasible], dict(context.problem or {}), context.arch)
+    problem = dict(context.problem or {})
+    key = (json.dumps(problem, sort_keys=True, default=str), context.arch, frozenset(context.keys))
+    kept = _KEPT_FEATURES.pop(key, None)
+    if kept is None:
+        columns = feature_columns([c.as_dict() for c in context.feasible], problem, context.arch)
+        kept = ({k: i for i, k in enumerate(context.keys)}, columns)
+    _KEPT_FEATURES[key] = kept  # most recent last
+    while len(_KEPT_FEATURES) > 4:
+        del _KEPT_FEATURES[next(iter(_KEPT_FEATURES))]
+    row_of, columns = kept
+    rows = np.fromiter((row_of[k] for k in context.keys), dtype=np.intp, count=len(context.keys))
+    return {name: col[rows] for name, col in columns.items()}
+
+
+_KEPT_FEATURES: dict[tuple[Any, ...], tuple[dict[str, int], Columns]] = {}
 
 
 def candidate_features(context: SearchContext, columns: Columns | None = None) -> np.ndarray:
@@ -112,7 +132,11 @@ def candidate_features(context: SearchContext, columns: Columns | None = None) -
 def candidate_ordinals(context: SearchContext) -> np.ndarray:
     """Each feasible config's value indices of the space's free parameters (one column each)."""
     params = context.space.free_params()
-    ordinal = [[p.values.index(c[p.name]) for p in params] for c in context.feasible]
+    index_of = [(p.name, {value: i for i, value in enumerate(p.values)}) for p in params]
+    ordinal = []
+    for config in context.feasible:
+        values = dict(config.items)
+        ordinal.append([index[values[name]] for name, index in index_of])
     return np.array(ordinal, dtype=np.int32).reshape(len(context.feasible), len(params))
 
 

@@ -14,6 +14,7 @@ the constraints *before* anything is compiled and counts, by constraint name, wh
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -44,6 +45,9 @@ Encoding = Literal["ordinal", "categorical"]
 ENCODINGS: tuple[str, ...] = ("ordinal", "categorical")
 
 
+# Enumerations a space keeps (one per (shape, arch), the most recently used).
+_KEPT_ENUMERATIONS = 4
+
 # A value's text in a config key: ``str`` (a builtin, so that building the keys of thousands of
 # configs costs no Python call per value).
 _format_value = str
@@ -63,8 +67,9 @@ class Config:
     def from_dict(cls, params: Mapping[str, Value]) -> Config:
         return cls(tuple(sorted(params.items())))
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        """Built on first use and kept (a study looks each config's key up many times)."""
         return ",".join([f"{name}={_format_value(value)}" for name, value in self.items])
 
     def as_dict(self) -> dict[str, Value]:
@@ -206,6 +211,7 @@ class Space:
         self.constraints: tuple[Constraint, ...] = tuple(constraints)
         self.kernel = kernel
         self._by_name = {p.name: p for p in self.params}
+        self._enumerations: dict[tuple[Any, Any], Enumeration] = {}
 
     def __repr__(self) -> str:
         return f"Space({self.name!r}, {len(self.params)} params, {len(self.constraints)} constraints)"
@@ -242,7 +248,29 @@ class Space:
     def enumerate(
         self, shape: Shape | None = None, arch: ArchProfile | None = None, *, allow_empty: bool = False
     ) -> Enumeration:
-        """Prune the space for (*shape*, *arch*); raise :class:`EmptySpaceError` if nothing is left."""
+        """Prune the space for (*shape*, *arch*); raise :class:`EmptySpaceError` if nothing is left.
+
+        The space keeps its last few enumerations: a later call for the same (*shape*, *arch*)
+        returns the same :class:`Enumeration` (read-only to callers), so a worker that runs many
+        studies of one table prunes it once.
+        """
+        key = (shape, arch)
+        result = self._enumerations.pop(key, None)
+        if result is None:
+            result = self._prune(shape, arch)
+        self._enumerations[key] = result  # most recent last
+        while len(self._enumerations) > _KEPT_ENUMERATIONS:
+            del self._enumerations[next(iter(self._enumerations))]
+        if not result.feasible and not allow_empty:
+            where = f" for shape {shape.key}" if shape is not None else ""
+            where += f" on {arch.name}" if arch is not None else ""
+            raise EmptySpaceError(
+                f"Space {self.name!r} has no feasible config{where} ({result.summary()}); "
+                "widen the parameter domains or relax the constraints."
+            )
+        return result
+
+    def _prune(self, shape: Shape | None, arch: ArchProfile | None) -> Enumeration:
         removed = {c.name: 0 for c in self.constraints}
         checks = [(c.name, c.predicate) for c in self.constraints]  # reject_reason, inlined
         feasible = []
@@ -255,15 +283,7 @@ class Space:
                     break
             else:
                 feasible.append(config)
-        result = Enumeration(self, total, feasible, removed)
-        if not feasible and not allow_empty:
-            where = f" for shape {shape.key}" if shape is not None else ""
-            where += f" on {arch.name}" if arch is not None else ""
-            raise EmptySpaceError(
-                f"Space {self.name!r} has no feasible config{where} ({result.summary()}); "
-                "widen the parameter domains or relax the constraints."
-            )
-        return result
+        return Enumeration(self, total, feasible, removed)
 
     # -- keys -------------------------------------------------------------------------------------
 

@@ -59,6 +59,29 @@ def test_empty_space_is_a_clear_error() -> None:
     assert space.enumerate(allow_empty=True).feasible == []
 
 
+def test_enumerate_prunes_once_per_shape_and_arch() -> None:
+    """A repeated (shape, arch) returns the kept enumeration; another shape or arch is pruned anew,
+    and only the last four are kept."""
+    space = tile_space()
+    gfx942, gfx950 = get_arch("gfx942"), get_arch("gfx950")
+    first = space.enumerate(Shape(16, 4096, 4096), gfx942)
+    assert space.enumerate(Shape(16, 4096, 4096), gfx942) is first
+    assert space.enumerate(Shape(16, 4096, 4096), gfx950) is not first
+    assert len(space.enumerate(Shape(64, 4096, 4096), gfx942).feasible) > len(first.feasible)
+    for m in (1, 2, 4):
+        space.enumerate(Shape(m, 4096, 4096), gfx942)
+    again = space.enumerate(Shape(16, 4096, 4096), gfx942)
+    assert again is not first
+    assert [c.key for c in again.feasible] == [c.key for c in first.feasible]
+
+
+def test_empty_space_stays_an_error_when_enumerated_again() -> None:
+    space = Space("none", [Param("A", (1, 2))], [Constraint("never", lambda c, s, a: False)])
+    for _ in range(2):
+        with pytest.raises(EmptySpaceError, match="no feasible config"):
+            space.enumerate()
+
+
 def test_config_key_is_canonical_and_parses_back() -> None:
     space = tile_space()
     a = Config.from_dict({"stages": 2, "BLOCK_M": 64, "swizzle": True, "BLOCK_K": 32})
