@@ -298,8 +298,20 @@ def _space_optimum(task: RunTask, table: GroundTruth, space: Space, shape: Any, 
     return _OPTIMA[key]
 
 
-def execute_run(task: RunTask) -> dict[str, Any]:
-    """Run one task and return its results record (what :func:`run_experiment` stores)."""
+def fit_run_prior(task: RunTask) -> Any:
+    """The prior *task* runs with (fitted here, and kept for this worker's later tasks)."""
+    return _prior_for(task, _cached_table(task.table, task.db))
+
+
+def _prior_key(task: RunTask) -> tuple[Any, ...]:
+    return (task.table.label, task.sampler.label, task.priors, task.db)
+
+
+def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
+    """Run one task and return its results record (what :func:`run_experiment` stores).
+
+    *prior*, for a sampler that needs one, is the task's prior fitted elsewhere (by
+    :func:`fit_run_prior`); without it the worker fits it (once per worker)."""
     import optuna
 
     from flysearch.evaluators.replay import ReplayEvaluator
@@ -308,7 +320,10 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     table = _cached_table(task.table, task.db)
     space = _cached_space(task.table, task.db, table)
     arch, shape = _arch_of(table), table.meta.shape()
-    prior = _prior_for(task, table) if task.sampler.needs_prior else None
+    if task.sampler.needs_prior and prior is None:
+        prior = _prior_for(task, table)
+    elif not task.sampler.needs_prior:
+        prior = None
     settings = StudySettings(
         task.sampler.name,
         task.budget,
@@ -536,11 +551,22 @@ def _dispatch(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]
         return
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker)
     try:
-        pending = {pool.submit(execute_run, t) for t in todo}
+        # Each prior is fitted once, by one worker, while the others start the runs that need none;
+        # the runs that need it are submitted (with it) once it is fitted.
+        waiting: dict[tuple[Any, ...], list[RunTask]] = {}
+        for task in todo:
+            if task.sampler.needs_prior:
+                waiting.setdefault(_prior_key(task), []).append(task)
+        fits = {pool.submit(fit_run_prior, tasks[0]): key for key, tasks in waiting.items()}
+        pending = set(fits) | {pool.submit(execute_run, t) for t in todo if not t.sampler.needs_prior}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
-                store(fut.result())
+                if fut in fits:
+                    prior = fut.result()
+                    pending |= {pool.submit(execute_run, t, prior) for t in waiting.pop(fits[fut])}
+                else:
+                    store(fut.result())
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise

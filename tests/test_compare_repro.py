@@ -111,3 +111,26 @@ def test_stop_at_optimum_in_experiment_files(tmp_path: Path) -> None:
     path.write_text(body.format(extra='stop_at_optimum = "no"', table=table))
     with pytest.raises(Exception, match="stop_at_optimum must be true or false"):
         load_experiment(path)
+
+
+def test_costmodel_in_workers_matches_one_process(tmp_path: Path) -> None:
+    """The workers' costmodel runs use priors fitted once in the pool and passed along: the same
+    trajectories as one process fitting each prior itself (and as many runs as asked)."""
+    h200 = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200"
+    names = ("1x6144x4096", "4096x4096x4096", "64x1536x7168")
+    kw: dict[str, Any] = {
+        "tables": tuple(TableSpec(str(h200 / f"triton_gemm__H200__{n}.table.json.gz")) for n in names),
+        "samplers": (SamplerSpec("costmodel"), SamplerSpec("random")),
+        "seeds": (0, 1),
+        "budget": 6,
+        "stop_at_optimum": False,
+    }
+    if model_samplers_available() is not None:
+        pytest.skip(model_samplers_available())
+    first, second = _experiment(tmp_path, "a", **kw), _experiment(tmp_path, "b", workers=2, **kw)
+    run_experiment(first)
+    run_experiment(second)
+    runs_a, runs_b = load_runs(first.output + "/results.db"), load_runs(second.output + "/results.db")
+    assert len(runs_a) == len(runs_b) == 3 * 2 * 2
+    by_id = {r["id"]: (r["best_json"], r["best_key"]) for r in runs_b}
+    assert all(by_id[r["id"]] == (r["best_json"], r["best_key"]) for r in runs_a)
