@@ -10,8 +10,9 @@
   with the prior walked (its provenance made to name the held-out table's space and arch, so every
   other suggestion is :func:`flysearch.model_sampler.prior_kriging`'s; again timing, not quality).
 * **Set-up**: the sampler's work before its first suggestion on the same 11,130 candidates
-  (the features of every candidate and the prior's score of each), five times, median; and of
-  that, the features alone (:func:`flysearch.features.feature_columns`).
+  (the features of every candidate and the prior's score of each), nine times, median, as the
+  first study of these candidates in a process; again for another seed's order of them (the
+  process keeps their features); and the features alone (:func:`flysearch.features.feature_columns`).
 * **Training**: trains a prior (:func:`flysearch.costmodel.fit_prior`, default settings) on 20
   tables of 4,000 configs each, drawn (seeded, without replacement within a table) from the four
   benchmark_hub tables, five from each; three times, printing each time and the median.
@@ -36,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 import optuna  # noqa: E402
 from costmodel_eval import hub_tables  # noqa: E402  (this folder is on sys.path)
 
+from flysearch import sampler_history  # noqa: E402
 from flysearch.costmodel import Prior, fit_prior, table_arch, target_key  # noqa: E402
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
 from flysearch.features import feature_columns  # noqa: E402
@@ -90,20 +92,27 @@ def main() -> None:
         times = suggestion_ms(held, prior)
         print(f"candidates {len(held.rows)}; suggestions {len(times)}; ms per suggestion{label}: median "
               f"{statistics.median(times):.1f}, p90 {times[int(0.9 * len(times))]:.1f}, max {times[-1]:.1f}")
-    setup, features = setup_ms(held, fit_prior([train]))
+    setup, again, features = setup_ms(held, fit_prior([train]))
     print(f"set-up before the first suggestion ({len(held.rows)} candidates): median {setup:.1f} ms, "
-          f"of which the features {features:.1f} ms")
+          f"of which the features {features:.1f} ms; {again:.1f} ms for another seed's study of the same "
+          "candidates in the same process (features kept)")
 
 
-def setup_ms(held: GroundTruth, prior: Prior, repeats: int = 5) -> tuple[float, float]:
+def setup_ms(held: GroundTruth, prior: Prior, repeats: int = 9) -> tuple[float, float, float]:
     """Median milliseconds of building the cost-model sampler for *held* (features and prior
-    scores of every candidate), and of its candidates' features alone."""
+    scores of every candidate): the first time in a process, and again for another seed's order of
+    the same candidates (whose features the process keeps); and of the candidates' features alone."""
     space = space_for_table(held)
     arch = table_arch(held)
-    feasible = space.enumerate(held.meta.shape(), arch).feasible
-    context = SearchContext(space, StudySettings("costmodel", 1, 0).encoding, feasible, None, arch,
-                            held.meta.problem)
-    params = [c.as_dict() for c in feasible]
+    enumeration = space.enumerate(held.meta.shape(), arch)
+    encoding = StudySettings("costmodel", 1, 0).encoding
+    context = SearchContext(space, encoding, enumeration.feasible, None, arch, held.meta.problem)
+    reordered = SearchContext(space, encoding, enumeration.shuffled(1), None, arch, held.meta.problem)
+    params = [c.as_dict() for c in enumeration.feasible]
+
+    def first() -> None:
+        sampler_history._KEPT_FEATURES.clear()  # what a worker's first study of these candidates pays
+        CostModelSampler(context, prior, seed=0)
 
     def median_ms(work: Callable[[], object]) -> float:
         runs = []
@@ -113,7 +122,7 @@ def setup_ms(held: GroundTruth, prior: Prior, repeats: int = 5) -> tuple[float, 
             runs.append(1000 * (time.perf_counter() - start))
         return statistics.median(runs)
 
-    return (median_ms(lambda: CostModelSampler(context, prior, seed=0)),
+    return (median_ms(first), median_ms(lambda: CostModelSampler(reordered, prior, seed=0)),
             median_ms(lambda: feature_columns(params, held.meta.problem, arch)))
 
 
