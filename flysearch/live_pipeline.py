@@ -385,7 +385,7 @@ class Pipeline:
         :meth:`finish`); trials answered without a compile (duplicates, rejections) go with it or
         at the end of the loop's pass, several in one transaction (a worker killed before then
         loses no measurement: a rerun asks again)."""
-        trial.set_user_attr(_ATTR, asdict(record))
+        trial.set_user_attr(_ATTR, record.as_dict())
         trial.set_user_attr(_WORKER, self.claims.worker)
         if self.uses_constraints:
             trial.set_constraint(_ATTR, record.violation)
@@ -793,7 +793,7 @@ def _trial_of(live: Pipeline, row: ClaimRow) -> FrozenTrial:
     return optuna.trial.create_trial(
         params=dict(row.params), distributions={k: live.context.distributions[k] for k in row.params},
         value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
-        user_attrs={_ATTR: asdict(record), _WORKER: row.worker},
+        user_attrs={_ATTR: record.as_dict(), _WORKER: row.worker},
     )
 
 
