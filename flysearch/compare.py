@@ -320,10 +320,10 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
     table = _cached_table(task.table, task.db)
     space = _cached_space(task.table, task.db, table)
     arch, shape = _arch_of(table), table.meta.shape()
-    if task.sampler.needs_prior and prior is None:
-        prior = _prior_for(task, table)
-    elif not task.sampler.needs_prior:
+    if not task.sampler.needs_prior:
         prior = None
+    elif prior is None:
+        prior = _prior_for(task, table)
     settings = StudySettings(
         task.sampler.name,
         task.budget,
