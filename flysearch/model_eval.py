@@ -188,13 +188,3 @@ def leave_one_out(
         if progress is not None:
             progress(held.name)
     return results
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
-        futures = [pool.submit(_hold_out, held, train, *args) for held, train in jobs]
-        results = []
-        for (held, _), future in zip(jobs, futures, strict=True):
-            results.append(future.result())
-            if progress is not None:
-                progress(held.name)
-    return results

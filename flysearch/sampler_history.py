@@ -102,17 +102,13 @@ def candidate_feature_columns(context: SearchContext) -> Columns:
     computing them again.
     """
     from flysearch.features import feature_columns
+    from flysearch.space import keep_recent
 
     problem = dict(context.problem or {})
     key = (json.dumps(problem, sort_keys=True, default=str), context.arch, frozenset(context.keys))
-    kept = _KEPT_FEATURES.pop(key, None)
-    if kept is None:
-        columns = feature_columns([c.as_dict() for c in context.feasible], problem, context.arch)
-        kept = ({k: i for i, k in enumerate(context.keys)}, columns)
-    _KEPT_FEATURES[key] = kept  # most recent last
-    while len(_KEPT_FEATURES) > 4:
-        del _KEPT_FEATURES[next(iter(_KEPT_FEATURES))]
-    row_of, columns = kept
+    row_of, columns = keep_recent(_KEPT_FEATURES, key, lambda: (
+        {k: i for i, k in enumerate(context.keys)},
+        feature_columns([c.as_dict() for c in context.feasible], problem, context.arch)))
     rows = np.fromiter((row_of[k] for k in context.keys), dtype=np.intp, count=len(context.keys))
     return {name: col[rows] for name, col in columns.items()}
 

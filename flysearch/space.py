@@ -19,7 +19,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from flysearch.errors import EmptySpaceError, InputFormatError
 
@@ -38,6 +38,7 @@ __all__ = [
     "Param",
     "Space",
     "Value",
+    "keep_recent",
 ]
 
 Value = int | float | bool | str
@@ -45,8 +46,27 @@ Encoding = Literal["ordinal", "categorical"]
 ENCODINGS: tuple[str, ...] = ("ordinal", "categorical")
 
 
-# Enumerations a space keeps (one per (shape, arch), the most recently used).
-_KEPT_ENUMERATIONS = 4
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def keep_recent(kept: dict[K, V], key: K, make: Callable[[], V], size: int = 4) -> V:
+    """``kept[key]``, made by *make* when absent; *kept* holds the *size* most recently used
+    entries (a dict in use order, most recent last).
+
+    Example:
+        >>> kept = {}
+        >>> [keep_recent(kept, k, lambda: k * 10, size=2) for k in (1, 2, 1, 3)]
+        [10, 20, 10, 30]
+        >>> list(kept)
+        [1, 3]
+    """
+    value = kept.pop(key) if key in kept else make()
+    kept[key] = value
+    while len(kept) > size:
+        del kept[next(iter(kept))]
+    return value
+
 
 # A value's text in a config key: ``str`` (a builtin, so that building the keys of thousands of
 # configs costs no Python call per value).
@@ -254,13 +274,7 @@ class Space:
         returns the same :class:`Enumeration` (read-only to callers), so a worker that runs many
         studies of one table prunes it once.
         """
-        key = (shape, arch)
-        result = self._enumerations.pop(key, None)
-        if result is None:
-            result = self._prune(shape, arch)
-        self._enumerations[key] = result  # most recent last
-        while len(self._enumerations) > _KEPT_ENUMERATIONS:
-            del self._enumerations[next(iter(self._enumerations))]
+        result = keep_recent(self._enumerations, (shape, arch), lambda: self._prune(shape, arch))
         if not result.feasible and not allow_empty:
             where = f" for shape {shape.key}" if shape is not None else ""
             where += f" on {arch.name}" if arch is not None else ""
