@@ -10,7 +10,11 @@ other GPU (only two GPUs per kernel are available there). The sampler runs 5 see
 ``--hub DIR`` reads the benchmark_hub tables from a clone of AutoTuningAssociation/benchmark_hub
 instead (``DIR`` = its ``cachefiles/``, six GPUs per kernel; only ``<GPU>.json.gz`` files are read),
 so each held-out GPU is ranked by a prior trained on the other five; ``--only hub`` skips the H200
-part. ``--ensemble`` trains priors that average six boosters (not the default; see
+part. ``--holdout GLOB`` names the
+held-out shapes (default ``benchmarks/data/h200_holdout``, the shapes of
+``studies/shapes_h200_holdout.toml``, chosen and committed before they were raced): one prior is
+trained on every H200 table and ranks and searches each of them (``--only holdout`` runs that part
+alone). ``--ensemble`` trains priors that average six boosters (not the default; see
 costmodel_eval_ensemble.md). ``--h200 GLOB`` reads other H200 tables, e.g. the 19 of an earlier commit::
 
     git archive 4b71578 benchmarks/data/h200 | tar -x -C /tmp/t19
@@ -35,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 import optuna  # noqa: E402
 
 from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
-from flysearch.model_eval import HeldOut, leave_one_out  # noqa: E402
+from flysearch.model_eval import HeldOut, evaluate_test_set, leave_one_out  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, read_table_file  # noqa: E402
 
 HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
@@ -52,14 +56,14 @@ def hub_tables(hub: Path = HUB) -> list[GroundTruth]:
 
 
 H200 = ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"
+HOLDOUT = ROOT / "benchmarks" / "data" / "h200_holdout" / "*.table.json.gz"
 # --ensemble: the booster settings benchmarks/prior_ensemble.py compares, averaged.
 ENSEMBLE_LEAVES, ENSEMBLE_L2 = (15, 31, 63), (0.0, 1.0)
 
 
 def load_tables(kind: str, hub: Path = HUB, h200: str = str(H200)) -> list[GroundTruth]:
-    """The ``"h200"`` tables matching the glob *h200*, or (any other *kind*) the benchmark_hub
-    tables under *hub*."""
-    if kind != "h200":
+    """The ``"hub"`` tables under *hub*, or (any other *kind*) the tables matching the glob *h200*."""
+    if kind == "hub":
         return hub_tables(hub)
     store = TableStore(":memory:")
     for path in sorted(glob.glob(h200)):
@@ -81,12 +85,14 @@ def _fmt(value: float | None, budget: int) -> str:
 
 def _section(title: str, results: list[HeldOut], budget: int) -> list[str]:
     lines = [f"## {title}", "",
-             "| held-out table | configs | prior rank to 1% | prior rank to 5% | hit@16 | "
-             "sampler compiles to 1% (median; per seed) | sampler to 5% (median) |",
-             "|---|---:|---:|---:|---|---|---:|"]
+             "| held-out table | configs | random search to 1% (expected) | prior rank to 1% | "
+             "prior rank to 5% | hit@16 | sampler compiles to 1% (median; per seed) | "
+             "sampler to 5% (median) |",
+             "|---|---:|---:|---:|---:|---|---|---:|"]
     for r in results:
         seeds = ", ".join("-" if v is None else str(v) for v in r.sampler[0.01])
-        lines.append(f"| {r.table} | {r.configs} | {r.prior_rank[0.01]} | {r.prior_rank[0.05]} | "
+        lines.append(f"| {r.table} | {r.configs} | {r.random_expected[0.01]:.0f} | {r.prior_rank[0.01]} | "
+                     f"{r.prior_rank[0.05]} | "
                      f"{'yes' if r.hit16 else 'no'} | {_fmt(r.sampler_median(0.01), budget)} ({seeds}) | "
                      f"{_fmt(r.sampler_median(0.05), budget)} |")
     medians = sorted(r.sampler_median(0.01) or float("inf") for r in results)
@@ -104,7 +110,9 @@ def main() -> None:
                         help="the folder of *_milo/<GPU>.json.gz (default ../shared/data/benchmark_hub)")
     parser.add_argument("--h200", default=str(H200), metavar="GLOB",
                         help="the H200 tables (default benchmarks/data/h200/*.table.json.gz)")
-    parser.add_argument("--only", choices=("h200", "hub"), default=None)
+    parser.add_argument("--only", choices=("h200", "hub", "holdout"), default=None)
+    parser.add_argument("--holdout", default=str(HOLDOUT), metavar="GLOB",
+                        help="held-out H200 tables (default benchmarks/data/h200_holdout/*.table.json.gz)")
     parser.add_argument("--workers", type=int, default=1,
                         help="held-out tables evaluated in this many processes (same results)")
     parser.add_argument("--ensemble", action="store_true",
@@ -115,17 +123,24 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     lines = [f"# Cost-model evaluation — {dt.date.today()}, {platform.machine()} CPU, replayed", "",
              "`python benchmarks/costmodel_eval.py " + " ".join(sys.argv[1:]) + "`", ""]
-    for kind, title, budget in (("h200", "Across shapes: H200 Triton GEMM, leave-one-shape-out", 64),
-                                ("hub", "Across GPUs: benchmark_hub, leave-one-GPU-out", 200)):
+    parts = (("h200", "Across shapes: H200 Triton GEMM, leave-one-shape-out", 64),
+             ("hub", "Across GPUs: benchmark_hub, leave-one-GPU-out", 200),
+             ("holdout", "Held-out shapes: a prior trained on every H200 table, never on these", 64))
+    for kind, title, budget in parts:
         if args.only not in (None, kind):
             continue
         start = time.perf_counter()
-        tables = load_tables(kind, args.hub, args.h200)
-        if len(tables) < 2:
-            source = f"--hub {args.hub}" if kind == "hub" else f"--h200 {args.h200}"
-            parser.error(f"fewer than two tables for the {kind} part ({source})")
-        results = leave_one_out(tables, seeds=range(args.seeds), budget=budget, workers=args.workers,
-                                **model_params)
+        tables = load_tables(kind, args.hub, args.h200 if kind != "holdout" else args.holdout)
+        if kind == "holdout" and tables:
+            results = evaluate_test_set(load_tables("h200", h200=args.h200), tables, seeds=range(args.seeds),
+                                        budget=budget, workers=args.workers, **model_params)
+        elif kind != "holdout" and len(tables) >= 2:
+            results = leave_one_out(tables, seeds=range(args.seeds), budget=budget, workers=args.workers,
+                                    **model_params)
+        else:
+            source = {"hub": f"--hub {args.hub}", "h200": f"--h200 {args.h200}",
+                      "holdout": f"--holdout {args.holdout}"}[kind]
+            parser.error(f"too few tables for the {kind} part ({source})")
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")
         lines.append("")

@@ -189,10 +189,14 @@ def _fmt_csv(value: Any) -> Any:
 
 
 def _n(value: Any, digits: int = 0) -> str:
+    """*value* with *digits* decimals; a count (``digits=0``) that is a median of an even number of
+    runs keeps its half (``2.5``, not ``2``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, float) and math.isinf(value):
         return ">B"
+    if digits == 0 and isinstance(value, float) and not value.is_integer():
+        return f"{value:.1f}"
     return f"{value:.{digits}f}"
 
 

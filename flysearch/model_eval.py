@@ -28,15 +28,18 @@ import optuna
 from flysearch.costmodel import Prior, fit_prior, table_arch
 from flysearch.evaluators.replay import ReplayEvaluator
 from flysearch.kernels import space_for_table
+from flysearch.metrics import expected_draws
 from flysearch.study import StudySettings, run_study, trial_records
 from flysearch.tables import GroundTruth, Row
 
 __all__ = [
     "HeldOut",
     "compiles_to_within",
+    "evaluate_test_set",
     "leave_one_out",
     "prior_order",
     "prior_ranks",
+    "random_expectation",
     "sampler_compiles",
     "transfer_ranks",
 ]
@@ -53,6 +56,7 @@ class HeldOut:
     trained_on: list[str]
     prior_rank: dict[float, int | None]
     sampler: dict[float, list[int | None]] = field(default_factory=dict)
+    random_expected: dict[float, float] = field(default_factory=dict)
 
     @property
     def hit16(self) -> bool:
@@ -120,6 +124,15 @@ def transfer_ranks(held: GroundTruth, others: Sequence[GroundTruth],
     return out
 
 
+def random_expectation(table: GroundTruth) -> dict[float, float]:
+    """Per epsilon, the compiles random sampling without replacement needs on average to first
+    reach within it of *table*'s optimum (a failed config costs a compile too)."""
+    best = table.best().time_ms or 0.0
+    times = [r.time_ms for r in table.rows.values() if r.ok and r.time_ms is not None]
+    return {eps: expected_draws(len(table.rows), sum(t <= best * (1 + eps) for t in times))
+            for eps in EPSILONS}
+
+
 def compiles_to_within(study: optuna.Study, best_ms: float) -> dict[float, int | None]:
     """Unique compiles a finished study needed to first reach within each epsilon of *best_ms*."""
     times = [r.time_ms for _, r in trial_records(study) if r.compile_index is not None]
@@ -147,15 +160,34 @@ def _same_kernel(held: GroundTruth, other: GroundTruth) -> bool:
     return other.name != held.name and other.meta.kernel == held.meta.kernel
 
 
-def _hold_out(held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int], budget: int,
-              sampler: str | None, objective: str, model_params: dict[str, Any]) -> HeldOut:
-    """Train a prior on *train*, rank *held* with it and, with a *sampler*, search it."""
-    prior = fit_prior(train, objective=objective, **model_params)
-    result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held))
+def _evaluate(prior: Prior, held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int],
+              budget: int, sampler: str | None) -> HeldOut:
+    """Rank *held* with *prior* (trained on *train*) and, with a *sampler*, search it."""
+    result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held),
+                     random_expected=random_expectation(held))
     if sampler is not None:
         result.sampler = sampler_compiles(held, sampler, prior=prior if sampler == "costmodel" else None,
                                           seeds=seeds, budget=budget)
     return result
+
+
+def _hold_out(held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int], budget: int,
+              sampler: str | None, objective: str, model_params: dict[str, Any]) -> HeldOut:
+    """Train a prior on *train*, rank *held* with it and, with a *sampler*, search it."""
+    prior = fit_prior(train, objective=objective, **model_params)
+    return _evaluate(prior, held, train, seeds, budget, sampler)
+
+
+def _run(jobs: Sequence[tuple[Any, ...]], fn: Callable[..., HeldOut], workers: int) -> Iterator[HeldOut]:
+    """``fn(*job)`` for each job, in order; in *workers* processes when there are several."""
+    if workers < 2 or len(jobs) < 2:
+        yield from (fn(*job) for job in jobs)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
+        futures = [pool.submit(fn, *job) for job in jobs]
+        yield from (future.result() for future in futures)
 
 
 def leave_one_out(
@@ -171,20 +203,41 @@ def leave_one_out(
     jobs = [(held, [t for t in tables if _same_kernel(held, t)]) for held in tables]
     jobs = [(held, train) for held, train in jobs if train]
     args = (list(seeds), budget, sampler, objective, model_params)
-
-    def outcomes() -> Iterator[HeldOut]:
-        if workers < 2 or len(jobs) < 2:
-            yield from (_hold_out(held, train, *args) for held, train in jobs)
-            return
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
-            futures = [pool.submit(_hold_out, held, train, *args) for held, train in jobs]
-            yield from (future.result() for future in futures)
-
+    outcomes = _run([(held, train, *args) for held, train in jobs], _hold_out, workers)
     results = []
-    for (held, _), result in zip(jobs, outcomes(), strict=True):
+    for (held, _), result in zip(jobs, outcomes, strict=True):
         results.append(result)
         if progress is not None:
             progress(held.name)
+    return results
+
+
+def evaluate_test_set(
+    train: Sequence[GroundTruth], tests: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    budget: int = 64, sampler: str | None = "costmodel", objective: str = "rank",
+    progress: Callable[[str], None] | None = None, workers: int = 1, **model_params: Any,
+) -> list[HeldOut]:
+    """Train one prior per kernel on *train*; rank and search each table of *tests* with it.
+
+    The tables of *tests* are a test set: no prior is trained on any of them (a table named in both
+    is left out of the training), and a test table whose kernel has no other table in *train* is
+    skipped. The results are the same with any *workers*.
+    """
+    test_names = {t.name for t in tests}
+    priors: dict[str, tuple[Prior, list[GroundTruth]]] = {}
+    jobs = []
+    for held in tests:
+        kernel = held.meta.kernel
+        if kernel not in priors:
+            same = [t for t in train if t.meta.kernel == kernel and t.name not in test_names]
+            if not same:
+                continue
+            priors[kernel] = (fit_prior(same, objective=objective, **model_params), same)
+        prior, same = priors[kernel]
+        jobs.append((prior, held, same, list(seeds), budget, sampler))
+    results = []
+    for job, result in zip(jobs, _run(jobs, _evaluate, workers), strict=True):
+        results.append(result)
+        if progress is not None:
+            progress(job[1].name)
     return results

@@ -185,6 +185,13 @@ def test_report_files(tmp_path: Path, dedisp_path: Path) -> None:
     assert "random (analytic)" in text and "A100" in text
 
 
+def test_summary_counts_keep_the_half_of_an_even_median() -> None:
+    from flysearch.compare_report import _n
+
+    assert [_n(2.5), _n(10.0), _n(3), _n(math.inf), _n(None), _n(0.1234, 3)] == \
+        ["2.5", "10", "3", ">B", "–", "0.123"]
+
+
 def test_summary_rows_analytic_reference(tmp_path: Path, dedisp_path: Path) -> None:
     exp = _experiment(tmp_path, dedisp_path, seeds=(0,), samplers=(SamplerSpec("grid"),))
     run_experiment(exp)

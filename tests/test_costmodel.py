@@ -142,6 +142,31 @@ def test_leave_one_out_in_worker_processes_gives_the_same_results(h200_tables: l
         [(r.prior_rank, r.sampler, r.trained_on) for r in alone]
 
 
+def test_a_test_set_is_ranked_by_one_prior_never_trained_on_it(h200_tables: list[GroundTruth]) -> None:
+    from flysearch.model_eval import evaluate_test_set
+
+    train, tests = h200_tables[:3], h200_tables[3:5]
+    # A test table listed among the training tables too is still left out of the training.
+    results = evaluate_test_set(train + tests[:1], tests, seeds=(0,), budget=4, max_iter=20)
+    assert [r.table for r in results] == [t.name for t in tests]
+    prior = fit_prior(train, max_iter=20)
+    for r, held in zip(results, tests, strict=True):
+        assert r.trained_on == [t.name for t in train]
+        assert r.prior_rank == prior_ranks(prior, held)
+        assert len(r.sampler[0.01]) == 1
+    pooled = evaluate_test_set(train, tests, seeds=(0,), budget=4, max_iter=20, workers=2)
+    assert [(r.prior_rank, r.sampler) for r in pooled] == [(r.prior_rank, r.sampler) for r in results]
+    assert evaluate_test_set([_toy("other", {1: 1.0})], tests, max_iter=20) == []  # no table of its kernel
+
+
+def test_random_expectation_counts_failed_configs_as_compiles() -> None:
+    from flysearch.model_eval import random_expectation
+
+    table = _toy("t", {1: 1.0, 2: 1.005, 3: 1.03, 4: 2.0, 5: None})
+    # 5 configs (one failed); within 1%: 2 of them -> (5 + 1) / (2 + 1); within 5%: 3 -> 6 / 4.
+    assert random_expectation(table) == {0.01: 2.0, 0.05: 1.5}
+
+
 def test_a_trained_prior_ranks_better_than_chance(h200_tables: list[GroundTruth]) -> None:
     """Leave-one-shape-out: the first config within 5% sits in the prior's top 10% on most shapes."""
     ranks = []
