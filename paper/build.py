@@ -111,26 +111,58 @@ def ensemble_facts() -> dict[str, str]:
             "SINGLE_HITS": f"{min(hits[:-1])}-{max(hits[:-1])}", "ENS_TABLES": str(tables)}
 
 
+def _markdown_rows(text: str, first_cell: str) -> list[dict[str, str]]:
+    """The rows of *text*'s first markdown table whose first cell starts with *first_cell*, as dicts
+    keyed by the table's header."""
+    header: list[str] = []
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and not header:
+            header = cells
+        elif header and line.startswith("| " + first_cell):
+            rows.append(dict(zip(header, cells, strict=True)))
+        elif header and rows and not line.startswith("|"):
+            break
+    return rows
+
+
+def _cms_facts(text: str, prefix: str) -> dict[str, str]:
+    """Compiles to 1% of the cost-model sampler in one section of a costmodel_eval report."""
+    medians: dict[str, float] = {}
+    prior: dict[str, int] = {}
+    seeds = 0
+    for row in _markdown_rows(text, "triton_gemm/H200/"):
+        cell = row["sampler compiles to 1% (median; per seed)"]
+        seeds = len(cell.split("(")[1].rstrip(")").split(", "))
+        shape = row["held-out table"].rsplit("/", 1)[1]
+        medians[shape] = float("inf") if cell.startswith(">") else float(cell.split()[0])
+        prior[shape] = int(row["prior rank to 1%"])
+    missed = sorted((m, shape) for shape, m in medians.items() if m > 8)
+    return {f"{prefix}_TABLES": str(len(medians)),
+            f"{prefix}_HITS": str(sum(m <= 8 for m in medians.values())),
+            f"{prefix}_MEDIAN": f"{statistics.median(medians.values()):g}", f"{prefix}_SEEDS": str(seeds),
+            f"{prefix}_MISSED": ", ".join(f"{shape} {m:g}" for m, shape in missed) or "none",
+            f"{prefix}_PRIOR_MEDIAN": f"{statistics.median(prior.values()):g}",
+            f"{prefix}_PRIOR_HITS": str(sum(r <= 8 for r in prior.values())),
+            f"{prefix}_PRIOR_WORST": str(max(prior.values()))}
+
+
 def sampler_facts() -> dict[str, str]:
     """The cost-model sampler's compiles to 1% with a leave-one-shape-out prior on the H200 tables
-    (benchmarks/costmodel_eval.py -> benchmarks/results/costmodel_eval.md, its first section)."""
-    path = ROOT / "benchmarks" / "results" / "costmodel_eval.md"
-    keys = ("CMS_TABLES", "CMS_HITS", "CMS_MEDIAN", "CMS_MISSED", "CMS_SEEDS")
-    if not path.exists():
-        return dict.fromkeys(keys, "?")
-    medians: dict[str, float] = {}
-    seeds = 0
-    for line in path.read_text().split("## Across GPUs")[0].splitlines():
-        if line.startswith("| triton_gemm/H200/"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            runs = cells[5].split("(")[1].rstrip(")").split(", ")
-            seeds = len(runs)
-            medians[cells[0].rsplit("/", 1)[1]] = float("inf") if cells[5].startswith(">") else float(
-                cells[5].split()[0])
-    missed = sorted((m, shape) for shape, m in medians.items() if m > 8)
-    return {"CMS_TABLES": str(len(medians)), "CMS_HITS": str(sum(m <= 8 for m in medians.values())),
-            "CMS_MEDIAN": f"{statistics.median(medians.values()):g}", "CMS_SEEDS": str(seeds),
-            "CMS_MISSED": ", ".join(f"{shape} {m:g}" for m, shape in missed) or "none"}
+    (benchmarks/costmodel_eval.py -> benchmarks/results/costmodel_eval.md, its first section) and,
+    with a prior trained on all of them, on the held-out shapes (costmodel_eval_holdout.md)."""
+    facts: dict[str, str] = {}
+    keys = ("TABLES", "HITS", "MEDIAN", "MISSED", "SEEDS", "PRIOR_MEDIAN", "PRIOR_HITS", "PRIOR_WORST")
+    for prefix, name, cut in (("CMS", "costmodel_eval.md", "## Across GPUs"),
+                              ("HOLD", "costmodel_eval_holdout.md", None)):
+        path = ROOT / "benchmarks" / "results" / name
+        if not path.exists():
+            facts |= {f"{prefix}_{k}": "?" for k in keys}
+            continue
+        text = path.read_text()
+        facts |= _cms_facts(text.split(cut)[0] if cut else text, prefix)
+    return facts
 
 
 def transfer_facts() -> dict[str, str]:
