@@ -178,16 +178,26 @@ def _hold_out(held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[i
     return _evaluate(prior, held, train, seeds, budget, sampler)
 
 
-def _run(jobs: Sequence[tuple[Any, ...]], fn: Callable[..., HeldOut], workers: int) -> Iterator[HeldOut]:
-    """``fn(*job)`` for each job, in order; in *workers* processes when there are several."""
-    if workers < 2 or len(jobs) < 2:
-        yield from (fn(*job) for job in jobs)
-        return
-    from concurrent.futures import ProcessPoolExecutor
+def _run(fn: Callable[..., HeldOut], jobs: Sequence[tuple[Any, ...]], held: Sequence[GroundTruth],
+         workers: int, progress: Callable[[str], None] | None) -> list[HeldOut]:
+    """``fn(*job)`` for each job, in order (in *workers* processes when there are several), calling
+    *progress* with the name of each job's held-out table as its result arrives."""
+    def outcomes() -> Iterator[HeldOut]:
+        if workers < 2 or len(jobs) < 2:
+            yield from (fn(*job) for job in jobs)
+            return
+        from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
-        futures = [pool.submit(fn, *job) for job in jobs]
-        yield from (future.result() for future in futures)
+        with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
+            futures = [pool.submit(fn, *job) for job in jobs]
+            yield from (future.result() for future in futures)
+
+    results = []
+    for table, result in zip(held, outcomes(), strict=True):
+        results.append(result)
+        if progress is not None:
+            progress(table.name)
+    return results
 
 
 def leave_one_out(
@@ -203,13 +213,8 @@ def leave_one_out(
     jobs = [(held, [t for t in tables if _same_kernel(held, t)]) for held in tables]
     jobs = [(held, train) for held, train in jobs if train]
     args = (list(seeds), budget, sampler, objective, model_params)
-    outcomes = _run([(held, train, *args) for held, train in jobs], _hold_out, workers)
-    results = []
-    for (held, _), result in zip(jobs, outcomes, strict=True):
-        results.append(result)
-        if progress is not None:
-            progress(held.name)
-    return results
+    return _run(_hold_out, [(held, train, *args) for held, train in jobs], [held for held, _ in jobs],
+                workers, progress)
 
 
 def evaluate_test_set(
@@ -235,9 +240,4 @@ def evaluate_test_set(
             priors[kernel] = (fit_prior(same, objective=objective, **model_params), same)
         prior, same = priors[kernel]
         jobs.append((prior, held, same, list(seeds), budget, sampler))
-    results = []
-    for job, result in zip(jobs, _run(jobs, _evaluate, workers), strict=True):
-        results.append(result)
-        if progress is not None:
-            progress(job[1].name)
-    return results
+    return _run(_evaluate, jobs, [job[1] for job in jobs], workers, progress)
