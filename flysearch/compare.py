@@ -40,6 +40,7 @@ from typing import Any
 
 import sqlite_utils
 
+from flysearch.blas import portable_environment, runs_portable
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.experiment import MODEL_SAMPLERS, Experiment, SamplerSpec, TableSpec
 from flysearch.metrics import Trajectory
@@ -387,11 +388,14 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
 
 
 def _versions() -> dict[str, str]:
+    import numpy
     import optuna
 
     import flysearch
+    from flysearch.blas import blas_core
 
-    return {"flysearch": flysearch.__version__, "optuna": optuna.__version__}
+    return {"flysearch": flysearch.__version__, "optuna": optuna.__version__, "numpy": numpy.__version__,
+            "openblas": blas_core() or "none"}
 
 
 def _init_worker() -> None:
@@ -546,9 +550,18 @@ def run_experiment(
 
 
 def _dispatch(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]], None]) -> None:
-    if workers <= 1 or len(todo) <= 1:
+    """Run *todo* in this process when it is one worker's work and this process computes as a
+    portable one would (:mod:`flysearch.blas`); else in a pool of spawned, portable workers."""
+    if not todo:
+        return
+    if (workers <= 1 or len(todo) <= 1) and runs_portable():
         _serial(todo, store)
         return
+    with portable_environment():
+        _pooled(todo, max(workers, 1), store)
+
+
+def _pooled(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]], None]) -> None:
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker)
     try:
         # Each prior is fitted once, by one worker, while the others start the runs that need none;
