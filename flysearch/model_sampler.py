@@ -270,9 +270,7 @@ class CostModelSampler(CandidateSampler):
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         pending = self._read_history(study)
         taken = self._seen | pending
-        free = np.setdiff1d(np.arange(len(self._keys)), np.fromiter(taken, dtype=int))
-        if free.size == 0:
-            free = np.arange(len(self._keys))
+        free = np.flatnonzero(self._history.free_mask(pending))
         pick = self._choose(free, taken, len(pending))
         config = self._context.feasible[pick]
         return self._context.space.encode(config, self._context.encoding)

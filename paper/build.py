@@ -211,7 +211,7 @@ def speed_facts() -> dict[str, str]:
     plain = re.search(r"\| tpe \(Optuna's plain TPE.*?\| [\d.]+ \| ([\d.]+) \| (\d+) \|", text)
     if wall is None:
         return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_EARLIER": "?", "SPEED_PLAIN_TRIALS": "?"}
-    earlier_path = ROOT / "benchmarks" / "results" / "compare_speed_9e6f417.md"
+    earlier_path = ROOT / "benchmarks" / "results" / "compare_speed_22d071e.md"
     earlier = re.search(r"Measured wall time: ([\d.]+) s",
                         earlier_path.read_text()) if earlier_path.exists() else None
     return {"SPEED_WALL": wall.group(1), "SPEED_RUNS": wall.group(2),
