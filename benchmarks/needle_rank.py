@@ -1,0 +1,121 @@
+"""How well does a table predict its own optimum from random measurements of itself?
+
+    OMP_NUM_THREADS=1 python benchmarks/needle_rank.py --out benchmarks/results/needle_rank.md
+
+For each benchmark_hub table (``--hub DIR``: a benchmark_hub ``cachefiles/`` folder for six GPUs per
+kernel), draw *n* feasible configs uniformly at random, fit a model on their measured log times
+(the samplers' analytic features: :func:`flysearch.sampler_history.candidate_features`), and order
+the configs not drawn by its prediction. The cell is the compiles a search would spend to reach
+within 1% of the table's optimum that way: the *n* random ones, plus the rank, in the model's order,
+of the first unmeasured config within 1% (only *n* when the random draw already holds one). It is the
+median over ``--draws`` draws. Two models: the extremely-randomized forest the cost-model and
+spreadforest samplers refit at each suggestion (32 trees, mean prediction), and scikit-learn's
+``HistGradientBoostingRegressor`` (defaults: with 20 samples per leaf at least, it cannot split
+fewer than 40 measurements and then predicts one value). No model here sees another table: this is the table's
+own evidence about where its optimum lies, against which a prior from other GPUs can be weighed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from costmodel_eval import HUB, hub_tables, report  # noqa: E402
+from sklearn.ensemble import HistGradientBoostingRegressor  # noqa: E402
+
+from flysearch import space_for_table  # noqa: E402
+from flysearch.costmodel import table_arch  # noqa: E402
+from flysearch.extra_trees import fit_extra_trees, tree_predictions  # noqa: E402
+from flysearch.sampler_history import candidate_features  # noqa: E402
+from flysearch.samplers import SearchContext  # noqa: E402
+from flysearch.tables import GroundTruth  # noqa: E402
+
+SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
+
+
+def predict(model: str, X: np.ndarray, y: np.ndarray, X_new: np.ndarray, seed: int) -> np.ndarray:
+    """Predicted log times of *X_new* from a *model* (``"forest"`` or ``"boosting"``) fitted on X, y."""
+    if model == "forest":
+        trees = fit_extra_trees(X, y, n_trees=32, max_features=0.7, seed=seed)
+        return tree_predictions(trees, X_new).mean(axis=0)
+    return HistGradientBoostingRegressor(random_state=seed).fit(X, y).predict(X_new)
+
+
+def compiles_to_1pct(n: int, model: str, seed: int, X: np.ndarray, log_t: np.ndarray,
+                     within: np.ndarray) -> int:
+    """Compiles to reach within 1%: *n* random configs, then the model's order of the others."""
+    rng = np.random.default_rng(seed)
+    drawn = rng.choice(len(X), size=n, replace=False)
+    if within[drawn].any():
+        return n
+    ok = drawn[np.isfinite(log_t[drawn])]
+    rest = np.setdiff1d(np.arange(len(X)), drawn)
+    pred = predict(model, X[ok], log_t[ok], X[rest], seed)
+    order = rest[np.lexsort((rest, pred))]
+    return n + 1 + int(np.argmax(within[order]))
+
+
+def table_row(table: GroundTruth, sizes: list[int], draws: int, model: str) -> list[str]:
+    space = space_for_table(table)
+    feasible = space.enumerate().feasible
+    context = SearchContext(space, "ordinal", feasible, shape=table.meta.shape(), arch=table_arch(table),
+                            problem=table.meta.problem)
+    X = candidate_features(context)
+    rows = [table.rows.get(c.key) for c in feasible]
+    log_t = np.array([np.log(r.time_ms) if r is not None and r.ok else np.nan for r in rows])
+    best = np.nanmin(log_t)
+    within = np.isfinite(log_t) & (log_t <= best + np.log(1.01))
+    cells = []
+    for n in sizes:
+        if n >= len(X):
+            cells.append("")
+            continue
+        runs = [compiles_to_1pct(n, model, seed, X, log_t, within) for seed in range(draws)]
+        cells.append(f"{statistics.median(runs):g}")
+    return [table.name, f"{len(X)}", f"{int(within.sum())}", *cells]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hub", type=Path, default=HUB, help="benchmark_hub tables (default ../shared's)")
+    ap.add_argument("--draws", type=int, default=9, help="random draws per cell (median reported)")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="random measurements per draw")
+    ap.add_argument("--out", help="also write the markdown report here")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    start = time.perf_counter()
+    tables = hub_tables(args.hub)
+    if not tables:
+        print(f"needle_rank: no benchmark_hub tables under {args.hub}", file=sys.stderr)
+        return 2
+    hub_arg = "" if args.hub == HUB else f" --hub {args.hub}"
+    lines = [f"# A table's own evidence about its optimum — {dt.date.today().isoformat()}, "
+             f"{platform.machine()} CPU", "",
+             f"`python benchmarks/needle_rank.py{hub_arg} --draws {args.draws}`; each cell: median over "
+             f"{args.draws} draws of the compiles to reach within 1% of the optimum by measuring n random "
+             "configs, then following a model fitted on them (n when the draw already holds one).", ""]
+    header = ["table", "configs", "within 1%", *[f"n={n}" for n in sizes]]
+    for model, title in (("forest", "Extremely-randomized forest (the samplers' surrogate, 32 trees)"),
+                         ("boosting", "HistGradientBoostingRegressor")):
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |",
+                  "|---|" + "---:|" * (len(header) - 1)]
+        for table in tables:
+            lines.append("| " + " | ".join(table_row(table, sizes, args.draws, model)) + " |")
+        lines.append("")
+    lines.append(f"({time.perf_counter() - start:.0f} s)")
+    report(lines, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
