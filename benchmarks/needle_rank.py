@@ -65,16 +65,22 @@ def compiles_to_1pct(n: int, model: str, seed: int, X: np.ndarray, log_t: np.nda
     return n + 1 + int(np.argmax(within[order]))
 
 
-def table_row(table: GroundTruth, sizes: list[int], draws: int, model: str) -> list[str]:
+def table_data(table: GroundTruth) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The features of *table*'s feasible configs, their log times (NaN: failed) and which lie within 1%."""
     space = space_for_table(table)
     feasible = space.enumerate().feasible
     context = SearchContext(space, "ordinal", feasible, shape=table.meta.shape(), arch=table_arch(table),
                             problem=table.meta.problem)
-    X = candidate_features(context)
     rows = [table.rows.get(c.key) for c in feasible]
     log_t = np.array([np.log(r.time_ms) if r is not None and r.ok else np.nan for r in rows])
+    within = np.isfinite(log_t) & (log_t <= np.nanmin(log_t) + np.log(1.01))
+    return candidate_features(context), log_t, within
+
+
+def table_row(name: str, data: tuple[np.ndarray, np.ndarray, np.ndarray], sizes: list[int], draws: int,
+              model: str) -> list[str]:
+    X, log_t, within = data
     best = np.nanmin(log_t)
-    within = np.isfinite(log_t) & (log_t <= best + np.log(1.01))
     cells = []
     for n in sizes:
         if n >= len(X):
@@ -84,7 +90,7 @@ def table_row(table: GroundTruth, sizes: list[int], draws: int, model: str) -> l
         cells.append(f"{statistics.median(runs):g}")
     outside = log_t[np.isfinite(log_t) & ~within]
     gap = f"{np.exp(outside.min() - best):.3f}" if outside.size else ""
-    return [table.name, f"{len(X)}", f"{int(within.sum())}", gap, *cells]
+    return [name, f"{len(X)}", f"{int(within.sum())}", gap, *cells]
 
 
 def main() -> int:
@@ -100,6 +106,7 @@ def main() -> int:
     if not tables:
         print(f"needle_rank: no benchmark_hub tables under {args.hub}", file=sys.stderr)
         return 2
+    datas = [table_data(table) for table in tables]  # each table's space and features, once
     hub_arg = "" if args.hub == HUB else f" --hub {args.hub}"
     lines = [f"# A table's own evidence about its optimum — {dt.date.today().isoformat()}, "
              f"{platform.machine()} CPU", "",
@@ -112,8 +119,8 @@ def main() -> int:
                          ("boosting", "HistGradientBoostingRegressor")):
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |",
                   "|---|" + "---:|" * (len(header) - 1)]
-        for table in tables:
-            lines.append("| " + " | ".join(table_row(table, sizes, args.draws, model)) + " |")
+        for table, data in zip(tables, datas, strict=True):
+            lines.append("| " + " | ".join(table_row(table.name, data, sizes, args.draws, model)) + " |")
         lines.append("")
     lines.append(f"({time.perf_counter() - start:.0f} s)")
     report(lines, args.out)

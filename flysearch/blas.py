@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator, Mapping
 
@@ -38,18 +39,17 @@ PORTABLE_CORE = "Haswell"
 _AVX2_CORES = frozenset({"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids", "excavator"})
 
 
+@functools.cache
 def blas_core() -> str | None:
-    """The kernel name numpy's OpenBLAS runs in this process (``None``: numpy uses another BLAS)."""
+    """The kernel name numpy's OpenBLAS runs in this process (``None``: numpy uses another BLAS).
+    OpenBLAS picks it once, when it loads, so it is looked up once per process."""
     import numpy  # noqa: F401  (loads the BLAS that threadpoolctl inspects)
     from threadpoolctl import threadpool_info
 
-    for lib in threadpool_info():
-        if lib.get("internal_api") == "openblas" and "numpy" in str(lib.get("filepath", "")):
-            return lib.get("architecture")
-    for lib in threadpool_info():
-        if lib.get("internal_api") == "openblas":
-            return lib.get("architecture")
-    return None
+    openblas = [lib for lib in threadpool_info() if lib.get("internal_api") == "openblas"]
+    # numpy's own copy first: another package may load an OpenBLAS of its own.
+    openblas.sort(key=lambda lib: "numpy" not in str(lib.get("filepath", "")))
+    return openblas[0].get("architecture") if openblas else None
 
 
 def portable_env(environ: Mapping[str, str] | None = None, *, core: str | None = None) -> dict[str, str]:
