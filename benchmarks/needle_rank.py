@@ -93,14 +93,28 @@ def table_row(name: str, data: tuple[np.ndarray, np.ndarray, np.ndarray], sizes:
     return [name, f"{len(X)}", f"{int(within.sum())}", gap, *cells]
 
 
+def _sizes(text: str) -> list[int]:
+    """``--sizes``: comma-separated positive counts."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive counts separated by commas, got {text!r}")
+    return sizes
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hub", type=Path, default=HUB, help="benchmark_hub tables (default ../shared's)")
     ap.add_argument("--draws", type=int, default=9, help="random draws per cell (median reported)")
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="random measurements per draw")
+    ap.add_argument("--sizes", type=_sizes, default=list(SIZES),
+                    help="random measurements per draw, e.g. 32,256")
     ap.add_argument("--out", help="also write the markdown report here")
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.draws < 1:
+        ap.error(f"--draws must be at least 1, got {args.draws}")
+    sizes = args.sizes
     start = time.perf_counter()
     tables = hub_tables(args.hub)
     if not tables:

@@ -25,7 +25,7 @@ def differing_columns(committed: Path, other: Path) -> tuple[int, int, dict[str,
     with committed.open() as a, other.open() as b:
         rows_a, rows_b = list(csv.reader(a)), list(csv.reader(b))
     if not rows_a or rows_a[0] != rows_b[0] or len(rows_a) != len(rows_b):
-        raise SystemExit(f"same_summary: {other} does not have {committed}'s header and rows")
+        raise ValueError(f"{other} does not have {committed}'s header and rows")
     header, diffs = rows_a[0], {}
     for ra, rb in zip(rows_a[1:], rows_b[1:], strict=True):
         for name, x, y in zip(header, ra, rb, strict=True):
@@ -44,7 +44,11 @@ def main() -> int:
         return 2
     same = True
     for path in files:
-        rows, cells, diffs = differing_columns(COMPARE / path.stem / "summary.csv", path)
+        try:
+            rows, cells, diffs = differing_columns(COMPARE / path.stem / "summary.csv", path)
+        except (OSError, ValueError, csv.Error) as exc:
+            print(f"same_summary: {exc}", file=sys.stderr)
+            return 2
         other = {k: v for k, v in diffs.items() if k not in TIMING}
         same &= not other
         print(f"{path.stem}: {rows} rows, {cells} cells; differing columns: "
