@@ -14,8 +14,19 @@ part. ``--holdout GLOB`` names the
 held-out shapes (default ``benchmarks/data/h200_holdout``, the shapes of
 ``studies/shapes_h200_holdout.toml``, chosen and committed before they were raced): one prior is
 trained on every H200 table and ranks and searches each of them (``--only holdout`` runs that part
-alone). ``--ensemble`` trains priors that average six boosters (not the default; see
-costmodel_eval_ensemble.md). ``--h200 GLOB`` reads other H200 tables, e.g. the 19 of an earlier commit::
+alone). ``--extra GLOB`` adds training-only H200 tables to every H200 prior (never held out, never
+scored), e.g. the twelve of ``studies/shapes_h200_extra.toml``::
+
+    python benchmarks/costmodel_eval.py --extra 'benchmarks/data/h200_extra/*.table.json.gz'
+
+``--ensemble`` trains priors that average six boosters (not the default; see
+costmodel_eval_ensemble.md). ``--h200 GLOB`` (repeatable) reads other H200 tables, e.g. the 39
+of ``benchmarks/data/h200`` and ``h200_extra``, every one held out in turn::
+
+    python benchmarks/costmodel_eval.py --only h200 --h200 'benchmarks/data/h200/*.table.json.gz' \
+        --h200 'benchmarks/data/h200_extra/*.table.json.gz'
+
+or the 19 of an earlier commit::
 
     git archive 4b71578 benchmarks/data/h200 | tar -x -C /tmp/t19
     python benchmarks/costmodel_eval.py --only h200 --h200 '/tmp/t19/benchmarks/data/h200/*.table.json.gz'
@@ -29,8 +40,10 @@ import datetime as dt
 import glob
 import platform
 import re
+import shlex
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,16 +70,19 @@ def hub_tables(hub: Path = HUB) -> list[GroundTruth]:
 
 H200 = ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"
 HOLDOUT = ROOT / "benchmarks" / "data" / "h200_holdout" / "*.table.json.gz"
+EXTRA = ROOT / "benchmarks" / "data" / "h200_extra" / "*.table.json.gz"
 # --ensemble: the booster settings benchmarks/prior_ensemble.py compares, averaged.
 ENSEMBLE_LEAVES, ENSEMBLE_L2 = (15, 31, 63), (0.0, 1.0)
 
 
-def load_tables(kind: str, hub: Path = HUB, h200: str = str(H200)) -> list[GroundTruth]:
-    """The ``"hub"`` tables under *hub*, or (any other *kind*) the tables matching the glob *h200*."""
+def load_tables(kind: str, hub: Path = HUB, h200: str | Sequence[str] = str(H200)) -> list[GroundTruth]:
+    """The ``"hub"`` tables under *hub*, or (any other *kind*) the tables matching the glob *h200*
+    (or any of several globs)."""
     if kind == "hub":
         return hub_tables(hub)
     store = TableStore(":memory:")
-    for path in sorted(glob.glob(h200)):
+    patterns = [h200] if isinstance(h200, str) else list(h200)
+    for path in sorted({p for pattern in patterns for p in glob.glob(pattern)}):
         store.write(*read_table_file(path))
     return [store.load(n) for n in store.names()]
 
@@ -108,37 +124,47 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--hub", type=Path, default=HUB,
                         help="the folder of *_milo/<GPU>.json.gz (default ../shared/data/benchmark_hub)")
-    parser.add_argument("--h200", default=str(H200), metavar="GLOB",
-                        help="the H200 tables (default benchmarks/data/h200/*.table.json.gz)")
+    parser.add_argument("--h200", action="append", default=None, metavar="GLOB",
+                        help="the H200 tables (default benchmarks/data/h200/*.table.json.gz); repeatable")
     parser.add_argument("--only", choices=("h200", "hub", "holdout"), default=None)
     parser.add_argument("--holdout", default=str(HOLDOUT), metavar="GLOB",
                         help="held-out H200 tables (default benchmarks/data/h200_holdout/*.table.json.gz)")
+    parser.add_argument("--extra", default=None, metavar="GLOB",
+                        help="training-only H200 tables added to every H200 prior "
+                             f"(e.g. {EXTRA.relative_to(ROOT)})")
     parser.add_argument("--workers", type=int, default=1,
                         help="held-out tables evaluated in this many processes (same results)")
     parser.add_argument("--ensemble", action="store_true",
                         help="priors average six boosters (15/31/63 leaves x L2 0/1) instead of one")
     args = parser.parse_args()
+    args.h200 = args.h200 or [str(H200)]
     model_params = ({"max_leaf_nodes": ENSEMBLE_LEAVES, "l2_regularization": ENSEMBLE_L2}
                     if args.ensemble else {})
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     lines = [f"# Cost-model evaluation — {dt.date.today()}, {platform.machine()} CPU, replayed", "",
-             "`python benchmarks/costmodel_eval.py " + " ".join(sys.argv[1:]) + "`", ""]
+             "`python benchmarks/costmodel_eval.py " + shlex.join(sys.argv[1:]) + "`", ""]
     parts = (("h200", "Across shapes: H200 Triton GEMM, leave-one-shape-out", 64),
              ("hub", "Across GPUs: benchmark_hub, leave-one-GPU-out", 200),
              ("holdout", "Held-out shapes: a prior trained on every H200 table, never on these", 64))
+    extra = load_tables("h200", h200=args.extra) if args.extra else []
+    if args.extra and not extra:
+        parser.error(f"no table matches --extra {args.extra}")
     for kind, title, budget in parts:
         if args.only not in (None, kind):
             continue
+        if extra and kind != "hub":
+            title += f", with {len(extra)} training-only tables"
         start = time.perf_counter()
         tables = load_tables(kind, args.hub, args.h200 if kind != "holdout" else args.holdout)
         if kind == "holdout" and tables:
-            results = evaluate_test_set(load_tables("h200", h200=args.h200), tables, seeds=range(args.seeds),
-                                        budget=budget, workers=args.workers, **model_params)
+            train = load_tables("h200", h200=args.h200) + extra
+            results = evaluate_test_set(train, tables, seeds=range(args.seeds), budget=budget,
+                                        workers=args.workers, **model_params)
         elif kind != "holdout" and len(tables) >= 2:
             results = leave_one_out(tables, seeds=range(args.seeds), budget=budget, workers=args.workers,
-                                    **model_params)
+                                    extra=extra if kind == "h200" else (), **model_params)
         else:
-            source = {"hub": f"--hub {args.hub}", "h200": f"--h200 {args.h200}",
+            source = {"hub": f"--hub {args.hub}", "h200": "--h200 " + " --h200 ".join(args.h200),
                       "holdout": f"--holdout {args.holdout}"}[kind]
             parser.error(f"too few tables for the {kind} part ({source})")
         lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)

@@ -84,21 +84,26 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
 @click.option("--objective", type=click.Choice(["rank", "log_ratio"]), default="rank", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Held-out tables evaluated in this many processes (same results).")
+@click.option("--extra-file", "extra_files", multiple=True,
+              help="Training-only table files or globs: in every prior, never held out.")
 def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], sampler: str, seeds: int,
-                   budget: int, objective: str, workers: int) -> None:
+                   budget: int, objective: str, workers: int, extra_files: tuple[str, ...]) -> None:
     """Leave-one-table-out: rank each table with a prior trained on the others of its kernel.
 
     Example:
 
-        flysearch model eval --file 'benchmarks/data/h200/*.table.json.gz' --seeds 5
+        flysearch model eval --file 'benchmarks/data/h200/*.table.json.gz' --seeds 5 \
+            --extra-file 'benchmarks/data/h200_extra/*.table.json.gz'
     """
     from flysearch.model_eval import leave_one_out
 
     try:
         tables = _load_tables(db, names, files)
+        extra = _load_tables(db, (), extra_files) if extra_files else []
         results = leave_one_out(tables, seeds=range(seeds), budget=budget,
                                 sampler=None if sampler == "none" else sampler, objective=objective,
-                                workers=workers, progress=lambda name: console.log(f"held out {name}"))
+                                workers=workers, extra=extra,
+                                progress=lambda name: console.log(f"held out {name}"))
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     out = Table("held-out table", "configs", "prior rank 1%", "prior rank 5%", "hit@16",

@@ -203,14 +203,19 @@ def _run(fn: Callable[..., HeldOut], jobs: Sequence[tuple[Any, ...]], held: Sequ
 def leave_one_out(
     tables: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4), budget: int = 64,
     sampler: str | None = "costmodel", objective: str = "rank",
-    progress: Callable[[str], None] | None = None, workers: int = 1, **model_params: Any,
+    progress: Callable[[str], None] | None = None, workers: int = 1,
+    extra: Sequence[GroundTruth] = (), **model_params: Any,
 ) -> list[HeldOut]:
     """Hold out each table in turn; train on the others of its kernel; rank and search it.
 
+    The tables of *extra* are training data only: each prior trains on those of the held-out
+    table's kernel too, and none of them is held out.
     With *workers* > 1 the held-out tables run in that many processes; the results are the same
     and in the same order.
     """
-    jobs = [(held, [t for t in tables if _same_kernel(held, t)]) for held in tables]
+    held_names = {t.name for t in tables}
+    pool = list(tables) + [t for t in extra if t.name not in held_names]
+    jobs = [(held, [t for t in pool if _same_kernel(held, t)]) for held in tables]
     jobs = [(held, train) for held, train in jobs if train]
     args = (list(seeds), budget, sampler, objective, model_params)
     return _run(_hold_out, [(held, train, *args) for held, train in jobs], [held for held, _ in jobs],

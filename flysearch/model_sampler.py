@@ -25,8 +25,11 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
 * **Walk** (a prior trained on tables of the study's own space and arch): such a prior transfers
   across shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the
-  optimum at rank 1-11 on 26 of 27 shapes), so after the diverse start every second suggestion is
-  the prior's best unevaluated config, for as long as the measurements do not contradict its order
+  optimum at rank 1-11 on 26 of 27 shapes), so its first two suggestions are its top two (the
+  diverse start begins with the third: a sharp prior's runner-up is often the optimum, and
+  spreading away from it cost 5-6 compiles on such shapes), and after the diverse start every
+  second suggestion is the prior's best unevaluated config, for as long as the measurements do not
+  contradict its order
   (rank correlation > -0.2). The others, instead of a local step chosen by the forest, are the
   best under :func:`prior_kriging` among the configs at most *radius* value steps from the best
   measured one: the prior's score calibrated to the measured log times, corrected by a Gaussian
@@ -286,6 +289,9 @@ class CostModelSampler(CandidateSampler):
         if n < self._n_startup or self._rng.random() < self._epsilon:
             return int(self._rng.choice(free))
         if self._prior is not None and n + n_pending < self._n_diverse:
+            if self._walk and n + n_pending == 1:
+                # A walked prior's runner-up is as likely the optimum as any spread pick.
+                return self._lowest(free, self._prior_score[free])
             return self._diverse(free, taken)
         if self._walk:
             if n < 2 or (n % 2 == 1 and self._prior_trust() > 0):

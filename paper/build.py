@@ -130,19 +130,21 @@ def _markdown_rows(text: str, first_cell: str) -> list[dict[str, str]]:
 def _cms_facts(text: str, prefix: str) -> dict[str, str]:
     """Compiles to 1% of the cost-model sampler in one section of a costmodel_eval report."""
     medians: dict[str, float] = {}
+    shown: dict[str, str] = {}  # as the report prints it (">64": no median within the budget)
     prior: dict[str, int] = {}
     seeds = 0
     for row in _markdown_rows(text, "triton_gemm/H200/"):
         cell = row["sampler compiles to 1% (median; per seed)"]
         seeds = len(cell.split("(")[1].rstrip(")").split(", "))
         shape = row["held-out table"].rsplit("/", 1)[1]
+        shown[shape] = cell.split()[0]
         medians[shape] = float("inf") if cell.startswith(">") else float(cell.split()[0])
         prior[shape] = int(row["prior rank to 1%"])
     missed = sorted((m, shape) for shape, m in medians.items() if m > 8)
     return {f"{prefix}_TABLES": str(len(medians)),
             f"{prefix}_HITS": str(sum(m <= 8 for m in medians.values())),
             f"{prefix}_MEDIAN": f"{statistics.median(medians.values()):g}", f"{prefix}_SEEDS": str(seeds),
-            f"{prefix}_MISSED": ", ".join(f"{shape} {m:g}" for m, shape in missed) or "none",
+            f"{prefix}_MISSED": ", ".join(f"{shape} {shown[shape]}" for _, shape in missed) or "none",
             f"{prefix}_PRIOR_MEDIAN": f"{statistics.median(prior.values()):g}",
             f"{prefix}_PRIOR_HITS": str(sum(r <= 8 for r in prior.values())),
             f"{prefix}_PRIOR_WORST": str(max(prior.values()))}
@@ -151,17 +153,24 @@ def _cms_facts(text: str, prefix: str) -> dict[str, str]:
 def sampler_facts() -> dict[str, str]:
     """The cost-model sampler's compiles to 1% with a leave-one-shape-out prior on the H200 tables
     (benchmarks/costmodel_eval.py -> benchmarks/results/costmodel_eval.md, its first section) and,
-    with a prior trained on all of them, on the held-out shapes (costmodel_eval_holdout.md)."""
+    with a prior trained on all of them, on the held-out shapes (costmodel_eval_holdout.md); the
+    same with the twelve training-only tables added to every prior (costmodel_eval_extra.md), and
+    leave-one-shape-out over all 39 tables (costmodel_eval_39tables.md)."""
     facts: dict[str, str] = {}
     keys = ("TABLES", "HITS", "MEDIAN", "MISSED", "SEEDS", "PRIOR_MEDIAN", "PRIOR_HITS", "PRIOR_WORST")
-    for prefix, name, cut in (("CMS", "costmodel_eval.md", "## Across GPUs"),
-                              ("HOLD", "costmodel_eval_holdout.md", None)):
+    sections = (("CMS", "costmodel_eval.md", "", "## Across GPUs"),
+                ("HOLD", "costmodel_eval_holdout.md", "", None),
+                ("EXT", "costmodel_eval_extra.md", "", "## Across GPUs"),
+                ("EXTHOLD", "costmodel_eval_extra.md", "## Held-out shapes", None),
+                ("ALL", "costmodel_eval_39tables.md", "", None))
+    for prefix, name, start, end in sections:
         path = ROOT / "benchmarks" / "results" / name
         if not path.exists():
             facts |= {f"{prefix}_{k}": "?" for k in keys}
             continue
         text = path.read_text()
-        facts |= _cms_facts(text.split(cut)[0] if cut else text, prefix)
+        text = text[text.index(start):] if start else text
+        facts |= _cms_facts(text.split(end)[0] if end else text, prefix)
     return facts
 
 

@@ -133,6 +133,18 @@ def test_leave_one_out_never_trains_on_the_held_out_table(h200_tables: list[Grou
         assert r.prior_rank[0.05] <= r.prior_rank[0.01]
 
 
+def test_extra_tables_are_trained_on_and_never_held_out(h200_tables: list[GroundTruth]) -> None:
+    tables, extra = h200_tables[:3], h200_tables[3:5]
+    # An extra table that is also in the held-out set is held out like the others, not added twice.
+    results = leave_one_out(tables, sampler=None, max_iter=20, extra=extra + tables[:1])
+    assert [r.table for r in results] == [t.name for t in tables]
+    for r in results:
+        others = [t.name for t in tables if t.name != r.table]
+        assert r.trained_on == others + [t.name for t in extra]
+    alone = leave_one_out(tables[:2], sampler=None, max_iter=20)
+    assert [r.trained_on for r in alone] == [[tables[1].name], [tables[0].name]]
+
+
 def test_leave_one_out_in_worker_processes_gives_the_same_results(h200_tables: list[GroundTruth]) -> None:
     tables = h200_tables[:3]
     alone = leave_one_out(tables, seeds=(0, 1), budget=6, max_iter=20)
@@ -193,6 +205,11 @@ def test_model_cli(tmp_path: Path) -> None:
                                   "--sampler", "none", "--workers", "2"])
     assert pooled.exit_code == 0 and len(_rows(res.output)) == 3
     assert _rows(pooled.output) == _rows(res.output)
+    extra = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--sampler", "none",
+                                 "--extra-file", H200[2]])
+    assert extra.exit_code == 0 and len(_rows(extra.output)) == 2  # the extra table is not held out
+    res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--extra-file", "nowhere/*.gz"])
+    assert res.exit_code == 2 and "nowhere" in res.output
     res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--workers", "0"])
     assert res.exit_code == 2 and "--workers" in res.output
     res = runner.invoke(main, ["model", "rank", "--model", str(tmp_path / "nope"), "--file", H200[2]])
@@ -292,10 +309,11 @@ def test_a_sure_prior_shortens_the_diverse_start(h200_tables: list[GroundTruth])
 
 
 def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[GroundTruth]) -> None:
-    """With a prior trained on the study's space and arch, every second suggestion after the diverse
-    start is the prior's best unevaluated config while the measurements do not contradict it, and
-    the others the best by :func:`prior_kriging` within two value steps of the best measured
-    config; a prior trained on other archs, or on other kernels of this arch, is never walked."""
+    """With a prior trained on the study's space and arch, the first two suggestions are its top
+    two; every second suggestion after the diverse start is the prior's best unevaluated config
+    while the measurements do not contradict it, and the others the best by :func:`prior_kriging`
+    within two value steps of the best measured config; a prior trained on other archs, or on
+    other kernels of this arch, is never walked."""
     import dataclasses
     import math
 
@@ -319,6 +337,8 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
         turn = n >= max(sampler._n_diverse, 2) and not sampler._stalled()
         walk = turn and n % 2 == 1 and sampler._prior_trust() > 0
         pick = sampler._choose(free, set(sampler._seen), 0)
+        if n < 2:  # the prior's top two come first, before the diverse start
+            assert sampler._prior_score[pick] == sampler._prior_score[free].min()
         if walk:
             walked += 1
             assert sampler._prior_score[pick] == sampler._prior_score[free].min()
