@@ -174,6 +174,22 @@ def sampler_facts() -> dict[str, str]:
     return facts
 
 
+def learning_curve_facts() -> dict[str, str]:
+    """Tables within 8 compiles per number k of training-only tables, a range over the random
+    subsets of each k (benchmarks/learning_curve.py -> benchmarks/results/learning_curve.md)."""
+    path = ROOT / "benchmarks" / "results" / "learning_curve.md"
+    sizes = (0, 3, 6, 9, 12)
+    if not path.exists():
+        return {f"LC_{k}": "?" for k in sizes} | {"LC_TABLES": "?"}
+    within: dict[int, list[int]] = {}
+    tables = "?"
+    for row in _markdown_rows(path.read_text(), ""):
+        hit, _, tables = row["within 8 compiles"].split()
+        within.setdefault(int(row["k"]), []).append(int(hit))
+    spans = {k: "-".join(str(v) for v in sorted({min(hits), max(hits)})) for k, hits in within.items()}
+    return {f"LC_{k}": spans.get(k, "?") for k in sizes} | {"LC_TABLES": tables}
+
+
 def transfer_facts() -> dict[str, str]:
     """How the other GPU's measurements and the prior rank the A100 tables' optima (benchmark_hub)."""
     hub = ROOT.parent / "shared" / "data" / "benchmark_hub"
@@ -449,6 +465,7 @@ def main() -> None:
     facts.update(speed_facts())
     facts.update(ensemble_facts())
     facts.update(sampler_facts())
+    facts.update(learning_curve_facts())
     facts.update(transfer_facts())
     facts.update(retime_facts())
     facts.update(served_facts())

@@ -1,0 +1,123 @@
+"""How do the cost model's compiles fall as its prior trains on more shapes? A learning curve.
+
+    OMP_NUM_THREADS=1 python benchmarks/learning_curve.py --workers 2 \\
+        --out benchmarks/results/learning_curve.md
+
+The 27 H200 tables are held out in turn (leave-one-shape-out, as in ``costmodel_eval.py``); each
+prior trains on the other 26 plus *k* of the 12 training-only tables of
+``benchmarks/data/h200_extra`` (``studies/shapes_h200_extra.toml``), for k in ``--sizes``. For each
+k below the whole set, ``--draws`` subsets are drawn at random (seeded; the same subsets on every
+machine), so a row is not one lucky pick of shapes. Per run: how many of the 27 tables the
+cost-model sampler gets within 1% of the optimum in at most 8 compiles (median over ``--seeds``
+seeds, budget 64), the median and the worst over tables, the sum of the medians (a table whose
+median is beyond the budget counts as budget + 1), and how many tables the prior alone ranks a
+config within 1% at most 8th.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import random
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import optuna  # noqa: E402
+from costmodel_eval import EXTRA, H200, load_tables, report  # noqa: E402
+
+from flysearch.model_eval import HeldOut, leave_one_out  # noqa: E402
+from flysearch.tables import GroundTruth  # noqa: E402
+
+BUDGET = 64
+
+
+def subsets(names: list[str], sizes: list[int], draws: int, seed: int = 0) -> list[tuple[int, list[str]]]:
+    """For each size, *draws* seeded random subsets of *names* (one for size 0 and for all of them).
+
+    Example:
+        >>> [(k, len(s)) for k, s in subsets(["a", "b", "c"], [0, 2, 3], draws=2)]
+        [(0, 0), (2, 2), (2, 2), (3, 3)]
+    """
+    rng = random.Random(seed)
+    out = []
+    for k in sizes:
+        if not 0 <= k <= len(names):
+            raise ValueError(f"size {k} is not between 0 and {len(names)}")
+        for _ in range(1 if k in (0, len(names)) else draws):
+            out.append((k, sorted(rng.sample(names, k))))
+    return out
+
+
+def row(k: int, chosen: list[str], results: list[HeldOut]) -> dict[str, object]:
+    """One run's summary over the held-out tables."""
+    medians = [r.sampler_median(0.01) for r in results]
+    counted = [BUDGET + 1 if m is None or m == float("inf") else m for m in medians]
+    worst = max(range(len(results)), key=lambda i: counted[i])
+    return {"k": k, "tables": chosen, "within8": sum(m <= 8 for m in counted),
+            "median": statistics.median(counted), "worst": counted[worst],
+            "worst_table": results[worst].table.rsplit("/", 1)[1], "sum": sum(counted),
+            "prior8": sum((r.prior_rank[0.01] or BUDGET + 1) <= 8 for r in results), "n": len(results)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="0,3,6,9,12", help="numbers of training-only tables, comma-separated")
+    ap.add_argument("--draws", type=int, default=3, help="random subsets per size")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--sizes takes whole numbers separated by commas, not {args.sizes!r}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    tables = load_tables("h200", h200=str(H200))
+    extra: dict[str, GroundTruth] = {t.name: t for t in load_tables("h200", h200=str(EXTRA))}
+    if not tables or not extra:
+        ap.error("the H200 tables (benchmarks/data/h200, benchmarks/data/h200_extra) are missing")
+    try:
+        runs = subsets(sorted(extra), sizes, args.draws)
+    except ValueError as exc:
+        ap.error(str(exc))
+    start = time.perf_counter()
+    rows: list[dict[str, object]] = []
+    for k, chosen in runs:
+        results = leave_one_out(tables, seeds=range(args.seeds), budget=BUDGET, workers=args.workers,
+                                extra=[extra[n] for n in chosen])
+        rows.append(row(k, chosen, results))
+        r = rows[-1]
+        print(f"k={k:2d}: {r['within8']}/{r['n']} within 8, median {r['median']:g}, worst {r['worst']:g} "
+              f"({r['worst_table']}), sum {r['sum']:g}", file=sys.stderr)
+        if args.out:  # the runs so far, so that an interrupted curve keeps them
+            Path(args.out).write_text("\n".join(_lines(rows, len(tables), len(extra), args.seeds)) + "\n")
+    report([*_lines(rows, len(tables), len(extra), args.seeds), "", f"({time.perf_counter() - start:.0f} s)"],
+           args.out)
+
+
+def _lines(rows: list[dict[str, object]], n_tables: int, n_extra: int, seeds: int) -> list[str]:
+    """The markdown report of the runs in *rows*."""
+    title = f"# Learning curve of the cost model — {dt.date.today()}, {platform.machine()} CPU, replayed"
+    lines = [title, "", "`python benchmarks/learning_curve.py " + shlex.join(sys.argv[1:]) + "`", "",
+             f"Leave-one-shape-out on the {n_tables} H200 tables; each prior also trains on k of the "
+             f"{n_extra} training-only tables (budget {BUDGET}, {seeds} seeds; a median beyond the "
+             f"budget counts as {BUDGET + 1}).", "",
+             "| k | training-only tables | within 8 compiles | median | worst (table) | sum of medians | "
+             "prior alone: rank <= 8 |", "|---:|---|---:|---:|---|---:|---:|"]
+    for r in rows:
+        names = ", ".join(n.rsplit("/", 1)[1] for n in r["tables"]) or "none"  # type: ignore[attr-defined]
+        lines.append(f"| {r['k']} | {names} | {r['within8']} of {r['n']} | {r['median']:g} | "
+                     f"{r['worst']:g} ({r['worst_table']}) | {r['sum']:g} | {r['prior8']} |")
+    return lines
+
+
+if __name__ == "__main__":
+    main()
