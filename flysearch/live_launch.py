@@ -17,6 +17,7 @@ Example (one H200, three-quarters of the CPU cores compiling)::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing as mp
 import os
@@ -290,23 +291,38 @@ def served_study(payload: dict[str, Any]) -> dict[str, Any]:
     return {"reports": reports}
 
 
-def _stop_with(pid: int) -> None:
+_UNWIND_GRACE_S = 10.0
+
+
+def _stop_with(pid: int, grace_s: float = _UNWIND_GRACE_S) -> None:
     """Stop this process (SIGTERM: a study process unwinds, closing its pools) when process *pid*,
-    the command it runs a study for, has ended: as a study run by the command itself would."""
+    the command it runs a study for, has ended: as a study run by the command itself would.
+
+    Nobody else can stop a served study process once its command is gone, so it is its own
+    watchdog: if it has not exited *grace_s* seconds after the SIGTERM (an unwinding that hangs),
+    it prints its threads' stacks to stderr and ends at once. Its study database loses nothing a
+    rerun needs: a trial is one transaction, and a claim held by the lost trial expires."""
+    import faulthandler
     import signal
+    import sys
     import threading
+    import time
 
     from flysearch.worker_server import ServedProcess
 
-    try:
-        client = ServedProcess(pid)
-    except OSError:  # already gone
+    def stop() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-        return
+        time.sleep(grace_s)  # a daemon thread: it ends with the process if the process ends first
+        print(f"flysearch: study process {os.getpid()} did not stop within {grace_s:g} s of its "
+              "command's end; its threads, then exiting:", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        os._exit(1)
 
     def watch() -> None:
-        client.join()
-        os.kill(os.getpid(), signal.SIGTERM)
+        with contextlib.suppress(OSError):  # OSError: already gone
+            ServedProcess(pid).join()
+        stop()
 
     threading.Thread(target=watch, daemon=True, name="flysearch-client-watch").start()
 

@@ -302,7 +302,7 @@ def test_a_served_study_stops_when_its_command_is_killed(tmp_path, db, gpus):  #
     on_gpus = ["--gpu", gpus] if gpus else []
     server = subprocess.Popen([sys.executable, "-m", "flysearch", "serve", "--evaluator", "simulated",
                                "--table", TABLE, "--db", db, "--socket", sock, "--compile-workers", "2",
-                               *on_gpus], stderr=subprocess.DEVNULL)
+                               *on_gpus], stderr=(tmp_path / "server.err").open("w"))
     try:
         wait_warm(sock, timeout_s=120)
         command = subprocess.Popen(
@@ -322,11 +322,50 @@ def test_a_served_study_stops_when_its_command_is_killed(tmp_path, db, gpus):  #
         deadline = time.monotonic() + 20
         while server_status(sock)["serving"] and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert server_status(sock)["serving"] == 0  # the study process and its workers stopped
+        # the study process and its workers stopped (a served process's stderr is the server's)
+        assert server_status(sock)["serving"] == 0, (tmp_path / "server.err").read_text()[-4000:]
     finally:
         server.terminate()
         server.wait(timeout=60)
     assert _completed(tmp_path / "s.db")  # what was measured is kept
+
+
+_WATCHED = """
+import signal, sys, time
+from flysearch.live_launch import _stop_with
+if sys.argv[2] == "hangs":
+    signal.signal(signal.SIGTERM, lambda *_: None)  # its unwinding never ends
+else:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))  # it unwinds (as a study process does)
+_stop_with(int(sys.argv[1]), grace_s=1.0)
+print("watching", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("unwinding", ["unwinds", "hangs"])
+def test_a_served_study_process_whose_unwinding_hangs_ends_itself(unwinding):
+    """A served study process whose command ended is SIGTERMed by its own watcher; if it is still
+    there after the grace period it prints its stacks and exits hard: nobody else would stop it."""
+    client = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    watched = subprocess.Popen([sys.executable, "-c", _WATCHED, str(client.pid), unwinding],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert watched.stdout.readline() == "watching\n"
+        time.sleep(1.5)
+        assert watched.poll() is None  # the command still runs: so does its study
+        client.kill()
+        client.wait()
+        _out, err = watched.communicate(timeout=60)
+    finally:
+        client.kill()
+        watched.kill()
+    if unwinding == "unwinds":
+        assert watched.returncode == 3 and "did not stop" not in err  # its own unwinding
+    else:
+        assert watched.returncode == 1
+        assert "did not stop within 1 s of its command's end" in err
+        assert 'File "<string>", line 10 in <module>' in err  # where its main thread hung: sleep()
 
 
 def _completed(path: Path) -> int:
