@@ -155,14 +155,19 @@ def sampler_facts() -> dict[str, str]:
     (benchmarks/costmodel_eval.py -> benchmarks/results/costmodel_eval.md, its first section) and,
     with a prior trained on all of them, on the held-out shapes (costmodel_eval_holdout.md); the
     same with the twelve training-only tables added to every prior (costmodel_eval_extra.md), and
-    leave-one-shape-out over all 39 tables (costmodel_eval_39tables.md)."""
+    leave-one-shape-out over all 39 tables (costmodel_eval_39tables.md); and on the second held-out
+    set with a prior on the 27 tables, on those and the twelve, and on every other H200 table
+    (costmodel_eval_holdout2{,_extra,_all}.md)."""
     facts: dict[str, str] = {}
     keys = ("TABLES", "HITS", "MEDIAN", "MISSED", "SEEDS", "PRIOR_MEDIAN", "PRIOR_HITS", "PRIOR_WORST")
     sections = (("CMS", "costmodel_eval.md", "", "## Across GPUs"),
                 ("HOLD", "costmodel_eval_holdout.md", "", None),
                 ("EXT", "costmodel_eval_extra.md", "", "## Across GPUs"),
                 ("EXTHOLD", "costmodel_eval_extra.md", "## Held-out shapes", None),
-                ("ALL", "costmodel_eval_39tables.md", "", None))
+                ("ALL", "costmodel_eval_39tables.md", "", None),
+                ("H2", "costmodel_eval_holdout2.md", "", None),
+                ("H2EXT", "costmodel_eval_holdout2_extra.md", "", None),
+                ("H2ALL", "costmodel_eval_holdout2_all.md", "", None))
     for prefix, name, start, end in sections:
         path = ROOT / "benchmarks" / "results" / name
         if not path.exists():
