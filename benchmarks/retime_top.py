@@ -40,6 +40,20 @@ from flysearch.shapes import Shape  # noqa: E402
 from flysearch.tables import GroundTruth, Row, read_table_file  # noqa: E402
 
 
+def code_commit(root: Path) -> str:
+    """The commit of the checkout at *root* that ran this, ``"<commit>+changes"`` when its files
+    differ from that commit (a copy whose git HEAD is older than its tree), ``""`` without a .git
+    of its own (a snapshot must not name an outer checkout's commit)."""
+    if not (root / ".git").exists():
+        return ""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=root).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD")
+    return f"{commit}+changes" if commit and git("status", "--porcelain") else commit
+
+
 def top_rows(table: GroundTruth, within: float, min_k: int, max_k: int) -> list[Row]:
     """The table's fastest configs: those within *within* of its best, clamped to [min_k, max_k]."""
     ok = sorted(table.ok_rows(), key=lambda r: (r.time_ms, r.key))
@@ -187,10 +201,7 @@ def main() -> None:
     finally:
         compiler.close()
         timer.close()
-    commit = ""
-    if (ROOT / ".git").exists():  # a snapshot without its own .git must not name an outer checkout's commit
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=ROOT).stdout.strip()
+    commit = code_commit(ROOT)
     doc = {"command": "python benchmarks/retime_top.py " + " ".join(sys.argv[1:]),
            "date": dt.date.today().isoformat(), "code_commit": commit, "device": info.value.get("device"),
            "versions": info.value.get("versions"), "within": args.within, "min_k": args.min_k,

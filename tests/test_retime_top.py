@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import types
 from pathlib import Path
 
@@ -34,10 +35,30 @@ def test_top_rows_takes_the_configs_within_the_margin_clamped() -> None:
     assert [r.key for r in mod.top_rows(table, 0.50, 1, 2)] == ["B=1", "B=3"]
 
 
-def test_committed_summary_is_the_report_of_the_committed_result() -> None:
-    result = ROOT / "benchmarks" / "results" / "retime_top_h200.json"
+@pytest.mark.parametrize("name", ["retime_top_h200", "retime_top_h200_holdout", "retime_top_h200_extra",
+                                  "retime_top_h200_holdout2"])
+def test_committed_summary_is_the_report_of_the_committed_result(name: str) -> None:
+    result = ROOT / "benchmarks" / "results" / f"{name}.json"
     if not result.exists():
-        pytest.skip("benchmarks/results/retime_top_h200.json is not in this checkout")
+        pytest.skip(f"benchmarks/results/{name}.json is not in this checkout")
     mod = _module()
     text = mod.report(json.loads(result.read_text()))
-    assert text == (ROOT / "benchmarks" / "results" / "retime_top_h200.md").read_text()
+    assert text == (ROOT / "benchmarks" / "results" / f"{name}.md").read_text()
+
+
+def test_the_commit_it_names_says_when_the_tree_is_not_that_commit(tmp_path: Path) -> None:
+    mod = _module()
+    assert mod.code_commit(tmp_path) == ""  # no .git of its own: no commit named
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("a")
+    git("add", "a.txt")
+    git("commit", "-qm", "a")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tmp_path, capture_output=True,
+                            text=True).stdout.strip()
+    assert mod.code_commit(tmp_path) == commit
+    (tmp_path / "new.toml").write_text("x")  # a file the commit does not have (a stale HEAD's copy)
+    assert mod.code_commit(tmp_path) == f"{commit}+changes"
