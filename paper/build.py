@@ -240,12 +240,17 @@ def speed_facts() -> dict[str, str]:
     wall = re.search(r"Measured wall time: ([\d.]+) s for (\d+) runs", text)
     plain = re.search(r"\| tpe \(Optuna's plain TPE.*?\| [\d.]+ \| ([\d.]+) \| (\d+) \|", text)
     if wall is None:
-        return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_EARLIER": "?", "SPEED_PLAIN_TRIALS": "?"}
+        return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_EARLIER": "?", "SPEED_PREVIOUS": "?",
+                "SPEED_PLAIN_TRIALS": "?"}
     earlier_path = ROOT / "benchmarks" / "results" / "compare_speed_22d071e.md"
     earlier = re.search(r"Measured wall time: ([\d.]+) s",
                         earlier_path.read_text()) if earlier_path.exists() else None
+    previous_path = ROOT / "benchmarks" / "results" / "compare_speed_f80164e.md"
+    previous = re.search(r"Measured wall time: ([\d.]+) s",
+                         previous_path.read_text()) if previous_path.exists() else None
     return {"SPEED_WALL": wall.group(1), "SPEED_RUNS": wall.group(2),
             "SPEED_EARLIER": earlier.group(1) if earlier else "?",
+            "SPEED_PREVIOUS": previous.group(1) if previous else "?",
             "SPEED_PLAIN_TRIALS": f"{int(plain.group(2)):,}" if plain else "?"}
 
 
