@@ -242,15 +242,14 @@ def speed_facts() -> dict[str, str]:
     if wall is None:
         return {"SPEED_WALL": "?", "SPEED_RUNS": "?", "SPEED_EARLIER": "?", "SPEED_PREVIOUS": "?",
                 "SPEED_PLAIN_TRIALS": "?"}
-    earlier_path = ROOT / "benchmarks" / "results" / "compare_speed_22d071e.md"
-    earlier = re.search(r"Measured wall time: ([\d.]+) s",
-                        earlier_path.read_text()) if earlier_path.exists() else None
-    previous_path = ROOT / "benchmarks" / "results" / "compare_speed_f80164e.md"
-    previous = re.search(r"Measured wall time: ([\d.]+) s",
-                         previous_path.read_text()) if previous_path.exists() else None
+    def kept_wall(commit: str) -> str:
+        """The wall time of the run kept as compare_speed_<commit>.md ("?" when absent)."""
+        path = ROOT / "benchmarks" / "results" / f"compare_speed_{commit}.md"
+        found = re.search(r"Measured wall time: ([\d.]+) s", path.read_text()) if path.exists() else None
+        return found.group(1) if found else "?"
+
     return {"SPEED_WALL": wall.group(1), "SPEED_RUNS": wall.group(2),
-            "SPEED_EARLIER": earlier.group(1) if earlier else "?",
-            "SPEED_PREVIOUS": previous.group(1) if previous else "?",
+            "SPEED_EARLIER": kept_wall("22d071e"), "SPEED_PREVIOUS": kept_wall("f80164e"),
             "SPEED_PLAIN_TRIALS": f"{int(plain.group(2)):,}" if plain else "?"}
 
 
