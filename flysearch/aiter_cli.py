@@ -7,7 +7,7 @@ from rich.console import Console
 
 from flysearch.aiter_csv import check_flydsl_records, export_tuned_csv, import_into_store, read_aiter_csv
 from flysearch.cli_errors import user_errors as _user_errors
-from flysearch.cli_options import db_option
+from flysearch.cli_options import db_option, writable_file
 from flysearch.errors import FlysearchError
 from flysearch.kernels.aiter_hgemm import SPACE_NAME
 from flysearch.tables import TableStore
@@ -25,7 +25,8 @@ def aiter() -> None:
 @aiter.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--profile", is_flag=True, help="The files are tuner profiles (-o2), not tuned CSVs.")
-@click.option("--err-ratio", default=0.05, show_default=True, help="The tuner's --errRatio (profiles).")
+@click.option("--err-ratio", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="The tuner's --errRatio (profiles).")
 @click.option("--replace", is_flag=True, help="Overwrite tables of the same name.")
 @db_option
 @_user_errors
@@ -43,7 +44,7 @@ def aiter_import(paths: tuple[str, ...], profile: bool, err_ratio: float, replac
 
 
 @aiter.command("export")
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False), callback=writable_file)
 @click.option("--prefix", default="", help="Export only tables whose name starts with this.")
 @db_option
 @_user_errors

@@ -16,11 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flysearch.cli_errors import user_errors as _user_errors
-from flysearch.cli_options import db_option, storage_option
+from flysearch.cli_options import db_option, storage_option, writable_file
 from flysearch.launch import StudySpec, import_table, launch, load_study_file, with_overrides
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
-from flysearch.study import StudySummary
+from flysearch.study import MAX_SEED, StudySummary
 from flysearch.tables import DEFAULT_DB, TableStore
 
 __all__ = ["main"]
@@ -112,7 +112,7 @@ def study() -> None:
                    "run one study each on pools started once.")
 @click.option("--sampler", default=None, help=f"One of: {', '.join(SAMPLERS)} (default tpe).")
 @click.option("--budget", type=int, default=None, help="Unique compiles (default 200).")
-@click.option("--seed", type=int, default=None, help="Sampler seed (default 0).")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="Sampler seed (default 0).")
 @click.option("--encoding", default=None, help=f"One of: {', '.join(ENCODINGS)} (default ordinal).")
 @click.option("--name", default=None, help="Study name (default <table>:<sampler>:seed<seed>).")
 @click.option("--db", default=None, help=f"Ground-truth table database (default {DEFAULT_DB}).")
@@ -123,14 +123,21 @@ def study() -> None:
 @click.option("--gpus", default=None,
               help="Live: GPUs to time on (e.g. 0,1): one worker each, sharing the study; with several "
                    "shapes, the shapes are dealt to them.")
-@click.option("--compile-workers", type=int, default=None, help="Live: compile processes per worker.")
-@click.option("--depth", type=int, default=None, help="Live: trials in flight per worker.")
-@click.option("--finalists", type=int, default=5, show_default=True, help="Live: configs re-timed last.")
-@click.option("--rounds", type=int, default=5, show_default=True, help="Live: re-timing rounds.")
-@click.option("--scale", type=float, default=1.0, show_default=True, help="Simulated: time scale.")
-@click.option("--noise", type=float, default=0.0, show_default=True, help="Simulated: log-normal sigma.")
-@click.option("--compile-log", default=None, help="Simulated: append each finished compile's key here.")
-@click.option("--json", "json_out", default=None, help="Live: write the worker reports to this JSON file.")
+@click.option("--compile-workers", type=click.IntRange(min=1), default=None,
+              help="Live: compile processes per worker.")
+@click.option("--depth", type=click.IntRange(min=1), default=None, help="Live: trials in flight per worker.")
+@click.option("--finalists", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Live: configs re-timed last.")
+@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Live: re-timing rounds.")
+@click.option("--scale", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Simulated: time scale.")
+@click.option("--noise", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Simulated: log-normal sigma.")
+@click.option("--compile-log", default=None, callback=writable_file,
+              help="Simulated: append each finished compile's key here.")
+@click.option("--json", "json_out", default=None, callback=writable_file,
+              help="Live: write the worker reports to this JSON file.")
 @click.option("--server", is_flag=False, flag_value="", default=None,
               help="Live: take warm workers from a worker server ('flysearch serve'), at this socket or, "
                    "given alone, at its default one.")

@@ -1,8 +1,16 @@
-"""The one place where a command turns a user's mistake into one line and exit code 2."""
+"""The one place where a command turns a user's mistake into one line and a non-zero exit code.
+
+* A :class:`FlysearchError` (unknown sampler, malformed file, ...) is a usage error: exit code 2.
+* A file the command cannot read or write (a folder given as a file, a missing or read-only folder)
+  and a database that is not one (a damaged SQLite file, a text file as Optuna storage) are named
+  in one line: exit code 1.
+"""
 
 from __future__ import annotations
 
 import functools
+import sqlite3
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -10,13 +18,13 @@ import click
 
 from flysearch.errors import FlysearchError
 
-__all__ = ["user_errors"]
+__all__ = ["database_failure", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def user_errors(func: F) -> F:
-    """Decorate a click command so that a :class:`FlysearchError` becomes a ``click.UsageError``."""
+    """Decorate a click command so that a user's mistake is one line instead of a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -24,5 +32,37 @@ def user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except FlysearchError as exc:
             raise click.UsageError(str(exc)) from None
+        except OSError as exc:
+            raise click.ClickException(_os_message(exc)) from None
+        except Exception as exc:
+            if not database_failure(exc):
+                raise
+            # SQLite's own error comes from a table database; SQLAlchemy's from the study storage.
+            first = ("db", "storage") if isinstance(exc, sqlite3.DatabaseError) else ("storage", "db")
+            where = next((str(kwargs[k]) for k in first if kwargs.get(k)), None)
+            reason = str(getattr(exc, "orig", None) or exc.__cause__ or exc).splitlines()[0]
+            raise click.ClickException(
+                f"{where or 'a database'} cannot be used: {reason} (is it a flysearch SQLite file?)"
+            ) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def database_failure(exc: BaseException) -> bool:
+    """Whether *exc* says that a database file is damaged or is no database: SQLite's own error,
+    or SQLAlchemy's or Optuna's wrapping of it (checked only when those packages are loaded)."""
+    if isinstance(exc, sqlite3.DatabaseError):
+        return True
+    sa_exc = sys.modules.get("sqlalchemy.exc")
+    if sa_exc is not None and isinstance(exc, sa_exc.DatabaseError):
+        return True
+    optuna_exc = sys.modules.get("optuna.exceptions")
+    return optuna_exc is not None and isinstance(exc, optuna_exc.StorageInternalError)
+
+
+def _os_message(exc: OSError) -> str:
+    """``<path>: <reason>``, as a shell says it."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return reason
+    return f"{exc.filename}: {reason}"

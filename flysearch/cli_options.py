@@ -3,7 +3,10 @@ and its sub-command modules, so that none of them imports the other)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -11,7 +14,8 @@ import click
 from flysearch.study import DEFAULT_STORAGE
 from flysearch.tables import DEFAULT_DB
 
-__all__ = ["db_option", "storage_option"]
+__all__ = ["db_option", "dir_write_problem", "file_write_problem", "storage_option", "writable_dir",
+           "writable_file"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,3 +31,57 @@ def storage_option(func: F) -> F:
         "--storage", default=None,
         help=f"Optuna storage URL (default {DEFAULT_STORAGE}; postgresql://... works too).",
     )(func)
+
+
+def writable_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: fail at once, in one line, when *value* cannot be written as a file, instead
+    of after the work whose result it would hold."""
+    if value is not None:
+        problem = file_write_problem(Path(value))
+        if problem:
+            raise click.BadParameter(f"{value}: {problem}", ctx=ctx, param=param)
+    return value
+
+
+def writable_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: fail at once when *value* cannot be (created and) written as a folder."""
+    if value is not None:
+        problem = dir_write_problem(Path(value))
+        if problem:
+            raise click.BadParameter(f"{value}: {problem}", ctx=ctx, param=param)
+    return value
+
+
+def file_write_problem(path: Path) -> str | None:
+    """Why *path* cannot be written as a file (``None`` when it can). An existing file is opened
+    for appending and left as it was; a new one is created and removed again."""
+    if path.is_dir():
+        return "is a folder, not a file"
+    if not path.parent.is_dir():
+        return f"its folder {path.parent} does not exist"
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not existed:
+        path.unlink(missing_ok=True)
+    return None
+
+
+def dir_write_problem(path: Path) -> str | None:
+    """Why *path* cannot be used as an output folder: it is a file, or its nearest existing
+    ancestor is not a folder one can create entries in (``None`` when it can)."""
+    if path.exists() and not path.is_dir():
+        return "is a file, not a folder"
+    ancestor = path
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=ancestor))
+    except OSError as exc:
+        return f"cannot create entries in {ancestor}: {exc.strerror or exc}"
+    return None

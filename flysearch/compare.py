@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -482,9 +483,22 @@ def plan_runs(exp: Experiment) -> tuple[list[RunTask], list[TableInfo], list[str
 def open_results(path: str | Path) -> sqlite_utils.Database:
     """The results database of an experiment (created on first use)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite_utils.Database(path)
+    db = _results_database(path)
     if "runs" not in db.table_names():
         db["runs"].create({"id": str, "fingerprint": str}, pk="id")  # type: ignore[union-attr]
+    return db
+
+
+def _results_database(path: str | Path) -> sqlite_utils.Database:
+    """*path* opened as SQLite; a file that is no database (or a folder) is a one-line error."""
+    try:
+        db = sqlite_utils.Database(path)
+        db.table_names()
+    except sqlite3.DatabaseError as exc:
+        raise FlysearchError(
+            f"{path} is not a results database ({exc}); move it away, or give the experiment another "
+            "output folder."
+        ) from None
     return db
 
 
@@ -615,7 +629,7 @@ def load_runs(results_db: str | Path) -> list[dict[str, Any]]:
     """Every stored run of a results database, with its trajectory as a :class:`Trajectory`."""
     if not Path(results_db).is_file():
         raise FlysearchError(f"No results database at {results_db}; run the experiment first.")
-    db = sqlite_utils.Database(results_db)
+    db = _results_database(results_db)
     try:
         runs = list(db.query("select * from runs order by table_label, sampler, seed"))
     finally:

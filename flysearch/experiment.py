@@ -45,6 +45,7 @@ from typing import Any
 from flysearch.errors import InputFormatError
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
+from flysearch.study import MAX_SEED, positive_int_problem, seed_problem
 from flysearch.tables import DEFAULT_DB
 from flysearch.tomlfile import read_toml
 
@@ -149,8 +150,11 @@ class Experiment:
             raise InputFormatError(f"stop_at_optimum must be true or false, got {self.stop_at_optimum!r}.")
         for s in self.samplers:
             if s.name not in SAMPLERS + MODEL_SAMPLERS:
-                known = ", ".join(SAMPLERS + MODEL_SAMPLERS)
+                known = ", ".join(dict.fromkeys(SAMPLERS + MODEL_SAMPLERS))
                 raise InputFormatError(f"Unknown sampler {s.name!r}; choose one of: {known}.")
+            problem = positive_int_problem(f"max_idle of sampler {s.label!r}", s.max_idle)
+            if problem:
+                raise InputFormatError(problem)
             if s.encoding not in ENCODINGS:
                 raise InputFormatError(
                     f"Unknown encoding {s.encoding!r} of sampler {s.label!r}; choose one of: "
@@ -211,12 +215,13 @@ def _expand(spec: TableSpec) -> list[TableSpec]:
 
 
 def _seeds(path: Path, raw: Any) -> tuple[int, ...]:
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw <= MAX_SEED + 1:
         return tuple(range(raw))
-    if isinstance(raw, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in raw):
+    if isinstance(raw, list) and all(seed_problem(x) is None and x is not None for x in raw):
         return tuple(raw)
     raise InputFormatError(
-        f"Experiment file {path}: seeds must be a count or a list of integers, got {raw!r}."
+        f"Experiment file {path}: seeds must be a count or a list of integers from 0 to {MAX_SEED}, "
+        f"got {raw!r}."
     )
 
 

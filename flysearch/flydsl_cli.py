@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from flysearch.cli_errors import user_errors
+from flysearch.cli_options import writable_dir, writable_file
 from flysearch.errors import FlysearchError, UnknownArchError
 
 __all__ = ["doctor", "flydsl"]
@@ -46,10 +48,13 @@ def flydsl() -> None:
 @click.option("--factory", default=None, help="Kernel factory module:function (default: the space's).")
 @click.option("--arch", required=True, help="AMD arch: gfx942 or gfx950.")
 @click.option("--shape", required=True, help="GEMM shape MxNxK, e.g. 256x256x256.")
-@click.option("--limit", type=int, default=8, show_default=True, help="Feasible configs to compile (0: all).")
+@click.option("--limit", type=click.IntRange(min=0), default=8, show_default=True,
+              help="Feasible configs to compile (0: all).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Order of the feasible configs.")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per compile.")
-@click.option("--out", default=None, help="Write the rows to this CSV file.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+              help="Seconds per compile.")
+@click.option("--out", default=None, callback=writable_file, help="Write the rows to this CSV file.")
+@user_errors
 def flydsl_compile(space_name: str, factory: str | None, arch: str, shape: str, limit: int, seed: int,
                    timeout: float, out: str | None) -> None:
     """Compile feasible configs of a FlyDSL space on this CPU and show their resources.
@@ -107,8 +112,11 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
 @click.option("--key", default="M,N,K", show_default=True, help="The autotune key: problem fields, in order.")
 @click.option("--device", "device_name", required=True, help="torch's name: 'AMD Instinct MI300X'.")
 @click.option("--arch", required=True, help="gfx arch of the device, e.g. gfx942.")
-@click.option("--cu", type=int, default=None, help="Compute units (default: the arch profile's device).")
-@click.option("--out", required=True, help="The FLYDSL_AUTOTUNE_CONFIG_DIR to write into.")
+@click.option("--cu", type=click.IntRange(min=1), default=None,
+              help="Compute units (default: the arch profile's device).")
+@click.option("--out", required=True, callback=writable_dir,
+              help="The FLYDSL_AUTOTUNE_CONFIG_DIR to write into.")
+@user_errors
 def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_name: str, arch: str,
                   cu: int | None, out: str) -> None:
     """Write each table's best config as a FlyDSL offline autotune artifact.
@@ -152,7 +160,9 @@ def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_
 @click.option("--factory", default=None, help="Kernel factory module:function (default: the space's).")
 @click.option("--shape", "shapes", multiple=True, required=True, help="GEMM shape MxNxK (repeatable).")
 @click.option("--db", default="flysearch.db", show_default=True, help="Table database to write.")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per compile.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+              help="Seconds per compile.")
+@user_errors
 def flydsl_race(space_name: str, factory: str | None, shapes: tuple[str, ...], db: str,
                 timeout: float) -> None:
     """Race a FlyDSL space on this machine's AMD GPU into ground-truth tables (resumable).

@@ -29,8 +29,23 @@ from flysearch.kernels import space_for_table
 from flysearch.samplers import SAMPLERS
 from flysearch.shapes import parse_shape
 from flysearch.space import ENCODINGS
-from flysearch.study import DEFAULT_STORAGE, StudySettings, StudySummary, run_study
-from flysearch.tables import DEFAULT_DB, Row, TableMeta, TableStore, read_table_file
+from flysearch.study import (
+    DEFAULT_STORAGE,
+    StudySettings,
+    StudySummary,
+    positive_int_problem,
+    run_study,
+    seed_problem,
+)
+from flysearch.tables import (
+    DEFAULT_DB,
+    Row,
+    TableMeta,
+    TableStore,
+    check_table,
+    opened_store,
+    read_table_file,
+)
 from flysearch.tomlfile import read_toml
 
 __all__ = ["StudySpec", "import_table", "launch", "load_study_file"]
@@ -88,8 +103,13 @@ class StudySpec:
             raise InputFormatError(
                 f"Unknown encoding {self.encoding!r}; choose one of: {', '.join(ENCODINGS)}."
             )
-        if not isinstance(self.budget, int) or self.budget < 1:
+        if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget < 1:
             raise InputFormatError(f"The budget must be a positive number of compiles, got {self.budget!r}.")
+        problem = seed_problem(self.seed) or positive_int_problem("max_idle", self.max_idle)
+        if problem:
+            raise InputFormatError(problem)
+        if self.name is not None and not isinstance(self.name, str):
+            raise InputFormatError(f"A study name must be a string, got {self.name!r}.")
         if self.arch is not None:
             get_arch(self.arch)
         if self.shape is not None:
@@ -150,11 +170,9 @@ def import_table(
 ) -> str:
     """Import a table file (see :func:`read_any_table`) into the table database; return its name."""
     meta, rows = read_any_table(path, name=name)
-    store = TableStore(db)
-    try:
+    check_table(meta.name, rows)  # before the database is opened (and created)
+    with opened_store(db) as store:
         store.write(meta, rows, replace=replace)
-    finally:
-        store.close()
     return meta.name
 
 

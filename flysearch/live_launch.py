@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import multiprocessing as mp
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field, replace
 from queue import Empty
@@ -158,9 +160,17 @@ class LiveJob:
 
 
 def _arch_and_space(evaluator: str, arch: str | None, space: str | None) -> tuple[Any, Any]:
-    """A Triton or FlyDSL study's arch profile and space (their defaults when not named)."""
+    """A Triton or FlyDSL study's arch profile and space (their defaults when not named); a clear
+    error when the evaluator's package is not installed."""
     from flysearch.kernels import get_space
 
+    package = "triton" if evaluator == "triton" else "flydsl"
+    if importlib.util.find_spec(package) is None:
+        # Checked first: each compile worker would die importing it, and be started again.
+        raise FlysearchError(
+            f"The {evaluator} evaluator needs the {package} package, which this Python "
+            f"({sys.executable}) lacks; install it, or use --evaluator simulated."
+        )
     if evaluator == "triton":
         return get_arch(arch or "sm_90"), get_space(space or "triton_gemm_splitk")
     if not arch:

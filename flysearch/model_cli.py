@@ -9,6 +9,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from flysearch.cli_errors import user_errors
+from flysearch.cli_options import writable_file
 from flysearch.errors import FlysearchError
 
 __all__ = ["model"]
@@ -56,7 +58,8 @@ def model() -> None:
 @model.command("train")
 @_table_options
 @click.option("--objective", type=click.Choice(["rank", "log_ratio"]), default="rank", show_default=True)
-@click.option("--out", required=True, help="Model file to write (joblib).")
+@click.option("--out", required=True, callback=writable_file, help="Model file to write (joblib).")
+@user_errors
 def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objective: str, out: str) -> None:
     """Train a prior on ground-truth tables and save it with its schema and provenance.
 
@@ -79,13 +82,16 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
 @model.command("eval")
 @_table_options
 @click.option("--sampler", type=click.Choice(["costmodel", "none"]), default="costmodel", show_default=True)
-@click.option("--seeds", type=int, default=5, show_default=True)
-@click.option("--budget", type=int, default=64, show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Sampler seeds per table.")
+@click.option("--budget", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Compiles per sampler run.")
 @click.option("--objective", type=click.Choice(["rank", "log_ratio"]), default="rank", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Held-out tables evaluated in this many processes (same results).")
 @click.option("--extra-file", "extra_files", multiple=True,
               help="Training-only table files or globs: in every prior, never held out.")
+@user_errors
 def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], sampler: str, seeds: int,
                    budget: int, objective: str, workers: int, extra_files: tuple[str, ...]) -> None:
     """Leave-one-table-out: rank each table with a prior trained on the others of its kernel.
@@ -124,7 +130,9 @@ def _fmt(value: float | None, budget: int) -> str:
 @model.command("rank")
 @click.option("--model", "model_path", required=True, help="Model file from 'flysearch model train'.")
 @_table_options
-@click.option("--top", type=int, default=16, show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Configs shown per table.")
+@user_errors
 def model_rank(model_path: str, db: str, names: tuple[str, ...], files: tuple[str, ...], top: int) -> None:
     """Show a table's configs in the model's order, with their measured times when known.
 

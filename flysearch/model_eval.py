@@ -26,6 +26,7 @@ import numpy as np
 import optuna
 
 from flysearch.costmodel import Prior, fit_prior, table_arch
+from flysearch.errors import FlysearchError
 from flysearch.evaluators.replay import ReplayEvaluator
 from flysearch.kernels import space_for_table
 from flysearch.metrics import expected_draws
@@ -217,6 +218,11 @@ def leave_one_out(
     pool = list(tables) + [t for t in extra if t.name not in held_names]
     jobs = [(held, [t for t in pool if _same_kernel(held, t)]) for held in tables]
     jobs = [(held, train) for held, train in jobs if train]
+    if not jobs:
+        raise FlysearchError(
+            f"Leave-one-table-out needs two tables of one kernel; the {len(tables)} given have none "
+            "to train on."
+        )
     args = (list(seeds), budget, sampler, objective, model_params)
     return _run(_hold_out, [(held, train, *args) for held, train in jobs], [held for held, _ in jobs],
                 workers, progress)

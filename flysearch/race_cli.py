@@ -9,8 +9,9 @@ from typing import Any
 import click
 
 from flysearch.cli_errors import user_errors
+from flysearch.cli_options import writable_dir, writable_file
 from flysearch.errors import InputFormatError
-from flysearch.tables import DEFAULT_DB, TableStore
+from flysearch.tables import DEFAULT_DB, TableStore, opened_store
 
 __all__ = ["export", "race"]
 
@@ -25,9 +26,11 @@ def _shapes(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[st
 
     out = []
     if shape_file:
-        for e in load_corpus(shape_file):
-            if not only or e.name in only:
-                out.append(RaceShape(e.shape, e.name, e.model, e.layer))
+        corpus = load_corpus(shape_file)
+        unknown = sorted(set(only) - {e.name for e in corpus})
+        if unknown:
+            raise InputFormatError(f"--only names {unknown}, which {shape_file} does not hold.")
+        out.extend(RaceShape(e.shape, e.name, e.model, e.layer) for e in corpus if not only or e.name in only)
     out.extend(RaceShape(parse_shape(t)) for t in shape_texts)
     if not out:
         raise InputFormatError("No shapes to race; give --shapes FILE or --shape MxNxK (e.g. 1x4096x4096).")
@@ -45,12 +48,17 @@ def race() -> None:
 @click.option("--only", multiple=True, help="Race only these corpus entries (by name); repeatable.")
 @click.option("--space", "space_name", default="triton_gemm_splitk", show_default=True)
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="Ground-truth table database.")
-@click.option("--workers", type=int, default=None, help="Compile processes (default: CPUs - 2).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Compile processes (default: CPUs - 2).")
 @click.option("--cache-dir", default=None, help="Triton cache dir shared by workers and timer.")
-@click.option("--deadline", type=float, default=None, help="Stop starting work after this many s.")
-@click.option("--limit", type=int, default=None, help="Race only the first N feasible configs.")
-@click.option("--dump", "dump_dir", default=None, help="Write each table as DIR/*.table.json.gz after.")
-@click.option("--report", "report_path", default=None, help="Write the race report as JSON here.")
+@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop starting work after this many s.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Race only the first N feasible configs.")
+@click.option("--dump", "dump_dir", default=None, callback=writable_dir,
+              help="Write each table as DIR/*.table.json.gz after.")
+@click.option("--report", "report_path", default=None, callback=writable_file,
+              help="Write the race report as JSON here.")
 @user_errors
 def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[str, ...],
              space_name: str, db: str, workers: int | None, cache_dir: str | None,
@@ -67,13 +75,13 @@ def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[s
 
     shapes = _shapes(shape_file, shape_texts, only)
     settings = RaceSettings(workers=workers, cache_dir=cache_dir, deadline_s=deadline, limit=limit)
-    store = TableStore(db)
-    report = run_race(get_space(space_name), shapes, store, settings, progress=_echo)
-    click.echo(f"race {report.stopped}: {report.measured} configs in {report.wall_s:.1f} s "
-               f"({report.configs_per_s:.1f} configs/s), {report.compiles} compiles, "
-               f"{report.compile_failures} compile failures, on {report.device}")
-    if dump_dir:
-        _dump(store, [s.table for s in report.shapes if s.table in store], dump_dir)
+    with opened_store(db) as store:
+        report = run_race(get_space(space_name), shapes, store, settings, progress=_echo)
+        click.echo(f"race {report.stopped}: {report.measured} configs in {report.wall_s:.1f} s "
+                   f"({report.configs_per_s:.1f} configs/s), {report.compiles} compiles, "
+                   f"{report.compile_failures} compile failures, on {report.device}")
+        if dump_dir:
+            _dump(store, [s.table for s in report.shapes if s.table in store], dump_dir)
     if report_path:
         Path(report_path).write_text(json.dumps(_report_json(report), indent=1) + "\n")
 
@@ -109,7 +117,7 @@ def _dump(store: TableStore, names: list[str], out_dir: str) -> None:
 @race.command("dump")
 @click.option("--db", default=DEFAULT_DB, show_default=True)
 @click.option("--prefix", default="", help="Only tables whose name starts with this.")
-@click.argument("out_dir")
+@click.argument("out_dir", callback=writable_dir)
 @user_errors
 def race_dump(db: str, prefix: str, out_dir: str) -> None:
     """Write race tables as OUT_DIR/*.table.json.gz (the committed format).
@@ -133,12 +141,14 @@ def race_load(db: str, files: tuple[str, ...]) -> None:
 
         flysearch race load --db h200.db benchmarks/data/h200/*.table.json.gz
     """
-    from flysearch.tables import read_table_file
+    from flysearch.tables import check_table, read_table_file
 
-    store = TableStore(db)
-    for path in files:
-        meta, rows = read_table_file(path)
-        store.write(meta, rows, replace=True)
+    loaded = [read_table_file(path) for path in files]  # every file read and checked first
+    for meta, rows in loaded:
+        check_table(meta.name, rows)
+    with opened_store(db) as store:
+        for meta, rows in loaded:
+            store.write(meta, rows, replace=True)
     _echo(f"loaded {len(files)} tables into {db}")
 
 
@@ -179,9 +189,12 @@ def export() -> None:
 @export.command("triton")
 @click.option("--db", default=DEFAULT_DB, show_default=True)
 @click.option("--prefix", default="", help="Only tables whose name starts with this.")
-@click.option("--top", type=int, default=1, show_default=True, help="Best configs per table.")
-@click.option("--out", "out_py", default=None, help="Write the triton.Config list here (else stdout).")
-@click.option("--json", "out_json", default=None, help="Also write the configs as JSON here.")
+@click.option("--top", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Best configs per table.")
+@click.option("--out", "out_py", default=None, callback=writable_file,
+              help="Write the triton.Config list here (else stdout).")
+@click.option("--json", "out_json", default=None, callback=writable_file,
+              help="Also write the configs as JSON here.")
 @user_errors
 def export_triton(db: str, prefix: str, top: int, out_py: str | None, out_json: str | None) -> None:
     """Best configs per shape as a Triton autotune config list (Python) and as JSON.

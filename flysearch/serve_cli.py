@@ -23,9 +23,10 @@ __all__ = ["serve"]
 @click.option("--gpu", default=None,
               help="The GPU the timers own (CUDA_VISIBLE_DEVICES), or GPUs, comma-separated (timers "
                    "for each, for studies run with --gpus); default: as studies without --gpus see them.")
-@click.option("--compile-workers", type=int, default=None,
+@click.option("--compile-workers", type=click.IntRange(min=1), default=None,
               help="Compile processes kept warm (default: as a study's, CPU count minus 2).")
-@click.option("--timers", type=int, default=1, show_default=True, help="GPU timers kept warm.")
+@click.option("--timers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="GPU timers kept warm.")
 @click.option("--prior", "priors", multiple=True, type=click.Path(dir_okay=False),
               help="A cost-model file the study processes keep loaded, for costmodel studies that name "
                    "it (repeat for several).")

@@ -123,7 +123,13 @@ def load_corpus(path: str | Path) -> list[CorpusEntry]:
     path = Path(path)
     doc = read_toml(path, "Shape corpus")
     entries = []
-    for i, raw in enumerate(doc.get("shape", [])):
+    listed = doc.get("shape", [])
+    if not isinstance(listed, list) or not all(isinstance(raw, dict) for raw in listed):
+        raise InputFormatError(f"{path}: 'shape' must be [[shape]] tables (name, M, N, K), got {listed!r}.")
+    for i, raw in enumerate(listed):
+        missing = [k for k in ("name", "M", "N", "K") if k not in raw]
+        if missing:
+            raise InputFormatError(f"{path}: shape #{i + 1} lacks {', '.join(missing)}.")
         unknown = set(raw) - _ENTRY_KEYS
         if unknown:
             raise InputFormatError(

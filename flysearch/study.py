@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
-from flysearch.errors import FlysearchError, StudyMismatchError
+from flysearch.errors import FlysearchError, InputFormatError, StudyMismatchError
 from flysearch.evaluators.base import Measurement, Outcome
 from flysearch.samplers import SearchContext, make_sampler
 
@@ -43,11 +43,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STORAGE",
+    "MAX_SEED",
     "StudySettings",
     "StudySummary",
     "TrialRecord",
     "open_storage",
+    "positive_int_problem",
     "run_study",
+    "seed_problem",
     "summarize",
     "trial_records",
 ]
@@ -56,6 +59,21 @@ DEFAULT_STORAGE = "sqlite:///flysearch-studies.db"
 # Samplers that learn from trial constraints; the others are spared the extra storage write.
 CONSTRAINT_AWARE = frozenset({"tpe", "tpe-unseen", "gp"})
 _ATTR = "flysearch"
+MAX_SEED = 2**32 - 1  # numpy's and Optuna's samplers take seeds up to this
+
+
+def seed_problem(seed: Any) -> str | None:
+    """Why *seed* is no sampler seed (``None`` when it is one: ``None`` or 0 to :data:`MAX_SEED`)."""
+    if seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
+        return None
+    return f"A seed must be an integer from 0 to {MAX_SEED}, got {seed!r}."
+
+
+def positive_int_problem(what: str, value: Any) -> str | None:
+    """Why *value* is not a positive integer (``None`` when it is), naming it *what*."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return None
+    return f"{what} must be a positive integer, got {value!r}."
 
 
 @dataclass(frozen=True)
@@ -85,10 +103,10 @@ class StudySettings:
     max_idle: int = 1000
 
     def __post_init__(self) -> None:
-        if self.budget < 1:
-            raise ValueError(f"The budget must be at least one compile, got {self.budget}.")
-        if self.max_idle < 1:
-            raise ValueError(f"max_idle must be at least 1, got {self.max_idle}.")
+        problem = (positive_int_problem("The budget (compiles)", self.budget)
+                   or positive_int_problem("max_idle", self.max_idle) or seed_problem(self.seed))
+        if problem:
+            raise InputFormatError(problem)
 
     _IDENTITY = ("sampler", "seed", "encoding", "space", "table", "arch", "shape")
 

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import sqlite3
@@ -33,7 +34,7 @@ from sqlite_utils import Migrations
 from flysearch.errors import InputFormatError, MissingConfigError, MissingTableError
 from flysearch.evaluators.base import Outcome
 
-__all__ = ["DEFAULT_DB", "GroundTruth", "Row", "TableMeta", "TableStore"]
+__all__ = ["DEFAULT_DB", "GroundTruth", "Row", "TableMeta", "TableStore", "check_table", "opened_store"]
 
 DEFAULT_DB = "flysearch.db"
 
@@ -259,8 +260,8 @@ class TableStore:
             if meta.name in self:
                 if not replace:
                     raise InputFormatError(
-                        f"Table {meta.name!r} already exists in {self.path}; pass replace=True "
-                        "(--replace) to overwrite it or choose another name."
+                        f"Table {meta.name!r} already exists in {self.path}; overwrite it with --replace "
+                        "(replace=True in Python) or choose another name (--name)."
                     )
                 self.delete(meta.name)
             self.db[_META].insert(meta._record())  # type: ignore[union-attr]
@@ -320,8 +321,22 @@ class TableStore:
 
 
 def _check_rows(name: str, rows: list[Row]) -> None:
+    """Raise a one-line :class:`InputFormatError` on the first row that a table cannot hold."""
     valid = {o.value for o in Outcome}
+    keys: set[str] = set()
     for r in rows:
+        if not isinstance(r.key, str) or r.key in keys:
+            why = "is not a string" if not isinstance(r.key, str) else "appears twice"
+            raise InputFormatError(f"Row key {r.key!r} of table {name!r} {why}.")
+        keys.add(r.key)
+        for field_name in ("time_ms", "compile_s", "bench_s"):
+            value = getattr(r, field_name)
+            bad = value is not None and not _finite_non_negative(value)
+            if bad or (field_name == "time_ms" and value == 0):
+                bound = "> 0" if field_name == "time_ms" else ">= 0"
+                raise InputFormatError(
+                    f"Row {r.key!r} of table {name!r} has {field_name} {value!r}; expected a number {bound}."
+                )
         if r.outcome not in valid:
             raise InputFormatError(
                 f"Row {r.key!r} of table {name!r} has outcome {r.outcome!r}; "
@@ -329,6 +344,43 @@ def _check_rows(name: str, rows: list[Row]) -> None:
             )
         if r.outcome == Outcome.OK.value and r.time_ms is None:
             raise InputFormatError(f"Row {r.key!r} of table {name!r} is ok but has no time.")
+
+
+@contextlib.contextmanager
+def opened_store(path: str | Path = DEFAULT_DB) -> Iterator[TableStore]:
+    """The table database at *path*, closed when the block ends. When the block fails before any
+    table is in a database that this call created, the file is removed again: a failed command
+    leaves no empty database behind."""
+    path = str(path)
+    created = path != ":memory:" and not Path(path).exists()
+    store = TableStore(path)
+    try:
+        yield store
+    except BaseException:
+        empty = created and not store.names()
+        store.close()
+        if empty:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(path + suffix).unlink(missing_ok=True)
+        raise
+    store.close()
+
+
+def check_table(name: str, rows: list[Row]) -> None:
+    """Raise a one-line :class:`InputFormatError` unless *rows* make a table worth importing as
+    *name*: every row valid (unique keys, known outcomes, times that are numbers), as
+    :meth:`TableStore.write` checks too, and at least one ok (a table without one is data only for
+    a record of failures, as aiter's shipped rows of unsupported archs are)."""
+    _check_rows(name, rows)
+    if not any(r.ok for r in rows):
+        raise InputFormatError(
+            f"Table {name!r} has no config that ran ({len(rows)} rows, none ok); there is nothing to "
+            "search or compare against."
+        )
+
+
+def _finite_non_negative(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < float("inf")
 
 
 TABLE_FILE_FORMAT = "flysearch-table/1"

@@ -467,6 +467,7 @@ def test_a_triton_cache_made_for_a_run_is_removed_when_it_ends(tmp_path, db, mon
     job = LiveJob("t", "triton", "random", 4, 0, shape="64x64x64", storage=f"sqlite:///{tmp_path}/s.db",
                   db=db, live=LiveSettings(compile_workers=1, finalists=0))
     for run in (job.run, lambda: run_sequence([job, replace(job, name="u")])):
-        with pytest.raises(FlysearchError, match="timer could not start"):  # no GPU here: it fails
+        # No GPU here (or no Triton at all): the run fails.
+        with pytest.raises(FlysearchError, match=r"timer could not start|needs the triton package"):
             run()
         assert list(tmp_path.glob("flysearch-triton-*")) == []

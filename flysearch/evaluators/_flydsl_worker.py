@@ -15,11 +15,22 @@ from typing import Any
 MARKER = "FLYSEARCH_RESULT "
 
 
+class FactoryError(Exception):
+    """The kernel factory cannot be loaded: a user's mistake, not a failed compile of one config."""
+
+
 def load_factory(path: str) -> Any:
     module, _, name = path.partition(":")
     if not module or not name:
-        raise ValueError(f"Kernel factory {path!r} is not of the form module:function.")
-    return getattr(importlib.import_module(module), name)
+        raise FactoryError(f"Kernel factory {path!r} is not of the form module:function.")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        raise FactoryError(f"Kernel factory {path!r} cannot be loaded ({reason}).") from None
+    if not callable(found):
+        raise FactoryError(f"Kernel factory {path!r} is not callable.")
+    return found
 
 
 def _compile(request: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +65,8 @@ def main() -> None:
     try:
         result = _compile(request)
     except Exception as exc:  # every failure is data for the parent
-        kind = "mapping" if type(exc).__name__ == "ConfigMappingError" else type(exc).__name__
+        kind = {"ConfigMappingError": "mapping", "FactoryError": "factory"}.get(type(exc).__name__,
+                                                                            type(exc).__name__)
         result = {"ok": False, "error": f"{kind}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"}
     sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
 

@@ -123,8 +123,9 @@ class FlydslCompileEvaluator:
         check = None if self._checked else list(self.space_params or [])
         result = compile_in_subprocess(self.factory, shape, spec, self.arch.name,
                                        timeout_s=self.timeout_s, check_params=check)
-        if result.error.startswith("mapping:"):
-            raise ConfigMappingError(result.error.removeprefix("mapping: "))
+        for kind in ("mapping: ", "factory: "):  # the kernel cannot take the space's configs at all
+            if result.error.startswith(kind):
+                raise ConfigMappingError(result.error.removeprefix(kind))
         self._checked = self._checked or result.ok
         if not result.ok:
             return Compiled(config, shape, Outcome.COMPILE_FAILED, result.compile_s, [], result.error)

@@ -81,6 +81,10 @@ def read_kernel_tuner_cache(path: str | Path, *, name: str | None = None) -> tup
     for required in ("tune_params_keys", "tune_params", "cache"):
         if required not in doc:
             raise InputFormatError(f"{path} is not a Kernel Tuner cache: it has no {required!r} field.")
+    if not isinstance(doc["cache"], dict) or not isinstance(doc["tune_params_keys"], list):
+        raise InputFormatError(
+            f"{path} is not a Kernel Tuner cache: 'cache' must be an object and 'tune_params_keys' a list."
+        )
     keys = list(doc["tune_params_keys"])
     tune_params = doc["tune_params"]
     if not isinstance(tune_params, dict) or set(keys) - set(tune_params):

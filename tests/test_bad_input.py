@@ -1,0 +1,271 @@
+"""A user's mistake is one line and a non-zero exit code, and leaves no file behind."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from flysearch.cli import main
+from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.tables import TableStore, check_table, opened_store, read_table_file
+
+from .conftest import REPO
+
+TABLE_FILE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
+TABLE = "triton_gemm/H200/256x1536x7168"
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def one_error(out: str) -> str:
+    """The one ``Error:`` line of *out* (and no traceback)."""
+    errors = [line for line in out.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "Traceback" not in out, out
+    return errors[0]
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> str:
+    path = str(tmp_path / "tables.db")
+    code, out = run("tables", "import", str(TABLE_FILE), "--db", path)
+    assert code == 0, out
+    return path
+
+
+def _table_doc() -> dict[str, Any]:
+    with gzip.open(TABLE_FILE, "rt") as fh:
+        return json.load(fh)
+
+
+def _write(path: Path, doc: dict[str, Any]) -> str:
+    with gzip.open(path, "wt") as fh:
+        json.dump(doc, fh)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["rows"].__setitem__(1, d["rows"][0]), "appears twice"),
+        (lambda d: d["rows"][0].__setitem__("time_ms", "fast"), "has time_ms 'fast'; expected a number > 0"),
+        (lambda d: d["rows"][0].__setitem__("time_ms", -1.0), "has time_ms -1.0"),
+        (lambda d: d.__setitem__("rows", []), "has no config that ran (0 rows, none ok)"),
+        (lambda d: [r.__setitem__("outcome", "runtime_failed") for r in d["rows"]], "none ok"),
+    ],
+)
+def test_a_table_file_that_cannot_be_a_table_is_refused_before_any_database_is_made(
+        tmp_path: Path, change: Any, message: str) -> None:
+    doc = _table_doc()
+    change(doc)
+    path = _write(tmp_path / "bad.table.json.gz", doc)
+    for command in (["tables", "import", path], ["race", "load", path]):
+        target = tmp_path / "new.db"
+        code, out = run(*command, "--db", str(target))
+        assert code == 2 and message in one_error(out)
+        assert not target.exists()
+
+
+def test_a_kernel_tuner_cache_whose_cache_is_not_an_object_is_one_line(tmp_path: Path) -> None:
+    doc = {"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": [1, 2]}
+    path = tmp_path / "cache.json"
+    path.write_text(json.dumps(doc))
+    code, out = run("tables", "import", str(path), "--db", str(tmp_path / "t.db"))
+    assert code == 2 and "'cache' must be an object" in one_error(out)
+
+
+def test_a_failed_block_removes_the_database_it_created_but_keeps_one_that_existed(tmp_path: Path) -> None:
+    new = tmp_path / "new.db"
+    with pytest.raises(RuntimeError), opened_store(new):
+        raise RuntimeError("race failed")
+    assert not new.exists()
+    meta, rows = read_table_file(TABLE_FILE)
+    with opened_store(new) as store:
+        store.write(meta, rows)
+    with pytest.raises(RuntimeError), opened_store(new):
+        raise RuntimeError("later failure")
+    assert TableStore(new, create=False).names() == [TABLE]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seed", "-1"], "'--seed': -1 is not in the range 0<=x<=4294967295"),
+        (["--seed", "4294967296"], "is not in the range"),
+        (["--evaluator", "simulated", "--scale", "-1"], "'--scale': -1.0 is not in the range x>=0"),
+        (["--evaluator", "simulated", "--rounds", "0"], "'--rounds'"),
+        (["--evaluator", "simulated", "--compile-workers", "0"], "'--compile-workers'"),
+    ],
+)
+def test_out_of_range_flags_are_refused(db: str, tmp_path: Path, args: list[str], message: str) -> None:
+    storage = tmp_path / "s.db"
+    code, out = run("study", "run", "--table", TABLE, "--db", db, "--storage", f"sqlite:///{storage}",
+                    "--budget", "3", *args)
+    assert code == 2 and message in one_error(out)
+    assert not storage.exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("seed = -4", "A seed must be an integer from 0 to 4294967295, got -4."),
+        ('seed = "x"', "got 'x'"),
+        ("seed = true", "got True"),
+        ("max_idle = -1", "max_idle must be a positive integer, got -1."),
+        ("name = 5", "A study name must be a string, got 5."),
+    ],
+)
+def test_bad_values_in_a_study_file_are_one_line(db: str, tmp_path: Path, line: str, message: str) -> None:
+    study = tmp_path / "s.toml"
+    storage = tmp_path / "s.db"
+    study.write_text(f'[study]\ntable = "{TABLE}"\nbudget = 3\ndb = "{db}"\n'
+                     f'storage = "sqlite:///{storage}"\n{line}\n')
+    code, out = run("study", "run", str(study))
+    assert code == 2 and message in one_error(out)
+    assert not storage.exists()
+
+
+@pytest.mark.parametrize(
+    ("experiment", "sampler", "message"),
+    [
+        ("seeds = [-1]", "", "seeds must be a count or a list of integers from 0 to 4294967295"),
+        ("seeds = 1", "max_idle = -1", "max_idle of sampler 'random' must be a positive integer"),
+        ("seeds = 1", 'max_idle = "x"', "got 'x'"),
+    ],
+)
+def test_bad_values_in_an_experiment_file_are_one_line(tmp_path: Path, experiment: str, sampler: str,
+                                                      message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(f'[experiment]\nbudget = 3\n{experiment}\noutput = "out"\n'
+                    f'[[table]]\nsource = "{TABLE_FILE}"\n[[sampler]]\nname = "random"\n{sampler}\n')
+    code, out = run("compare", str(path))
+    assert code == 2 and message in one_error(out)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_sampler_lists_each_known_one_once(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(f'[experiment]\nbudget = 3\n[[table]]\nsource = "{TABLE_FILE}"\n'
+                    '[[sampler]]\nname = "x"\n')
+    code, out = run("compare", str(path))
+    known = one_error(out).split("choose one of: ")[1].rstrip(".").split(", ")
+    assert code == 2 and "costmodel" in known and len(known) == len(set(known))
+
+
+def test_a_damaged_results_database_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(f'[experiment]\nbudget = 3\noutput = "out"\n[[table]]\nsource = "{TABLE_FILE}"\n'
+                    '[[sampler]]\nname = "random"\n')
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.db").write_text("not a database\n")
+    for extra in ([], ["--report-only"]):
+        code, out = run("compare", str(path), *extra)
+        assert code == 2 and "results.db is not a results database" in one_error(out)
+
+
+def _damage(path: Path) -> None:
+    with path.open("r+b") as fh:  # the pages after the first few: the schema survives, the data not
+        fh.seek(4096 * 3)
+        fh.write(b"x" * 4096 * 4)
+
+
+def test_a_damaged_table_database_is_one_line(db: str, tmp_path: Path) -> None:
+    _damage(Path(db))
+    for args in (["tables", "list"], ["study", "run", "--table", TABLE, "--budget", "3",
+                                      "--storage", f"sqlite:///{tmp_path / 's.db'}"],
+                 ["export", "triton"], ["race", "summary"]):
+        code, out = run(*args, "--db", db)
+        assert code != 0 and f"{db} cannot be used: " in one_error(out), args
+
+
+@pytest.mark.parametrize("where", ["folder", "missing folder"])
+def test_an_output_that_cannot_be_written_fails_before_the_work(db: str, tmp_path: Path, where: str) -> None:
+    target = tmp_path / "a_folder" if where == "folder" else tmp_path / "missing" / "x"
+    if where == "folder":
+        target.mkdir()
+    expected = ("is a folder, not a file", "is a directory") if where == "folder" else ("does not exist",)
+    storage = tmp_path / "s.db"
+    for args in (
+        ["export", "triton", "--db", db, "--out", str(target)],
+        ["export", "triton", "--db", db, "--out", str(tmp_path / "ok.py"), "--json", str(target)],
+        ["model", "train", "--db", db, "--table", TABLE, "--out", str(target)],
+        ["aiter", "export", str(target), "--db", db],
+        ["study", "run", "--evaluator", "simulated", "--table", TABLE, "--db", db, "--budget", "2",
+         "--storage", f"sqlite:///{storage}", "--compile-log", str(target)],
+        ["study", "run", "--evaluator", "simulated", "--table", TABLE, "--db", db, "--budget", "2",
+         "--storage", f"sqlite:///{storage}", "--json", str(target)],
+    ):
+        code, out = run(*args)
+        assert code == 2 and any(e in one_error(out) for e in expected), args
+    assert not (tmp_path / "ok.py").exists() and not storage.exists()
+
+
+def test_an_output_folder_under_a_file_fails_before_the_work(db: str, tmp_path: Path) -> None:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for args in (["race", "dump", str(a_file / "sub"), "--db", db],
+                 ["export", "flydsl", "--db", db, "--table", TABLE, "--name", "n", "--device", "d",
+                  "--arch", "gfx942", "--cu", "304", "--out", str(a_file)]):
+        code, out = run(*args)
+        assert code == 2 and "not a folder" in one_error(out), args
+
+
+def test_a_shape_corpus_that_is_malformed_is_one_line(tmp_path: Path) -> None:
+    cases = {"shape = 5\n": "'shape' must be [[shape]] tables",
+             '[[shape]]\nname = "a"\nN = 1\nK = 2\n': "shape #1 lacks M."}
+    for text, message in cases.items():
+        path = tmp_path / "shapes.toml"
+        path.write_text(text)
+        code, out = run("race", "run", "--shapes", str(path), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and message in one_error(out)
+    code, out = run("race", "run", "--shapes", str(REPO / "studies" / "shapes_h200.toml"), "--only", "nope",
+                    "--db", str(tmp_path / "r.db"))
+    assert code == 2 and "--only names ['nope']" in one_error(out)
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_model_eval_with_nothing_to_train_on_is_one_line(db: str) -> None:
+    code, out = run("model", "eval", "--db", db, "--table", TABLE, "--seeds", "1", "--budget", "2")
+    assert code == 2 and "Leave-one-table-out needs two tables of one kernel" in one_error(out)
+    code, out = run("model", "eval", "--db", db, "--table", TABLE, "--budget", "0")
+    assert code == 2 and "'--budget'" in one_error(out)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is not None, reason="checks a Python without Triton")
+@pytest.mark.parametrize("command", [["study", "run", "--evaluator", "triton", "--shape", "64x64x64"],
+                                     ["serve", "--evaluator", "triton"]])
+def test_a_triton_evaluator_without_triton_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    code, out = run(*command, *(["--socket", str(tmp_path / "s.sock")] if command[0] == "serve" else []))
+    assert code == 2 and "needs the triton package" in one_error(out)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flydsl") is None, reason="needs flydsl")
+def test_a_flydsl_factory_that_cannot_be_loaded_is_a_user_error() -> None:
+    from flysearch.evaluators.flydsl import FlydslCompileEvaluator
+    from flysearch.kernels import get_space
+    from flysearch.shapes import parse_shape
+
+    space, shape = get_space("flydsl_gemm"), parse_shape("256x256x256")
+    config = space.enumerate(shape, None).feasible[0]
+    for factory, message in (("nope_module_x:fn", "cannot be loaded (ModuleNotFoundError"),
+                             ("flysearch:no_such_function", "cannot be loaded (AttributeError"),
+                             ("no_colon", "is not of the form module:function")):
+        with pytest.raises(FlysearchError, match=message.replace("(", r"\(")):
+            FlydslCompileEvaluator(factory, "gfx942").compile(config, shape)
+
+
+def test_table_rows_are_checked_in_python_too(tmp_path: Path) -> None:
+    meta, rows = read_table_file(TABLE_FILE)
+    with pytest.raises(InputFormatError, match="appears twice"):
+        TableStore(":memory:").write(meta, [*rows, rows[0]])
+    with pytest.raises(InputFormatError, match="none ok"):
+        check_table(meta.name, [replace(r, outcome="runtime_failed") for r in rows])
