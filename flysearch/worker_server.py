@@ -50,7 +50,10 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any, Literal
 
+from flysearch.errors import FlysearchError
+
 __all__ = [
+    "MAX_COLD_DEATHS",
     "ServedProcess",
     "WorkerServer",
     "WorkerSpec",
@@ -61,6 +64,7 @@ __all__ = [
 ]
 
 _CONNECT_TIMEOUT_S = 5.0
+MAX_COLD_DEATHS = 3  # spares of one kind dying before they are warm, in a row, before the server stops
 
 
 def default_socket() -> str:
@@ -178,6 +182,7 @@ class WorkerServer:
         self._handed: list[tuple[int, Any]] = []  # (spec, process) served, children reaped here
         self._sock: socket.socket | None = None
         self._lock = threading.RLock()  # status() may be called from another thread than serving
+        self._cold_deaths = [0] * len(self.specs)  # per kind: spares in a row that died warming up
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -248,15 +253,31 @@ class WorkerServer:
                         s.warm = s.ctrl.recv() == "warm"
                 except (EOFError, OSError):
                     pass
+                if s.warm:
+                    self._cold_deaths[i] = 0
                 if s.process.is_alive():
                     alive.append(s)
                 else:
                     s.process.join()
                     s.ctrl.close()
+                    if not s.warm:
+                        self._died_cold(i, s.process.exitcode)
             serving = sum(j == i for j, _p in self._handed) if spec.refill == "after" else 0
             while len(alive) + serving < spec.spares:
                 alive.append(self._start_spare(spec))
             self._spares[i] = alive
+
+    def _died_cold(self, i: int, exitcode: int | None) -> None:
+        """Count a spare of kind *i* that died before it was warm; after :data:`MAX_COLD_DEATHS` in
+        a row, its warm-up fails every time (a missing package, no GPU): stop instead of starting
+        spares for ever."""
+        self._cold_deaths[i] += 1
+        if self._cold_deaths[i] >= MAX_COLD_DEATHS:
+            raise FlysearchError(
+                f"{MAX_COLD_DEATHS} {self.specs[i].name} workers in a row died while warming up (the "
+                f"last with exit code {exitcode}; their error is above); check that a study of this "
+                "kind runs on this machine without --server."
+            )
 
     def status(self) -> dict[str, Any]:
         """Per kind of worker: spares started and spares warm; and workers served so far."""

@@ -7,6 +7,7 @@ the config, so a test knows which configs fail, crash or hang.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any
 
@@ -59,6 +60,11 @@ def slow_init() -> None:
     """An initializer that takes a second (a framework's imports) and counts its runs."""
     time.sleep(1.0)
     os.environ["FAKE_INIT_RUNS"] = str(int(os.environ.get("FAKE_INIT_RUNS", "0")) + 1)
+
+
+def die_init() -> None:
+    """An initializer that always fails (a worker whose framework is not installed)."""
+    sys.exit(3)
 
 
 def fail(x: int) -> int:

@@ -190,6 +190,18 @@ def test_a_spare_that_refills_after_is_replaced_once_its_pool_closed_it(sock):
         assert wait_warm(sock, timeout_s=30)["kinds"]["probe"] == {"spares": 1, "warm": 1}
 
 
+def test_a_server_whose_workers_die_warming_up_stops_instead_of_restarting_them(sock):
+    from flysearch.errors import FlysearchError
+    from flysearch.worker_server import MAX_COLD_DEATHS
+
+    broken = WorkerSpec(fakes.whoami, fakes.die_init, spares=1, name="broken")
+    deadline = time.monotonic() + 60
+    with serving([broken], sock) as server:
+        with pytest.raises(FlysearchError, match=f"{MAX_COLD_DEATHS} broken workers in a row died"):
+            server.serve_forever(lambda: time.monotonic() > deadline)
+    assert time.monotonic() < deadline
+
+
 def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, monkeypatch):  # noqa: F811
     from flysearch.errors import FlysearchError
     from flysearch.live import LiveSettings
