@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flysearch.cli_errors import user_errors as _user_errors
-from flysearch.cli_options import db_option, storage_option, writable_file
+from flysearch.cli_options import db_option, gpu_list, storage_option, writable_file
 from flysearch.launch import StudySpec, import_table, launch, load_study_file, with_overrides
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
@@ -208,7 +208,7 @@ def _run_live(study_file: str | None, options: dict[str, Any], live: dict[str, A
 
         live["server"] = live["server"] or default_socket()
     jobs = [job_for(t) for t in targets] or [job_for(None)]
-    gpus = [g.strip() for g in live["gpus"].split(",")] if live["gpus"] else None
+    gpus = gpu_list(live["gpus"], "--gpus") or None
     reports = None
     if live["server"]:
         from flysearch.live_launch import run_on_server

@@ -4,6 +4,7 @@ and its sub-command modules, so that none of them imports the other)."""
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +15,15 @@ import click
 from flysearch.study import DEFAULT_STORAGE
 from flysearch.tables import DEFAULT_DB
 
-__all__ = ["db_option", "dir_write_problem", "file_write_problem", "storage_option", "writable_dir",
-           "writable_file"]
+__all__ = [
+    "db_option",
+    "dir_write_problem",
+    "file_write_problem",
+    "gpu_list",
+    "storage_option",
+    "writable_dir",
+    "writable_file",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,6 +39,21 @@ def storage_option(func: F) -> F:
         "--storage", default=None,
         help=f"Optuna storage URL (default {DEFAULT_STORAGE}; postgresql://... works too).",
     )(func)
+
+
+def gpu_list(text: str | None, flag: str) -> list[str]:
+    """The GPUs of a comma-separated *flag* value, as ``CUDA_VISIBLE_DEVICES`` names them (indices,
+    or ``GPU-``/``MIG-`` UUIDs); a one-line error for anything else, or for a GPU named twice."""
+    if not text:
+        return []
+    gpus = [g.strip() for g in text.split(",")]
+    bad = [g for g in gpus if not re.fullmatch(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+", g)]
+    if bad or len(set(gpus)) < len(gpus):
+        raise click.BadParameter(
+            f"{text!r}: give GPU indices (or GPU-/MIG- UUIDs), distinct and separated by commas",
+            param_hint=flag,
+        )
+    return gpus
 
 
 def writable_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

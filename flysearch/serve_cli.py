@@ -11,6 +11,7 @@ import threading
 import click
 
 from flysearch.cli_errors import user_errors
+from flysearch.cli_options import gpu_list
 from flysearch.errors import FlysearchError
 from flysearch.tables import DEFAULT_DB
 
@@ -23,9 +24,9 @@ __all__ = ["serve"]
 @click.option("--gpu", default=None,
               help="The GPU the timers own (CUDA_VISIBLE_DEVICES), or GPUs, comma-separated (timers "
                    "for each, for studies run with --gpus); default: as studies without --gpus see them.")
-@click.option("--compile-workers", type=click.IntRange(min=1), default=None,
+@click.option("--compile-workers", type=click.IntRange(min=0), default=None,
               help="Compile processes kept warm (default: as a study's, CPU count minus 2).")
-@click.option("--timers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--timers", type=click.IntRange(min=0), default=1, show_default=True,
               help="GPU timers kept warm.")
 @click.option("--prior", "priors", multiple=True, type=click.Path(dir_okay=False),
               help="A cost-model file the study processes keep loaded, for costmodel studies that name "
@@ -67,9 +68,7 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
         return
     if timers < 0 or (compile_workers is not None and compile_workers < 0):
         raise FlysearchError("--timers and --compile-workers must be >= 0.")
-    gpus = [g.strip() for g in gpu.split(",")] if gpu else []
-    if any(not g for g in gpus) or len(set(gpus)) < len(gpus):
-        raise FlysearchError(f"--gpu {gpu!r}: give one GPU, or distinct GPUs separated by commas.")
+    gpus = gpu_list(gpu, "--gpu")
     if priors:
         from flysearch.costmodel import load_prior
 

@@ -20,7 +20,9 @@ is marked failed (nothing of it was measured, so nothing is lost).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -189,10 +191,27 @@ def open_storage(
     url = str(storage)
     if url.startswith("sqlite:///") and not create and not Path(url.removeprefix("sqlite:///")).is_file():
         raise FlysearchError(f"No study storage at {url}; run a study first with 'flysearch study run'.")
+    if url.startswith("sqlite:///") and not current and _holds_tables_only(url.removeprefix("sqlite:///")):
+        raise FlysearchError(
+            f"{url} is a flysearch table database (--db), not a study storage; give --storage another file."
+        )
     try:
         return optuna.storages.RDBStorage(url, skip_compatibility_check=current, skip_table_creation=current)
     except (ImportError, ValueError, sqlalchemy_errors()) as exc:
         raise FlysearchError(f"Cannot open study storage {url!r}: {str(exc).splitlines()[0]}.") from None
+
+
+def _holds_tables_only(path: str) -> bool:
+    """Whether the SQLite file *path* is a table database (:mod:`flysearch.tables`) without any
+    Optuna study in it: Optuna must not add its schema to it."""
+    if not Path(path).is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            names = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+    except sqlite3.DatabaseError:
+        return False  # not SQLite at all: Optuna's own error says so
+    return "gt_tables" in names and "studies" not in names
 
 
 def sqlalchemy_errors() -> type[Exception]:

@@ -269,3 +269,19 @@ def test_table_rows_are_checked_in_python_too(tmp_path: Path) -> None:
         TableStore(":memory:").write(meta, [*rows, rows[0]])
     with pytest.raises(InputFormatError, match="none ok"):
         check_table(meta.name, [replace(r, outcome="runtime_failed") for r in rows])
+
+
+def test_a_table_database_is_not_taken_as_a_study_storage(db: str) -> None:
+    for args in (["study", "list"], ["study", "run", "--table", TABLE, "--db", db, "--budget", "2"]):
+        code, out = run(*args, "--storage", f"sqlite:///{db}")
+        assert code == 2 and "is a flysearch table database (--db), not a study storage" in one_error(out)
+    assert "studies" not in TableStore(db, create=False).db.table_names()  # no Optuna schema added
+
+
+@pytest.mark.parametrize("gpus", ["abc", "0,0", "0,,1"])
+def test_gpus_that_cuda_cannot_name_are_refused(db: str, tmp_path: Path, gpus: str) -> None:
+    storage = tmp_path / "s.db"
+    code, out = run("study", "run", "--evaluator", "simulated", "--table", TABLE, "--db", db, "--budget", "2",
+                    "--storage", f"sqlite:///{storage}", "--gpus", gpus)
+    assert code == 2 and "give GPU indices" in one_error(out)
+    assert not storage.exists()
