@@ -10,7 +10,7 @@ from flysearch.cli_errors import user_errors as _user_errors
 from flysearch.cli_options import db_option, writable_file
 from flysearch.errors import FlysearchError
 from flysearch.kernels.aiter_hgemm import SPACE_NAME
-from flysearch.tables import TableStore
+from flysearch.tables import TableStore, opened_store
 
 __all__ = ["aiter"]
 
@@ -37,10 +37,11 @@ def aiter_import(paths: tuple[str, ...], profile: bool, err_ratio: float, replac
 
         flysearch aiter import ../shared/data/aiter/bf16_tuned_gemm.csv
     """
-    store = TableStore(db)
-    for path in paths:
-        names = import_into_store(path, store, profile=profile, err_ratio_limit=err_ratio, replace=replace)
-        console.print(f"imported {len(names)} tables from {path} into {db}")
+    with opened_store(db) as store:  # each file all or nothing; a database made for none is removed
+        for path in paths:
+            names = import_into_store(path, store, profile=profile, err_ratio_limit=err_ratio,
+                                      replace=replace)
+            console.print(f"imported {len(names)} tables from {path} into {db}")
 
 
 @aiter.command("export")
@@ -57,6 +58,8 @@ def aiter_export(out: str, prefix: str, db: str) -> None:
     """
     store = TableStore(db, create=False)
     names = [n for n in store.names() if n.startswith(prefix) and store.meta(n).kernel == SPACE_NAME]
+    if not names:  # an existing CSV is not replaced by a header
+        raise FlysearchError(f"No aiter FlyDSL table in {db} starts with {prefix!r}; nothing to export.")
     records = export_tuned_csv([store.load(n) for n in names], out)
     console.print(f"wrote {len(records)} FlyDSL winners from {len(names)} tables to {out}")
 

@@ -75,6 +75,7 @@ TORCH_DTYPES: dict[str, str] = {
 
 _INT_COLUMNS = ("cu_num", "M", "N", "K", "solidx", "splitK")
 _FLOAT_COLUMNS = ("us", "err_ratio", "tflops", "bw")
+_POSITIVE_COLUMNS = ("cu_num", "M", "N", "K")
 _BOOL_COLUMNS = ("bias", "scaleAB", "bpreshuffle")
 _NULLS = ("", "Null", "nan", "NaN", "None")
 
@@ -129,7 +130,13 @@ def _parse_cell(path: Path, line: int, column: str, text: str) -> Any:
     text = text.strip()
     try:
         if column in _INT_COLUMNS:
-            return int(float(text)) if text not in ("", "None") else 0
+            if text in ("", "None"):
+                return 0
+            number = float(text)
+            low = 1 if column in _POSITIVE_COLUMNS else 0
+            if not number.is_integer() or not low <= number < 2**53:
+                raise ValueError(text)
+            return int(number)
         if column in _FLOAT_COLUMNS:
             if text in _NULLS:
                 if column == "us":
@@ -141,9 +148,10 @@ def _parse_cell(path: Path, line: int, column: str, text: str) -> Any:
                 raise ValueError(text)
             return text == "True"
     except ValueError:
+        kind = ("True/False value" if column in _BOOL_COLUMNS else "whole number" + (
+            " >= 1" if column in _POSITIVE_COLUMNS else " >= 0") if column in _INT_COLUMNS else "number")
         raise InputFormatError(
-            f"{path}:{line}: column {column!r} holds {text!r}, not a "
-            f"{'number' if column not in _BOOL_COLUMNS else 'True/False value'}; fix or drop that row."
+            f"{path}:{line}: column {column!r} holds {text!r}, not a {kind}; fix or drop that row."
         ) from None
     return "" if text == "Null" else text
 
@@ -157,7 +165,7 @@ def read_aiter_csv(path: str | Path) -> list[AiterRecord]:
     """
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
+        with path.open(newline="", encoding="utf-8-sig") as fh:  # a spreadsheet's BOM is no column
             reader = csv.reader(fh)
             header = [h.strip() for h in next(reader, [])]
             missing = [c for c in TUNED_HEADER if c not in header]
@@ -445,8 +453,7 @@ def import_into_store(
         tables = read_profile_csv(path, err_ratio_limit=err_ratio_limit)
     else:
         tables = read_tuned_csv(path)
-    for meta, rows in tables:
-        store.write(meta, rows, replace=replace)
+    store.write_many(tables, replace=replace)  # all of the file's tables, or none
     return [meta.name for meta, _ in tables]
 
 

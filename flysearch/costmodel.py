@@ -298,8 +298,11 @@ def _read_prior(path: str | Path) -> Prior:
         raise InputFormatError(f"{path} is not a flysearch model file: {exc}.") from None
     if not isinstance(doc, dict) or doc.get("format") != "flysearch-prior/1":
         raise InputFormatError(f"{path} is not a flysearch model file.")
-    sources = [Prior(model, list(schema), dict(prov)) for model, schema, prov in doc.get("sources", [])]
-    return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]), sources)
+    try:
+        sources = [Prior(model, list(schema), dict(prov)) for model, schema, prov in doc.get("sources", [])]
+        return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]), sources)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputFormatError(f"{path} is not a whole flysearch model file (no {exc}).") from None
 
 
 def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources: bool = True,

@@ -161,6 +161,12 @@ class Experiment:
                     f"{', '.join(ENCODINGS)}."
                 )
         _unique("sampler label", [s.label for s in self.samplers])
+        with_prior = any(s.name == "costmodel" for s in self.samplers)
+        if with_prior and len(self.tables) + len(self.prior_tables) < 2:
+            raise InputFormatError(
+                "The costmodel sampler's prior trains on the other tables (leave-one-table-out); add a "
+                "[[prior_table]] or a second [[table]]."
+            )
         if len(set(self.seeds)) != len(self.seeds) or not self.seeds:
             raise InputFormatError(f"Seeds must be a non-empty list without repeats, got {list(self.seeds)}.")
 

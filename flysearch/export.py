@@ -29,16 +29,19 @@ __all__ = ["best_configs", "export_json", "triton_configs_source"]
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
-def best_configs(store: TableStore, prefix: str = "", top: int = 1) -> list[dict[str, Any]]:
-    """The *top* fastest correct configs of every table whose name starts with *prefix*.
+def best_configs(store: TableStore, prefix: str = "", top: int = 1, *,
+                 kernel: str = "") -> list[dict[str, Any]]:
+    """The *top* fastest correct configs of every table whose name starts with *prefix* (and whose
+    kernel's name holds *kernel*).
 
     Raises:
-        MissingTableError: no table matches *prefix*.
+        MissingTableError: no table matches, or none of those matching has a config that ran.
     """
-    names = [n for n in store.names() if n.startswith(prefix)]
+    names = [n for n in store.names() if n.startswith(prefix) and kernel in store.meta(n).kernel]
     if not names:
+        what = f"{kernel} table" if kernel else "table"
         raise MissingTableError(
-            f"No table in {store.path} starts with {prefix!r}; list them with 'flysearch tables list'."
+            f"No {what} in {store.path} starts with {prefix!r}; list them with 'flysearch tables list'."
         )
     out = []
     for name in names:
@@ -52,6 +55,10 @@ def best_configs(store: TableStore, prefix: str = "", top: int = 1) -> list[dict
                 "problem": table.meta.problem, "key": row.key, "params": dict(row.params),
                 "time_ms": row.time_ms,
             })
+    if not out:
+        raise MissingTableError(
+            f"None of the {len(names)} tables starting with {prefix!r} has a config that ran."
+        )
     return out
 
 

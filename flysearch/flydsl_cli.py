@@ -13,6 +13,7 @@ from rich.table import Table
 from flysearch.cli_errors import user_errors
 from flysearch.cli_options import writable_dir, writable_file
 from flysearch.errors import FlysearchError, UnknownArchError
+from flysearch.study import MAX_SEED
 
 __all__ = ["doctor", "flydsl"]
 
@@ -50,7 +51,8 @@ def flydsl() -> None:
 @click.option("--shape", required=True, help="GEMM shape MxNxK, e.g. 256x256x256.")
 @click.option("--limit", type=click.IntRange(min=0), default=8, show_default=True,
               help="Feasible configs to compile (0: all).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Order of the feasible configs.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help="Order of the feasible configs.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
               help="Seconds per compile.")
 @click.option("--out", default=None, callback=writable_file, help="Write the rows to this CSV file.")
@@ -133,6 +135,8 @@ def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_
 
     try:
         profile = get_arch(arch)
+        if profile.vendor != "amd":
+            raise FlysearchError(f"FlyDSL artifacts are for AMD archs; {arch!r} is {profile.vendor}.")
         if cu is None:
             try:
                 arch_of_device(device_name)  # a device no profile knows: its CU count must be given
@@ -143,6 +147,11 @@ def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_
         store = TableStore(db, create=False)
         for table_name in tables:
             table = store.load(table_name)
+            if "flydsl" not in table.meta.kernel:
+                raise FlysearchError(
+                    f"Table {table_name!r} measured {table.meta.kernel!r}, not a FlyDSL kernel; it has no "
+                    "FlyDSL config to export."
+                )
             fields = [f.strip() for f in key.split(",") if f.strip()]
             missing = [f for f in fields if f not in table.meta.problem]
             if missing:

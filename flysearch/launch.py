@@ -16,6 +16,7 @@ Unknown keys are rejected with the list of allowed ones.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -186,12 +187,14 @@ def launch(
     """
     spec.validate()
     if spec.import_path is not None:
-        store = TableStore(spec.db)
-        if spec.table is None or spec.table not in store:
-            store.close()
+        held = False
+        if Path(spec.db).is_file() and spec.table is not None:
+            with contextlib.closing(TableStore(spec.db)) as existing:
+                held = spec.table in existing
+        if not held:  # imported (checked first, so that a bad file leaves no database behind)
             name = import_table(spec.import_path, db=spec.db, name=spec.table)
             spec = replace(spec, table=name)
-            store = TableStore(spec.db)
+        store = TableStore(spec.db)
     else:
         store = TableStore(spec.db, create=False)
     try:

@@ -33,7 +33,10 @@ def _load_tables(db: str, names: tuple[str, ...], files: tuple[str, ...]) -> lis
             tables.extend(store.load(n) for n in matched)
     scratch = TableStore(":memory:")
     for pattern in files:
-        paths = sorted(glob.glob(pattern)) or [pattern]
+        paths = sorted(glob.glob(pattern))
+        if not paths and glob.has_magic(pattern):
+            raise FlysearchError(f"--file {pattern!r} matches no file.")
+        paths = paths or [pattern]
         for path in paths:
             meta, rows = read_any_table(path)
             scratch.write(meta, rows, replace=True)

@@ -108,6 +108,14 @@ def _file_name(table: str) -> str:
 def _dump(store: TableStore, names: list[str], out_dir: str) -> None:
     from flysearch.tables import dump_table_file
 
+    files: dict[str, str] = {}
+    for name in names:
+        other = files.setdefault(_file_name(name), name)
+        if other != name:
+            raise InputFormatError(
+                f"Tables {other!r} and {name!r} would both be written to {_file_name(name)}; dump them apart "
+                "(--prefix)."
+            )
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for name in names:
         dump_table_file(store.load(name), Path(out_dir) / _file_name(name))
@@ -127,7 +135,10 @@ def race_dump(db: str, prefix: str, out_dir: str) -> None:
         flysearch race dump --db h200.db --prefix triton_gemm/H200 benchmarks/data/h200
     """
     store = TableStore(db, create=False)
-    _dump(store, [n for n in store.names() if n.startswith(prefix)], out_dir)
+    names = [n for n in store.names() if n.startswith(prefix)]
+    if not names:
+        raise InputFormatError(f"No table in {db} starts with {prefix!r}; nothing to dump.")
+    _dump(store, names, out_dir)
 
 
 @race.command("load")
@@ -205,7 +216,7 @@ def export_triton(db: str, prefix: str, top: int, out_py: str | None, out_json: 
     """
     from flysearch.export import best_configs, export_json, triton_configs_source
 
-    entries = best_configs(TableStore(db, create=False), prefix, top)
+    entries = best_configs(TableStore(db, create=False), prefix, top, kernel="triton")
     source = triton_configs_source(entries)
     if out_py:
         Path(out_py).write_text(source)

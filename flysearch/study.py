@@ -193,7 +193,8 @@ def open_storage(
         raise FlysearchError(f"No study storage at {url}; run a study first with 'flysearch study run'.")
     if url.startswith("sqlite:///") and not current and _holds_tables_only(url.removeprefix("sqlite:///")):
         raise FlysearchError(
-            f"{url} is a flysearch table database (--db), not a study storage; give --storage another file."
+            f"{url} is not an Optuna study storage (a table or results database?); give --storage another "
+            "file."
         )
     try:
         return optuna.storages.RDBStorage(url, skip_compatibility_check=current, skip_table_creation=current)
@@ -202,8 +203,8 @@ def open_storage(
 
 
 def _holds_tables_only(path: str) -> bool:
-    """Whether the SQLite file *path* is a table database (:mod:`flysearch.tables`) without any
-    Optuna study in it: Optuna must not add its schema to it."""
+    """Whether the SQLite file *path* holds tables but no Optuna schema (a table database of
+    :mod:`flysearch.tables`, a compare results database): Optuna must not add its schema to it."""
     if not Path(path).is_file():
         return False
     try:
@@ -211,7 +212,7 @@ def _holds_tables_only(path: str) -> bool:
             names = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
     except sqlite3.DatabaseError:
         return False  # not SQLite at all: Optuna's own error says so
-    return "gt_tables" in names and "studies" not in names
+    return bool(names) and "studies" not in names
 
 
 def sqlalchemy_errors() -> type[Exception]:

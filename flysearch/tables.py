@@ -23,6 +23,7 @@ import contextlib
 import datetime as _dt
 import json
 import sqlite3
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -196,6 +197,7 @@ class TableStore:
                     "'flysearch tables import FILE'."
                 )
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        _refuse_foreign(self.path)
         self.db = sqlite_utils.Database(self.path)
         # Several live workers may write one table database: wait for the lock, do not fail.
         self.db.execute("PRAGMA busy_timeout = 60000")
@@ -266,6 +268,12 @@ class TableStore:
                 self.delete(meta.name)
             self.db[_META].insert(meta._record())  # type: ignore[union-attr]
             self._insert_rows(meta.name, rows, replace=False)
+
+    def write_many(self, tables: Iterable[tuple[TableMeta, Iterable[Row]]], *, replace: bool = False) -> None:
+        """Write several whole tables in one transaction: all of them, or none when one fails."""
+        with self.db.atomic():
+            for meta, rows in tables:
+                self.write(meta, rows, replace=replace)
 
     def add_rows(self, meta: TableMeta, rows: Iterable[Row]) -> None:
         """Create *meta*'s table if needed and add (or update) *rows*, in one transaction.
@@ -346,6 +354,23 @@ def _check_rows(name: str, rows: list[Row]) -> None:
             raise InputFormatError(f"Row {r.key!r} of table {name!r} is ok but has no time.")
 
 
+def _refuse_foreign(path: str) -> None:
+    """A one-line error when *path* is a SQLite file of something else (an Optuna study storage, a
+    compare results database): opening it as a table database would add tables to it."""
+    if path == ":memory:" or not Path(path).is_file() or Path(path).stat().st_size == 0:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            names = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+    except sqlite3.DatabaseError:
+        return  # not SQLite at all: opening it says so
+    if names and _META not in names and "_sqlite_migrations" not in names:
+        kind = "an Optuna study storage" if "studies" in names else "not a flysearch table database"
+        raise InputFormatError(
+            f"{path} is {kind} (it holds tables {sorted(names)[:4]}); give --db a table database."
+        )
+
+
 @contextlib.contextmanager
 def opened_store(path: str | Path = DEFAULT_DB) -> Iterator[TableStore]:
     """The table database at *path*, closed when the block ends. When the block fails before any
@@ -422,6 +447,7 @@ def read_table_file(path: str | Path) -> tuple[TableMeta, list[Row]]:
         raise
     except FileNotFoundError:
         raise InputFormatError(f"Table file {path} does not exist.") from None
-    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, zlib.error,
+            RecursionError) as exc:
         raise InputFormatError(f"{path} is not a readable flysearch table file: {exc}.") from None
     return meta, rows

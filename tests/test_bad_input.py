@@ -16,7 +16,7 @@ from flysearch.cli import main
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.tables import TableStore, check_table, opened_store, read_table_file
 
-from .conftest import REPO
+from .conftest import DATA, REPO
 
 TABLE_FILE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
 TABLE = "triton_gemm/H200/256x1536x7168"
@@ -274,7 +274,7 @@ def test_table_rows_are_checked_in_python_too(tmp_path: Path) -> None:
 def test_a_table_database_is_not_taken_as_a_study_storage(db: str) -> None:
     for args in (["study", "list"], ["study", "run", "--table", TABLE, "--db", db, "--budget", "2"]):
         code, out = run(*args, "--storage", f"sqlite:///{db}")
-        assert code == 2 and "is a flysearch table database (--db), not a study storage" in one_error(out)
+        assert code == 2 and "is not an Optuna study storage" in one_error(out)
     assert "studies" not in TableStore(db, create=False).db.table_names()  # no Optuna schema added
 
 
@@ -285,3 +285,138 @@ def test_gpus_that_cuda_cannot_name_are_refused(db: str, tmp_path: Path, gpus: s
                     "--storage", f"sqlite:///{storage}", "--gpus", gpus)
     assert code == 2 and "give GPU indices" in one_error(out)
     assert not storage.exists()
+
+
+AITER_CSV = DATA / "aiter" / "bf16_tuned_gemm.csv"
+needs_aiter = pytest.mark.skipif(not AITER_CSV.is_file(), reason=f"{AITER_CSV} is absent (../shared/data)")
+
+
+def _aiter_copy(tmp_path: Path, row: int, column: int, value: str, name: str = "x.csv") -> Path:
+    lines = AITER_CSV.read_text().splitlines(keepends=True)
+    cells = lines[row].split(",")
+    cells[column] = value
+    lines[row] = ",".join(cells)
+    path = tmp_path / name
+    path.write_text("".join(lines))
+    return path
+
+
+@needs_aiter
+@pytest.mark.parametrize(("value", "row"), [("inf", 1), ("0", 1), ("-64", 1), ("1e30", -1), ("64.7", 1)])
+def test_an_aiter_csv_with_an_impossible_size_is_one_line_and_imports_nothing(
+        tmp_path: Path, value: str, row: int) -> None:
+    path = _aiter_copy(tmp_path, row, 2, value)  # column 2: M
+    code, out = run("aiter", "import", str(path), "--db", str(tmp_path / "a.db"))
+    assert code == 2 and f"column 'M' holds '{value}', not a whole number >= 1" in one_error(out)
+    assert not (tmp_path / "a.db").exists()
+
+
+@needs_aiter
+def test_an_aiter_import_is_all_or_nothing(tmp_path: Path) -> None:
+    lines = AITER_CSV.read_text().splitlines(keepends=True)
+    (tmp_path / "part").mkdir()
+    (tmp_path / "part" / "x.csv").write_text("".join([lines[0], *lines[150:]]))
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "whole" / "x.csv").write_text("".join(lines))
+    db = tmp_path / "a.db"
+    assert run("aiter", "import", str(tmp_path / "part" / "x.csv"), "--db", str(db))[0] == 0
+    before = TableStore(db, create=False).names()
+    code, out = run("aiter", "import", str(tmp_path / "whole" / "x.csv"), "--db", str(db))
+    assert code == 2 and "already exists" in one_error(out)
+    assert TableStore(db, create=False).names() == before  # none of the file's new tables written
+
+
+@needs_aiter
+def test_a_spreadsheets_byte_order_mark_is_not_part_of_the_first_column(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + AITER_CSV.read_bytes())
+    code, out = run("aiter", "import", str(path), "--db", str(tmp_path / "a.db"))
+    assert code == 0, out
+
+
+@needs_aiter
+def test_aiter_export_without_a_matching_table_keeps_the_existing_csv(db: str, tmp_path: Path) -> None:
+    keep = tmp_path / "keep.csv"
+    keep.write_text("precious\n")
+    code, out = run("aiter", "export", str(keep), "--db", db)
+    assert code == 2 and "No aiter FlyDSL table" in one_error(out)
+    assert keep.read_text() == "precious\n"
+
+
+def test_a_corrupt_gzip_body_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.table.json.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00garbage" * 10)
+    for args in (["tables", "import", str(path), "--db", str(tmp_path / "t.db")],
+                 ["model", "train", "--file", str(path), "--out", str(tmp_path / "m.joblib")]):
+        code, out = run(*args)
+        assert code == 2 and "is not a readable flysearch table file" in one_error(out), args
+    assert not (tmp_path / "t.db").exists()
+
+
+def test_a_study_files_bad_import_leaves_no_database(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.table.json.gz"
+    doc = _table_doc()
+    doc["rows"][0]["time_ms"] = "fast"
+    _write(bad, doc)
+    study = tmp_path / "s.toml"
+    study.write_text(f'[study]\ntable = "{TABLE}"\nimport = "bad.table.json.gz"\nbudget = 3\n'
+                     f'db = "{tmp_path / "t.db"}"\nstorage = "sqlite:///{tmp_path / "s.db"}"\n')
+    code, out = run("study", "run", str(study))
+    assert code == 2 and "has time_ms 'fast'" in one_error(out)
+    assert not (tmp_path / "t.db").exists() and not (tmp_path / "s.db").exists()
+
+
+def test_a_study_storage_is_not_taken_as_a_table_database(db: str, tmp_path: Path) -> None:
+    storage = tmp_path / "s.db"
+    assert run("study", "run", "--table", TABLE, "--db", db, "--budget", "2", "--sampler", "random",
+               "--storage", f"sqlite:///{storage}")[0] == 0
+    before = storage.read_bytes()
+    for args in (["tables", "list"], ["tables", "import", str(TABLE_FILE)], ["export", "triton"]):
+        code, out = run(*args, "--db", str(storage))
+        assert code == 2 and "is an Optuna study storage" in one_error(out), args
+    assert storage.read_bytes() == before
+
+
+def test_exports_refuse_tables_of_another_kernel(db: str, tmp_path: Path, conv_mi250x_path: Path) -> None:
+    other = str(tmp_path / "conv.db")
+    assert run("tables", "import", str(conv_mi250x_path), "--db", other)[0] == 0
+    code, out = run("export", "triton", "--db", other, "--out", str(tmp_path / "x.py"))
+    assert code == 2 and "No triton table" in one_error(out)
+    common = ["export", "flydsl", "--db", db, "--table", TABLE, "--name", "n", "--device",
+              "AMD Instinct MI300X", "--cu", "304", "--out", str(tmp_path / "fl")]
+    code, out = run(*common, "--arch", "sm_90")
+    assert code == 2 and "FlyDSL artifacts are for AMD archs" in one_error(out)
+    code, out = run(*common, "--arch", "gfx942")
+    assert code == 2 and "not a FlyDSL kernel" in one_error(out)
+    assert not (tmp_path / "x.py").exists() and not list((tmp_path / "fl").glob("**/*.json"))
+
+
+def test_race_dump_refuses_two_tables_for_one_file_and_an_empty_selection(tmp_path: Path) -> None:
+    db = str(tmp_path / "t.db")
+    for name in ("a/b", "a__b"):
+        assert run("tables", "import", str(TABLE_FILE), "--db", db, "--name", name)[0] == 0
+    code, out = run("race", "dump", str(tmp_path / "out"), "--db", db)
+    assert code == 2 and "would both be written to a__b.table.json.gz" in one_error(out)
+    code, out = run("race", "dump", str(tmp_path / "out"), "--db", db, "--prefix", "nomatch")
+    assert code == 2 and "nothing to dump" in one_error(out)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_costmodel_comparison_without_tables_to_train_on_runs_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(f'[experiment]\nbudget = 3\noutput = "out"\n[[table]]\nsource = "{TABLE_FILE}"\n'
+                    '[[sampler]]\nname = "random"\n[[sampler]]\nname = "costmodel"\n')
+    code, out = run("compare", str(path))
+    assert code == 2 and "add a [[prior_table]] or a second [[table]]" in one_error(out)
+    assert not (tmp_path / "out").exists()
+
+
+def test_model_files_and_globs_that_hold_nothing_are_one_line(db: str, tmp_path: Path) -> None:
+    import joblib
+
+    model = tmp_path / "m.joblib"
+    joblib.dump({"format": "flysearch-prior/1"}, model)
+    code, out = run("model", "rank", "--model", str(model), "--db", db, "--table", TABLE)
+    assert code == 2 and "is not a whole flysearch model file" in one_error(out)
+    code, out = run("model", "train", "--file", str(tmp_path / "nothing" / "*.gz"), "--out", str(model))
+    assert code == 2 and "matches no file" in one_error(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def _load_json(path: Path) -> dict[str, Any]:
             doc = json.load(fh)
     except FileNotFoundError:
         raise InputFormatError(f"Kernel Tuner cache {path} does not exist.") from None
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError, zlib.error, RecursionError) as exc:
         raise InputFormatError(f"{path} is not a readable Kernel Tuner cache: {exc}.") from None
     if not isinstance(doc, dict):
         raise InputFormatError(f"{path} is not a Kernel Tuner cache: the top level is not an object.")
