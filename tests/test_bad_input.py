@@ -134,6 +134,14 @@ def test_bad_values_in_a_study_file_are_one_line(db: str, tmp_path: Path, line: 
     assert not storage.exists()
 
 
+def _experiment(tmp_path: Path, samplers: str = '[[sampler]]\nname = "random"\n', head: str = "") -> Path:
+    """An experiment file over the one table, with output folder ``out``."""
+    path = tmp_path / "c.toml"
+    path.write_text(f'[experiment]\nbudget = 3\n{head}\noutput = "out"\n[[table]]\nsource = "{TABLE_FILE}"\n'
+                    f"{samplers}")
+    return path
+
+
 @pytest.mark.parametrize(
     ("experiment", "sampler", "message"),
     [
@@ -144,27 +152,21 @@ def test_bad_values_in_a_study_file_are_one_line(db: str, tmp_path: Path, line: 
 )
 def test_bad_values_in_an_experiment_file_are_one_line(tmp_path: Path, experiment: str, sampler: str,
                                                       message: str) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(f'[experiment]\nbudget = 3\n{experiment}\noutput = "out"\n'
-                    f'[[table]]\nsource = "{TABLE_FILE}"\n[[sampler]]\nname = "random"\n{sampler}\n')
+    path = _experiment(tmp_path, f'[[sampler]]\nname = "random"\n{sampler}\n', head=experiment)
     code, out = run("compare", str(path))
     assert code == 2 and message in one_error(out)
     assert not (tmp_path / "out").exists()
 
 
 def test_an_unknown_sampler_lists_each_known_one_once(tmp_path: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(f'[experiment]\nbudget = 3\n[[table]]\nsource = "{TABLE_FILE}"\n'
-                    '[[sampler]]\nname = "x"\n')
+    path = _experiment(tmp_path, '[[sampler]]\nname = "x"\n')
     code, out = run("compare", str(path))
     known = one_error(out).split("choose one of: ")[1].rstrip(".").split(", ")
     assert code == 2 and "costmodel" in known and len(known) == len(set(known))
 
 
 def test_a_damaged_results_database_is_named(tmp_path: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(f'[experiment]\nbudget = 3\noutput = "out"\n[[table]]\nsource = "{TABLE_FILE}"\n'
-                    '[[sampler]]\nname = "random"\n')
+    path = _experiment(tmp_path)
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "results.db").write_text("not a database\n")
     for extra in ([], ["--report-only"]):
@@ -403,9 +405,7 @@ def test_race_dump_refuses_two_tables_for_one_file_and_an_empty_selection(tmp_pa
 
 
 def test_a_costmodel_comparison_without_tables_to_train_on_runs_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(f'[experiment]\nbudget = 3\noutput = "out"\n[[table]]\nsource = "{TABLE_FILE}"\n'
-                    '[[sampler]]\nname = "random"\n[[sampler]]\nname = "costmodel"\n')
+    path = _experiment(tmp_path, '[[sampler]]\nname = "random"\n[[sampler]]\nname = "costmodel"\n')
     code, out = run("compare", str(path))
     assert code == 2 and "add a [[prior_table]] or a second [[table]]" in one_error(out)
     assert not (tmp_path / "out").exists()
