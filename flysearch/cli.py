@@ -278,6 +278,8 @@ def study_show(name: str, storage: str | None, db: str) -> None:
     """
     from flysearch.report import load_summary
 
+    if click.get_current_context().get_parameter_source("db") is click.core.ParameterSource.COMMANDLINE:
+        TableStore(db, create=False).close()  # a --db named on purpose must be a table database
     summary, optimum = load_summary(name, storage=storage, db=db)
     _print_summary(summary, optimum)
 

@@ -264,6 +264,11 @@ def load_experiment(path: str | Path) -> Experiment:
     values["output"] = str(
         (path.parent / str(exp.get("output", f"compare-results/{values['name']}"))).resolve()
     )
+    blocker = next((p for p in (Path(values["output"]), *Path(values["output"]).parents)
+                    if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise InputFormatError(f"Experiment file {path}: output {values['output']} cannot be a folder: "
+                               f"{blocker} is a file.")
     if "db" in exp:
         values["db"] = str((path.parent / str(exp["db"])).resolve())
     experiment = Experiment(tables=tables, samplers=tuple(samplers), prior_tables=priors, **values)

@@ -420,3 +420,24 @@ def test_model_files_and_globs_that_hold_nothing_are_one_line(db: str, tmp_path:
     assert code == 2 and "is not a whole flysearch model file" in one_error(out)
     code, out = run("model", "train", "--file", str(tmp_path / "nothing" / "*.gz"), "--out", str(model))
     assert code == 2 and "matches no file" in one_error(out)
+
+
+def test_study_show_with_a_named_db_that_is_no_table_database_is_one_line(db: str, tmp_path: Path) -> None:
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    assert run("study", "run", "--table", TABLE, "--db", db, "--budget", "2", "--sampler", "random",
+               "--name", "s", "--storage", storage)[0] == 0
+    text = tmp_path / "text.db"
+    text.write_text("hello\n")
+    for bad, message in ((text, "is not a flysearch table database"),
+                         (tmp_path / "none.db", "No table database")):
+        code, out = run("study", "show", "s", "--storage", storage, "--db", str(bad))
+        assert code == 2 and message in one_error(out)
+    code, out = run("study", "show", "s", "--storage", storage, "--db", db)
+    assert code == 0 and "regret" in out
+
+
+def test_a_comparison_whose_output_is_a_file_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("")
+    code, out = run("compare", str(_experiment(tmp_path)))
+    assert code == 2 and "cannot be a folder" in one_error(out)
+    assert (tmp_path / "out").read_text() == ""
