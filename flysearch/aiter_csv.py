@@ -148,8 +148,12 @@ def _parse_cell(path: Path, line: int, column: str, text: str) -> Any:
                 raise ValueError(text)
             return text == "True"
     except ValueError:
-        kind = ("True/False value" if column in _BOOL_COLUMNS else "whole number" + (
-            " >= 1" if column in _POSITIVE_COLUMNS else " >= 0") if column in _INT_COLUMNS else "number")
+        if column in _BOOL_COLUMNS:
+            kind = "True/False value"
+        elif column in _INT_COLUMNS:
+            kind = f"whole number >= {1 if column in _POSITIVE_COLUMNS else 0}"
+        else:
+            kind = "number"
         raise InputFormatError(
             f"{path}:{line}: column {column!r} holds {text!r}, not a {kind}; fix or drop that row."
         ) from None

@@ -56,23 +56,17 @@ def gpu_list(text: str | None, flag: str) -> list[str]:
     return gpus
 
 
-def writable_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Click callback: fail at once, in one line, when *value* cannot be written as a file, instead
-    of after the work whose result it would hold."""
-    if value is not None:
-        problem = file_write_problem(Path(value))
+def _path_callback(problem_of: Callable[[Path], str | None]) -> Callable[..., str | None]:
+    """A click callback that fails at once, in one line, when *problem_of* finds the path unusable,
+    instead of after the work whose result it would hold."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        problem = problem_of(Path(value)) if value is not None else None
         if problem:
             raise click.BadParameter(f"{value}: {problem}", ctx=ctx, param=param)
-    return value
+        return value
 
-
-def writable_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Click callback: fail at once when *value* cannot be (created and) written as a folder."""
-    if value is not None:
-        problem = dir_write_problem(Path(value))
-        if problem:
-            raise click.BadParameter(f"{value}: {problem}", ctx=ctx, param=param)
-    return value
+    return callback
 
 
 def file_write_problem(path: Path) -> str | None:
@@ -108,3 +102,7 @@ def dir_write_problem(path: Path) -> str | None:
     except OSError as exc:
         return f"cannot create entries in {ancestor}: {exc.strerror or exc}"
     return None
+
+
+writable_file = _path_callback(file_write_problem)  # the value is a file this command writes
+writable_dir = _path_callback(dir_write_problem)  # the value is a folder it creates or writes into

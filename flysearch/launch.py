@@ -43,7 +43,6 @@ from flysearch.tables import (
     Row,
     TableMeta,
     TableStore,
-    check_table,
     opened_store,
     read_table_file,
 )
@@ -171,9 +170,8 @@ def import_table(
 ) -> str:
     """Import a table file (see :func:`read_any_table`) into the table database; return its name."""
     meta, rows = read_any_table(path, name=name)
-    check_table(meta.name, rows)  # before the database is opened (and created)
-    with opened_store(db) as store:
-        store.write(meta, rows, replace=replace)
+    with opened_store(db) as store:  # a database made for a table that is refused is removed
+        store.write(meta, rows, replace=replace, require_ok=True)
     return meta.name
 
 

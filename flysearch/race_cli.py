@@ -152,14 +152,11 @@ def race_load(db: str, files: tuple[str, ...]) -> None:
 
         flysearch race load --db h200.db benchmarks/data/h200/*.table.json.gz
     """
-    from flysearch.tables import check_table, read_table_file
+    from flysearch.tables import read_table_file
 
-    loaded = [read_table_file(path) for path in files]  # every file read and checked first
-    for meta, rows in loaded:
-        check_table(meta.name, rows)
+    loaded = [read_table_file(path) for path in files]  # every file read first
     with opened_store(db) as store:
-        for meta, rows in loaded:
-            store.write(meta, rows, replace=True)
+        store.write_many(loaded, replace=True, require_ok=True)  # all of them, or none
     _echo(f"loaded {len(files)} tables into {db}")
 
 

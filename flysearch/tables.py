@@ -35,7 +35,7 @@ from sqlite_utils import Migrations
 from flysearch.errors import InputFormatError, MissingConfigError, MissingTableError
 from flysearch.evaluators.base import Outcome
 
-__all__ = ["DEFAULT_DB", "GroundTruth", "Row", "TableMeta", "TableStore", "check_table", "opened_store"]
+__all__ = ["DEFAULT_DB", "GroundTruth", "Row", "TableMeta", "TableStore", "opened_store"]
 
 DEFAULT_DB = "flysearch.db"
 
@@ -197,11 +197,18 @@ class TableStore:
                     "'flysearch tables import FILE'."
                 )
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        _refuse_foreign(self.path)
         self.db = sqlite_utils.Database(self.path)
         # Several live workers may write one table database: wait for the lock, do not fail.
         self.db.execute("PRAGMA busy_timeout = 60000")
         try:
+            names = set(self.db.table_names())
+            if names and _META not in names and "_sqlite_migrations" not in names:
+                # A SQLite file of something else (an Optuna storage, compare results): left untouched.
+                kind = "an Optuna study storage" if "studies" in names else "not a flysearch table database"
+                raise InputFormatError(
+                    f"{self.path} is {kind} (it holds tables {sorted(names)[:4]}); give --db a table "
+                    "database."
+                )
             _migrations.apply(self.db)
         except sqlite3.DatabaseError as exc:
             raise InputFormatError(f"{self.path} is not a flysearch table database: {exc}.") from None
@@ -250,14 +257,25 @@ class TableStore:
             )
         return GroundTruth(meta, rows)
 
-    def write(self, meta: TableMeta, rows: Iterable[Row], *, replace: bool = False) -> None:
+    def write(self, meta: TableMeta, rows: Iterable[Row], *, replace: bool = False,
+              require_ok: bool = False) -> None:
         """Write a whole table in one transaction.
 
+        With *require_ok*, a table without a config that ran is refused (an import: nothing to
+        search or compare against); without it such a table is kept as a record of failures (aiter
+        ships rows for archs with no kernel).
+
         Raises:
-            ValueError: the table exists and *replace* is false.
+            InputFormatError: a row is invalid, *require_ok* and no row is ok, or the table exists
+                and *replace* is false.
         """
         rows = list(rows)
         _check_rows(meta.name, rows)
+        if require_ok and not any(r.ok for r in rows):
+            raise InputFormatError(
+                f"Table {meta.name!r} has no config that ran ({len(rows)} rows, none ok); there is nothing "
+                "to search or compare against."
+            )
         with self.db.atomic():
             if meta.name in self:
                 if not replace:
@@ -269,11 +287,12 @@ class TableStore:
             self.db[_META].insert(meta._record())  # type: ignore[union-attr]
             self._insert_rows(meta.name, rows, replace=False)
 
-    def write_many(self, tables: Iterable[tuple[TableMeta, Iterable[Row]]], *, replace: bool = False) -> None:
-        """Write several whole tables in one transaction: all of them, or none when one fails."""
+    def write_many(self, tables: Iterable[tuple[TableMeta, Iterable[Row]]], *, replace: bool = False,
+                   require_ok: bool = False) -> None:
+        """:meth:`write` several whole tables in one transaction: all of them, or none when one fails."""
         with self.db.atomic():
             for meta, rows in tables:
-                self.write(meta, rows, replace=replace)
+                self.write(meta, rows, replace=replace, require_ok=require_ok)
 
     def add_rows(self, meta: TableMeta, rows: Iterable[Row]) -> None:
         """Create *meta*'s table if needed and add (or update) *rows*, in one transaction.
@@ -354,23 +373,6 @@ def _check_rows(name: str, rows: list[Row]) -> None:
             raise InputFormatError(f"Row {r.key!r} of table {name!r} is ok but has no time.")
 
 
-def _refuse_foreign(path: str) -> None:
-    """A one-line error when *path* is a SQLite file of something else (an Optuna study storage, a
-    compare results database): opening it as a table database would add tables to it."""
-    if path == ":memory:" or not Path(path).is_file() or Path(path).stat().st_size == 0:
-        return
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
-            names = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
-    except sqlite3.DatabaseError:
-        return  # not SQLite at all: opening it says so
-    if names and _META not in names and "_sqlite_migrations" not in names:
-        kind = "an Optuna study storage" if "studies" in names else "not a flysearch table database"
-        raise InputFormatError(
-            f"{path} is {kind} (it holds tables {sorted(names)[:4]}); give --db a table database."
-        )
-
-
 @contextlib.contextmanager
 def opened_store(path: str | Path = DEFAULT_DB) -> Iterator[TableStore]:
     """The table database at *path*, closed when the block ends. When the block fails before any
@@ -389,19 +391,6 @@ def opened_store(path: str | Path = DEFAULT_DB) -> Iterator[TableStore]:
                 Path(path + suffix).unlink(missing_ok=True)
         raise
     store.close()
-
-
-def check_table(name: str, rows: list[Row]) -> None:
-    """Raise a one-line :class:`InputFormatError` unless *rows* make a table worth importing as
-    *name*: every row valid (unique keys, known outcomes, times that are numbers), as
-    :meth:`TableStore.write` checks too, and at least one ok (a table without one is data only for
-    a record of failures, as aiter's shipped rows of unsupported archs are)."""
-    _check_rows(name, rows)
-    if not any(r.ok for r in rows):
-        raise InputFormatError(
-            f"Table {name!r} has no config that ran ({len(rows)} rows, none ok); there is nothing to "
-            "search or compare against."
-        )
 
 
 def _finite_non_negative(value: Any) -> bool:
