@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from flysearch.arch import get_arch
+from flysearch.atomicfile import atomic_write
 from flysearch.errors import InputFormatError, UnknownArchError
 from flysearch.evaluators.base import Outcome
 from flysearch.kernels.aiter_hgemm import SPACE_NAME, aiter_hgemm_space
@@ -198,7 +198,7 @@ def read_aiter_csv(path: str | Path) -> list[AiterRecord]:
 
 
 def write_aiter_csv(path: str | Path, records: Sequence[AiterRecord], *, unique: bool = True) -> None:
-    """Write *records* under :data:`TUNED_HEADER`, atomically (a temp file, then ``os.replace``).
+    """Write *records* under :data:`TUNED_HEADER`, atomically (:func:`~flysearch.atomicfile.atomic_write`).
 
     Args:
         path: The CSV to write (replaced if it exists).
@@ -218,15 +218,10 @@ def write_aiter_csv(path: str | Path, records: Sequence[AiterRecord], *, unique:
                     f"Two rows share aiter key {record.key}; keep one winner per key in a tuned CSV."
                 )
             seen.add(record.key)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(TUNED_HEADER)
-            writer.writerows(record.cells() for record in records)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_write(path, newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(TUNED_HEADER)
+        writer.writerows(record.cells() for record in records)
 
 
 def unique_records(records: Iterable[AiterRecord]) -> list[AiterRecord]:

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flysearch.atomicfile import atomic_write
 from flysearch.cli_errors import user_errors as _user_errors
 from flysearch.cli_options import db_option, gpu_list, storage_option, writable_file
 from flysearch.launch import StudySpec, import_table, launch, load_study_file, with_overrides
@@ -260,7 +261,7 @@ def _print_live(reports: list[Any], n_jobs: int, live: dict[str, Any]) -> None:
                 "suggestion per compile)"
             )
     if live["json_out"]:
-        with open(live["json_out"], "w") as fh:
+        with atomic_write(live["json_out"]) as fh:
             json.dump([r.as_dict() for r in reports], fh, indent=2, default=str)
 
 

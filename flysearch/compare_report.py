@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from flysearch.atomicfile import atomic_write, write_text_atomic
 from flysearch.compare import TableInfo
 from flysearch.metrics import (
     EPSILONS,
@@ -172,7 +173,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
     for r in rows:
         columns += [k for k in r if k not in columns]
     path = Path(path)
-    with path.open("w", newline="") as fh:
+    with atomic_write(path, newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         for r in rows:
@@ -294,7 +295,7 @@ def write_markdown(
             lines += [_line(r, budget) for r in rows if r["level"] == level and r["where"] == where]
             lines.append("")
     path = Path(path)
-    path.write_text("\n".join(lines))
+    write_text_atomic(path, "\n".join(lines))
     return path
 
 
@@ -413,7 +414,7 @@ def key_mistake(exp: Any, *, plots: bool = True, command: str = "") -> list[Path
                 note + f" — computed {_dt.date.today()}",
             )
     written.append(write_csv(csv_rows, out / "key_mistake.csv"))
-    (out / "key_mistake.md").write_text("\n".join(lines))
+    write_text_atomic(out / "key_mistake.md", "\n".join(lines))
     return [*written, out / "key_mistake.md"]
 
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from flysearch.atomicfile import atomic_write
 from flysearch.errors import InputFormatError
 from flysearch.flydsl_config import FlydslConfigSpec
 
@@ -82,7 +81,7 @@ def write_flydsl_artifact(
     config_dir: str | Path, *, name: str, key: Mapping[str, Any], device: FlydslDevice,
     config: FlydslConfigSpec,
 ) -> Path:
-    """Write one artifact atomically (temporary file, then ``os.replace``); return its path."""
+    """Write one artifact atomically (:func:`~flysearch.atomicfile.atomic_write`); return its path."""
     path = artifact_path(config_dir, name, key, device)
     payload = {
         "version": ARTIFACT_VERSION,
@@ -90,12 +89,7 @@ def write_flydsl_artifact(
         "config": _config_body(config),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=True, allow_nan=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    with atomic_write(path) as fh:
+        json.dump(payload, fh, indent=2, sort_keys=True, allow_nan=False)
+        fh.write("\n")
     return path

@@ -8,12 +8,11 @@ Example::
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flysearch.atomicfile import atomic_write
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.flydsl import FlydslCompileEvaluator
 
@@ -46,14 +45,9 @@ def compile_sweep(
 
 
 def write_sweep_csv(rows: list[dict[str, Any]], path: str | Path) -> None:
-    """Write *rows* as CSV atomically (temporary file, then ``os.replace``)."""
+    """Write *rows* as CSV atomically (:func:`~flysearch.atomicfile.atomic_write`)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=SWEEP_COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    with atomic_write(path, newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=SWEEP_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from flysearch.atomicfile import atomic_write
 from flysearch.metrics import random_baseline_curve
 
 if TYPE_CHECKING:
@@ -57,9 +58,9 @@ def _save(fig: Any, out_dir: Path, name: str, text: str) -> list[Path]:
     paths = []
     for ext in ("png", "svg"):
         path = out_dir / f"{name}.{ext}"
-        fig.savefig(
-            path, dpi=110 if ext == "png" else None, metadata={"Date": None} if ext == "svg" else None
-        )
+        with atomic_write(path, "wb") as fh:
+            fig.savefig(fh, format=ext, dpi=110 if ext == "png" else None,
+                        metadata={"Date": None} if ext == "svg" else None)
         paths.append(path)
     _plt().close(fig)
     return paths

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from flysearch.atomicfile import write_text_atomic
 from flysearch.cli_errors import user_errors
 from flysearch.cli_options import writable_dir, writable_file
 from flysearch.errors import InputFormatError
@@ -83,7 +84,7 @@ def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[s
         if dump_dir:
             _dump(store, [s.table for s in report.shapes if s.table in store], dump_dir)
     if report_path:
-        Path(report_path).write_text(json.dumps(_report_json(report), indent=1) + "\n")
+        write_text_atomic(report_path, json.dumps(_report_json(report), indent=1) + "\n")
 
 
 def _report_json(report: Any) -> dict[str, Any]:
@@ -216,8 +217,8 @@ def export_triton(db: str, prefix: str, top: int, out_py: str | None, out_json: 
     entries = best_configs(TableStore(db, create=False), prefix, top, kernel="triton")
     source = triton_configs_source(entries)
     if out_py:
-        Path(out_py).write_text(source)
+        write_text_atomic(out_py, source)
     else:
         click.echo(source, nl=False)
     if out_json:
-        Path(out_json).write_text(export_json(entries))
+        write_text_atomic(out_json, export_json(entries))

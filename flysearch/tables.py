@@ -406,7 +406,8 @@ def dump_table_file(table: GroundTruth, path: str | Path) -> None:
     The file is written to a temporary name and moved into place, so it is never half-written.
     """
     import gzip
-    import os
+
+    from flysearch.atomicfile import atomic_write
 
     path = Path(path)
     doc = {
@@ -414,10 +415,9 @@ def dump_table_file(table: GroundTruth, path: str | Path) -> None:
         "meta": asdict(table.meta),
         "rows": [asdict(r) for r in sorted(table.rows.values(), key=lambda r: r.key)],
     }
-    tmp = path.with_name(path.name + ".tmp")
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as fh:
-        json.dump(doc, fh, separators=(",", ":"), sort_keys=True)
-    os.replace(tmp, path)
+    with atomic_write(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9,
+                                                        mtime=0) as fh:
+        fh.write(json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8"))
 
 
 def read_table_file(path: str | Path) -> tuple[TableMeta, list[Row]]:
