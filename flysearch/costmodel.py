@@ -29,7 +29,7 @@ import datetime as _dt
 import functools
 import importlib.metadata
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from flysearch.arch import ArchProfile
     from flysearch.tables import GroundTruth
 
-__all__ = ["OBJECTIVES", "CostModel", "Prior", "fit_prior", "load_prior", "table_arch", "target_key",
-           "training_data"]
+__all__ = ["OBJECTIVES", "CostModel", "Prior", "check_prior_fits", "fit_prior", "load_prior", "table_arch",
+           "target_key", "training_data"]
 
 OBJECTIVES = ("log_ratio", "rank")
 
@@ -338,6 +338,28 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     if per_device:
         provenance["sources"] = list(by_device)
     return Prior(model, schema, provenance, per_device)
+
+
+def check_prior_fits(prior: Prior, parameters: Iterable[str], what: str) -> None:
+    """Refuse a prior that was trained on none of *parameters* (those of *what*, a space or a
+    table): its scores would not depend on the config at all.
+
+    Example:
+        >>> prior = Prior(CostModel(), ["p_BLOCK_M", "p_dtype=bf16", "s_log2_M"])
+        >>> check_prior_fits(prior, ["BLOCK_M", "num_warps"], "space triton_gemm")
+        >>> check_prior_fits(prior, ["block_size_x"], "table conv/A100")
+        Traceback (most recent call last):
+        ...
+        flysearch.errors.InputFormatError: The model was trained on none of the parameters of table \
+conv/A100 (block_size_x); train one on tables of this kernel ('flysearch model train').
+    """
+    names = list(parameters)
+    trained = {f[2:].split("=", 1)[0] for f in prior.schema if f.startswith("p_")}
+    if trained.isdisjoint(names):
+        raise InputFormatError(
+            f"The model was trained on none of the parameters of {what} ({', '.join(names)}); train one on "
+            "tables of this kernel ('flysearch model train')."
+        )
 
 
 def target_key(space: str, arch: str) -> str:

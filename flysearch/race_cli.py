@@ -118,9 +118,17 @@ def _dump(store: TableStore, names: list[str], out_dir: str) -> None:
                 "(--prefix)."
             )
     Path(out_dir).mkdir(parents=True, exist_ok=True)
+    written, skipped = 0, []
     for name in names:
-        dump_table_file(store.load(name), Path(out_dir) / _file_name(name))
-    _echo(f"wrote {len(names)} table files to {out_dir}")
+        table = store.load(name)
+        if not any(row.ok for row in table.rows.values()):
+            skipped.append(name)  # race load refuses a table with nothing to train or replay on
+            continue
+        dump_table_file(table, Path(out_dir) / _file_name(name))
+        written += 1
+    _echo(f"wrote {written} table files to {out_dir}")
+    if skipped:
+        _echo(f"skipped {len(skipped)} with no successful config: {', '.join(skipped)}")
 
 
 @race.command("dump")
