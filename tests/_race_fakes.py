@@ -100,3 +100,16 @@ def fake_timer(payload: dict[str, Any]) -> dict[str, Any]:
         return {"outcome": "wrong_result", "detail": "relative error 0.5 > 0.01", "bench_s": 0.0,
                 "extra": {"rel_err": 0.5}}
     return {"outcome": "ok", "time_ms": fake_time_ms(config), "bench_s": 0.001, "extra": {}}
+
+
+def raise_init() -> None:
+    """An initializer that always raises (a framework that cannot load its driver library)."""
+    raise ImportError("libcuda.so.1: cannot open shared object file")
+
+
+def flaky_init() -> None:
+    """An initializer that fails in the first worker only (``$FAKE_FLAKY_FILE`` marks it ran)."""
+    marker = os.environ["FAKE_FLAKY_FILE"]
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("device busy")

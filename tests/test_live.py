@@ -122,6 +122,21 @@ def test_a_compile_that_kills_its_worker_is_a_recorded_failure(tmp_path, db):
     assert all(r.outcome == "ok" for r in rows.values() if r.key not in crash)
 
 
+def test_compile_workers_that_cannot_start_stop_the_study_in_one_error(tmp_path, db):
+    from tests import _race_fakes as fakes
+
+    table = TableStore(db).load(TABLE)
+    space = space_for_table(table)
+    backend = replace(simulated_backend(table, scale=0.01), warmup=fakes.raise_init)
+    settings = StudySettings("random", 30, 1, space=space.name, table=TABLE)
+    with pytest.raises(FlysearchError, match="workers in a row failed to start .*libcuda.so.1"):
+        run_live_study("nostart", space, backend, settings, shape=table.meta.shape(),
+                       arch=get_arch(table.meta.arch), storage=f"sqlite:///{tmp_path}/s.db", db=db,
+                       live=LiveSettings(compile_workers=2, finalists=0, table="nostart"))
+    store = TableStore(db)
+    assert "nostart" not in store.names() or not store.load("nostart").rows  # no config blamed
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, backend, request):
     storage = (f"sqlite:///{tmp_path}/study.db" if backend == "sqlite"

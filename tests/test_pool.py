@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 
-from flysearch.evaluators.pool import WorkerPool
+import pytest
+
+from flysearch.evaluators.pool import WorkerPool, WorkerStartupError
 from tests import _race_fakes as fakes
 
 
@@ -125,3 +127,23 @@ def test_dispatch_sends_tasks_and_leaves_their_answers_to_poll():
         time.sleep(0.5)  # answered by now; only a poll reads it
         assert pool.pending == 1
         assert [(r.task_id, r.value) for r in pool.drain(timeout=30)] == [("a", 2)]
+
+
+@pytest.mark.parametrize("init", [fakes.raise_init, fakes.die_init])
+def test_workers_that_fail_to_start_stop_the_pool_instead_of_failing_every_task(init) -> None:
+    with WorkerPool(fakes.square, workers=2, timeout_s=60, initializer=init) as pool:
+        pool.submit_many((i, i) for i in range(20))
+        with pytest.raises(WorkerStartupError, match=r"3 workers in a row failed to start \(tests\._race_fakes"):
+            pool.drain(timeout=60)
+        assert pool.pending == 20  # no task was answered as failed: none ran
+        with pytest.raises(WorkerStartupError):
+            pool.poll()
+
+
+def test_a_worker_that_fails_to_start_once_hands_its_task_to_a_fresh_one(tmp_path) -> None:
+    env = {"FAKE_FLAKY_FILE": str(tmp_path / "ran")}
+    with WorkerPool(fakes.square, workers=1, timeout_s=60, initializer=fakes.flaky_init, env=env) as pool:
+        pool.submit_many((i, i) for i in range(3))
+        results = pool.drain(timeout=60)
+        assert pool.restarts == 1
+    assert sorted((r.task_id, r.status, r.value) for r in results) == [(0, "ok", 0), (1, "ok", 1), (2, "ok", 4)]

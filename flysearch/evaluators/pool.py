@@ -40,9 +40,18 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
-__all__ = ["Retire", "TaskResult", "WorkerPool", "main_module_hidden"]
+from flysearch.errors import FlysearchError
 
-Status = Literal["ok", "error", "timeout", "crash"]
+__all__ = ["MAX_STARTUP_FAILURES", "Retire", "TaskResult", "WorkerPool", "WorkerStartupError",
+           "main_module_hidden"]
+
+Status = Literal["ok", "error", "timeout", "crash", "startup"]
+MAX_STARTUP_FAILURES = 3  # workers in a row whose initializer fails before a pool gives up
+
+
+class WorkerStartupError(FlysearchError):
+    """:data:`MAX_STARTUP_FAILURES` workers of a pool in a row failed in their initializer (a
+    framework that cannot be imported, a device that cannot be opened): no task can run."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,9 @@ class TaskResult:
     Attributes:
         task_id: The id it was submitted with.
         status: ``"ok"`` (the function returned), ``"error"`` (it raised), ``"timeout"`` (its worker
-            was killed after ``timeout_s``) or ``"crash"`` (its worker died).
+            was killed after ``timeout_s``) or ``"crash"`` (its worker died). A pool never returns
+            ``"startup"`` (a worker whose initializer failed): it runs the task on a fresh worker,
+            and raises :class:`WorkerStartupError` after :data:`MAX_STARTUP_FAILURES` in a row.
         value: The function's return value when ``status == "ok"``.
         detail: One line on what went wrong, empty when ok.
         elapsed_s: Wall seconds from the task's start (its dispatch, or the worker's previous
@@ -79,7 +90,18 @@ def _worker_main(
 ) -> None:
     os.environ.update(env)
     if initializer is not None:
-        initializer()
+        try:
+            initializer()
+        except (Exception, SystemExit) as exc:
+            # Answer the first task with the failure (the parent reads answers only), then exit.
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            with contextlib.suppress(EOFError, OSError, KeyboardInterrupt):
+                msg = conn.recv()
+                if msg is not None:
+                    now = time.monotonic()
+                    detail = f"worker start-up failed: {last}"[:500]
+                    conn.send((msg[0], "startup", None, detail, True, (now, now)))
+            return
     while True:
         try:
             msg = conn.recv()
@@ -195,6 +217,8 @@ class WorkerPool:
         self._queue: collections.deque[tuple[Hashable, Any, float | None]] = collections.deque()
         self._slots: list[_Slot | None] = [None] * workers
         self.restarts = 0
+        self._startup_failures = 0  # workers in a row whose initializer failed
+        self._startup_error: str | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -359,7 +383,14 @@ class WorkerPool:
         self._dispatch()
 
     def poll(self, timeout: float | None = 0.0) -> list[TaskResult]:
-        """Dispatch queued tasks and return the results ready within *timeout* seconds."""
+        """Dispatch queued tasks and return the results ready within *timeout* seconds.
+
+        Raises:
+            WorkerStartupError: :data:`MAX_STARTUP_FAILURES` workers in a row failed to start (the
+                results an earlier poll returned are all there are).
+        """
+        if self._startup_error is not None:
+            raise WorkerStartupError(self._startup_error)
         self._dispatch()
         busy = self._busy()
         if not busy:
@@ -389,6 +420,10 @@ class WorkerPool:
         try:
             while slot.tasks and slot.conn.poll():
                 task_id, status, value, detail, retire, ran = slot.conn.recv()
+                if status == "startup":
+                    self._failed_startup(i, detail)
+                    return out
+                self._startup_failures = 0
                 now = time.monotonic()
                 head = slot.tasks.popleft()
                 out.append(TaskResult(task_id, status, value, detail, now - head.started, tuple(ran)))
@@ -408,6 +443,15 @@ class WorkerPool:
         out.append(self._retire(i, "crash", f"worker died (exit code {code})"))
         return out
 
+    def _failed_startup(self, i: int, detail: str) -> None:
+        """Slot *i*'s worker failed in its initializer and ran nothing: its tasks go back to the
+        queue for a fresh worker, until :data:`MAX_STARTUP_FAILURES` such workers in a row."""
+        self._drop(i, grace_s=5.0)
+        self._startup_failures += 1
+        if self._startup_failures >= MAX_STARTUP_FAILURES:
+            self._startup_error = (f"{self._startup_failures} workers in a row failed to start "
+                                   f"({_function_name(self.func)}): {detail}")
+
     def drain(self, timeout: float | None = None) -> list[TaskResult]:
         """Run until every submitted task has a result (or *timeout* seconds pass)."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -418,3 +462,8 @@ class WorkerPool:
                 break
             out.extend(self.poll(timeout=left if left is not None else 1.0))
         return out
+
+
+def _function_name(func: Callable[..., Any]) -> str:
+    inner = getattr(func, "func", func)  # a functools.partial names its function
+    return f"{getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', repr(inner))}"
