@@ -11,13 +11,14 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from flysearch.atomicfile import atomic_write, write_text_atomic
 from flysearch.compare import TableInfo
+from flysearch.errors import InputFormatError
 from flysearch.metrics import (
     EPSILONS,
     MILESTONES,
@@ -361,6 +362,12 @@ def key_mistake(exp: Any, *, plots: bool = True, command: str = "") -> list[Path
     from flysearch.metrics import transfer_matrix
 
     tables = [load_table(spec, exp.db) for spec in exp.tables]
+    kernels = Counter(t.meta.kernel for t in tables)
+    if max(kernels.values()) < 2:
+        raise InputFormatError(
+            f"Experiment {exp.name!r} has one table per kernel ({', '.join(kernels)}); a key mistake runs "
+            "one table's winner on another table of its kernel, so name at least two of one kernel."
+        )
     out = Path(exp.output)
     out.mkdir(parents=True, exist_ok=True)
     command = command or f"flysearch compare {exp.name}"
@@ -376,8 +383,12 @@ def key_mistake(exp: Any, *, plots: bool = True, command: str = "") -> list[Path
         "",
     ]
     csv_rows, written = [], []
-    for kernel in dict.fromkeys(t.meta.kernel for t in tables):
+    for kernel in kernels:
         members = [t for t in tables if t.meta.kernel == kernel]
+        if len(members) < 2:
+            lines += [f"## {kernel}", "", f"Only one table ({members[0].name}): no other shape to run its "
+                      "winner on.", ""]
+            continue
         labels = [_short_label(t) for t in members]
         times = [{k: (r.time_ms if r.ok else None) for k, r in t.rows.items()} for t in members]
         m = transfer_matrix([t.best().key for t in members], times)

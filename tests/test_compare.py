@@ -345,3 +345,27 @@ name = "qmc"
     assert "0 runs done" in second.output and "2 already stored" in second.output
     with sqlite3.connect(tmp_path / "o" / "results.db") as conn:
         assert conn.execute("select count(*) from runs").fetchone()[0] == 2
+
+
+def test_key_mistake_matrix_and_one_table_per_kernel(tmp_path: Path) -> None:
+    from flysearch.tables import read_table_file
+
+    h200 = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200"
+    files = [h200 / f"triton_gemm__H200__{s}.table.json.gz" for s in ("1x6144x4096", "4096x4096x4096")]
+    head = '[experiment]\nkind = "key_mistake"\noutput = "out"\n'
+    path = _write(tmp_path, head + "".join(f'[[table]]\nsource = "{f}"\n' for f in files))
+    result = CliRunner().invoke(main, ["compare", str(path), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    rows = [(r.split(",")) for r in (tmp_path / "out" / "key_mistake.csv").read_text().splitlines()[1:]]
+    got = {(tuned, runs): float(v) for _k, tuned, runs, v in rows}
+    tables = [read_table_file(f)[1] for f in files]
+    times = [{r.key: r.time_ms for r in rows if r.ok} for rows in tables]
+    winners = [min(t, key=t.__getitem__) for t in times]
+    small_on_square = times[1][winners[0]] / times[1][winners[1]]  # decode's winner on a square shape
+    assert got[("1x6144x4096", "1x6144x4096")] == pytest.approx(1.0)
+    assert got[("1x6144x4096", "4096x4096x4096")] == pytest.approx(small_on_square) and small_on_square > 1.5
+
+    one = _write(tmp_path, head.replace('"out"', '"one"') + f'[[table]]\nsource = "{files[0]}"\n')
+    result = CliRunner().invoke(main, ["compare", str(one)])
+    assert result.exit_code == 2 and "one table per kernel (triton_gemm)" in result.output
+    assert not (tmp_path / "one").exists()

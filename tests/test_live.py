@@ -129,7 +129,7 @@ def test_compile_workers_that_cannot_start_stop_the_study_in_one_error(tmp_path,
     space = space_for_table(table)
     backend = replace(simulated_backend(table, scale=0.01), warmup=fakes.raise_init)
     settings = StudySettings("random", 30, 1, space=space.name, table=TABLE)
-    with pytest.raises(FlysearchError, match="workers in a row failed to start .*libcuda.so.1"):
+    with pytest.raises(FlysearchError, match=r"workers in a row failed to start .*libcuda\.so\.1"):
         run_live_study("nostart", space, backend, settings, shape=table.meta.shape(),
                        arch=get_arch(table.meta.arch), storage=f"sqlite:///{tmp_path}/s.db", db=db,
                        live=LiveSettings(compile_workers=2, finalists=0, table="nostart"))

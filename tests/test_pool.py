@@ -133,7 +133,8 @@ def test_dispatch_sends_tasks_and_leaves_their_answers_to_poll():
 def test_workers_that_fail_to_start_stop_the_pool_instead_of_failing_every_task(init) -> None:
     with WorkerPool(fakes.square, workers=2, timeout_s=60, initializer=init) as pool:
         pool.submit_many((i, i) for i in range(20))
-        with pytest.raises(WorkerStartupError, match=r"3 workers in a row failed to start \(tests\._race_fakes"):
+        with pytest.raises(WorkerStartupError,
+                           match=r"3 workers in a row failed to start \(tests\._race_fakes"):
             pool.drain(timeout=60)
         assert pool.pending == 20  # no task was answered as failed: none ran
         with pytest.raises(WorkerStartupError):
@@ -146,4 +147,5 @@ def test_a_worker_that_fails_to_start_once_hands_its_task_to_a_fresh_one(tmp_pat
         pool.submit_many((i, i) for i in range(3))
         results = pool.drain(timeout=60)
         assert pool.restarts == 1
-    assert sorted((r.task_id, r.status, r.value) for r in results) == [(0, "ok", 0), (1, "ok", 1), (2, "ok", 4)]
+    assert sorted((r.task_id, r.status, r.value) for r in results) == [
+        (0, "ok", 0), (1, "ok", 1), (2, "ok", 4)]
