@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from flysearch.costmodel import target_key
+from flysearch.costmodel import check_prior_fits, target_key
 from flysearch.extra_trees import fit_extra_trees, tree_predictions
 from flysearch.sampler_history import (
     CandidateHistory,
@@ -133,6 +133,8 @@ class CostModelSampler(CandidateSampler):
                  min_source_obs: int = 3, walk: bool = True, length_scale: float = 1.5,
                  radius: int = 2) -> None:
         super().__init__(context, seed)
+        if prior is not None:  # another kernel's prior would score every config alike
+            check_prior_fits(prior, [p.name for p in context.space.params], f"space {context.space.name!r}")
         self._prior = prior
         self._epsilon, self._kappa = epsilon, kappa
         self._n_startup = n_startup if prior is None else 0

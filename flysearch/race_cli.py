@@ -121,7 +121,7 @@ def _dump(store: TableStore, names: list[str], out_dir: str) -> None:
     written, skipped = 0, []
     for name in names:
         table = store.load(name)
-        if not any(row.ok for row in table.rows.values()):
+        if not table.ok_rows():
             skipped.append(name)  # race load refuses a table with nothing to train or replay on
             continue
         dump_table_file(table, Path(out_dir) / _file_name(name))

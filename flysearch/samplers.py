@@ -224,9 +224,5 @@ def make_sampler(
                 "The costmodel sampler needs a prior trained on other tables; use 'surrogate' for a "
                 "cold start or train one with 'flysearch model train'."
             )
-        if name == "costmodel":
-            from flysearch.costmodel import check_prior_fits
-
-            check_prior_fits(prior, [p.name for p in context.space.params], f"space {context.space.name!r}")
         return CostModelSampler(context, prior if name == "costmodel" else None, seed=seed)
     raise UnknownSamplerError(f"Unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}.")
