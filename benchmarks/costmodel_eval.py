@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
 
+from flysearch.costmodel import OCCUPANCY_WAVES  # noqa: E402
 from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
 from flysearch.model_eval import HeldOut, evaluate_test_set, leave_one_out  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, read_table_file  # noqa: E402
@@ -134,12 +135,16 @@ def main() -> None:
                              f"(e.g. {EXTRA.relative_to(ROOT)})")
     parser.add_argument("--workers", type=int, default=1,
                         help="held-out tables evaluated in this many processes (same results)")
+    parser.add_argument("--occupancy-waves", choices=OCCUPANCY_WAVES, default="average",
+                        help="which boosters of a prior see the occupancy-wave features "
+                             "(flysearch.costmodel.occupancy_views; default: average one with, one without)")
     parser.add_argument("--ensemble", action="store_true",
                         help="priors average six boosters (15/31/63 leaves x L2 0/1) instead of one")
     args = parser.parse_args()
     args.h200 = args.h200 or [str(H200)]
-    model_params = ({"max_leaf_nodes": ENSEMBLE_LEAVES, "l2_regularization": ENSEMBLE_L2}
-                    if args.ensemble else {})
+    model_params: dict[str, object] = {"occupancy_waves": args.occupancy_waves}
+    if args.ensemble:
+        model_params |= {"max_leaf_nodes": ENSEMBLE_LEAVES, "l2_regularization": ENSEMBLE_L2}
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     lines = [f"# Cost-model evaluation — {dt.date.today()}, {platform.machine()} CPU, replayed", "",
              "`python benchmarks/costmodel_eval.py " + shlex.join(sys.argv[1:]) + "`", ""]

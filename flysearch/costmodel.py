@@ -44,16 +44,17 @@ from threadpoolctl import ThreadpoolController
 
 from flysearch.arch import table_profile
 from flysearch.errors import FlysearchError, InputFormatError
-from flysearch.features import Columns, columns_matrix, feature_columns
+from flysearch.features import OCCUPANCY_WAVE_FEATURES, Columns, columns_matrix, feature_columns
 
 if TYPE_CHECKING:
     from flysearch.arch import ArchProfile
     from flysearch.tables import GroundTruth
 
-__all__ = ["OBJECTIVES", "CostModel", "Prior", "check_prior_fits", "fit_prior", "load_prior", "table_arch",
-           "target_key", "training_data"]
+__all__ = ["OBJECTIVES", "OCCUPANCY_WAVES", "CostModel", "Prior", "check_prior_fits", "fit_prior",
+           "load_prior", "occupancy_views", "table_arch", "target_key", "training_data"]
 
 OBJECTIVES = ("log_ratio", "rank")
+OCCUPANCY_WAVES = ("average", "with", "without")
 
 
 def _group_targets(y: np.ndarray, objective: str) -> np.ndarray:
@@ -83,11 +84,17 @@ class CostModel(RegressorMixin, BaseEstimator):
         predictions are averaged: a hyperparameter ensemble. Leave-one-shape-out on the 27 H200
         tables, leaves (15, 31, 63) x L2 (0, 1) put a config within 1% of the optimum at rank <= 8
         on 23 tables (worst rank 17), where each single setting of the six did so on 21-24 with a
-        worst rank of 14-63 (``benchmarks/prior_ensemble.py``). It is not the default: with the
+        worst rank of 14-63 (``benchmarks/prior_ensemble.py``, before the feature views of
+        :func:`fit_prior`). It is not the default: with the
         sampler of commit 2e21f1a (before prior kriging) it reached within 1% in <= 8 compiles
         on 24 H200 tables instead of 22 but worst 32 instead of 25, and needed more compiles on
         every benchmark_hub GPU
         (``benchmarks/results/costmodel_eval_ensemble.md``).
+    feature_views : tuple of (tuple of int or None), or None, default=None
+        Column indices each member of the ensemble sees (``None`` in the tuple: every column); one
+        booster per view (and per leaves/L2 combination), predictions averaged. ``None``: one view
+        of every column. :func:`fit_prior` averages a view without the occupancy-wave features
+        and one with them.
     random_state : int, RandomState instance or None, default=0
         Seed of the booster.
     n_threads : int or None, default=1
@@ -98,8 +105,10 @@ class CostModel(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     boosters_ : list of HistGradientBoostingRegressor
-        The fitted boosters, one per combination of ``max_leaf_nodes`` and ``l2_regularization``
-        (one with the defaults).
+        The fitted boosters, one per view and combination of ``max_leaf_nodes`` and
+        ``l2_regularization`` (one with the defaults).
+    views_ : list of (ndarray of int or None)
+        The columns each booster of ``boosters_`` saw (``None``: all).
     n_iter_ : int
         Boosting iterations run by each booster.
     n_features_in_ : int
@@ -112,19 +121,22 @@ class CostModel(RegressorMixin, BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), tuple],
         "l2_regularization": [Interval(Real, 0, None, closed="left"), tuple],
+        "feature_views": [tuple, None],
         "random_state": ["random_state"],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(self, *, objective: str = "log_ratio", max_iter: int = 300, learning_rate: float = 0.08,
                  max_leaf_nodes: int | tuple[int, ...] = 31,
-                 l2_regularization: float | tuple[float, ...] = 0.0, random_state: Any = 0,
+                 l2_regularization: float | tuple[float, ...] = 0.0,
+                 feature_views: tuple[tuple[int, ...] | None, ...] | None = None, random_state: Any = 0,
                  n_threads: int | None = 1) -> None:
         self.objective = objective
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.max_leaf_nodes = max_leaf_nodes
         self.l2_regularization = l2_regularization
+        self.feature_views = feature_views
         self.random_state = random_state
         self.n_threads = n_threads
 
@@ -155,11 +167,14 @@ class CostModel(RegressorMixin, BaseEstimator):
         if not leaves or not l2s or any(not isinstance(v, Integral) or v < 2 for v in leaves) or any(
                 not isinstance(v, Real) or v < 0 for v in l2s):
             raise ValueError("max_leaf_nodes takes integers >= 2 and l2_regularization reals >= 0.")
+        views = self._views(X.shape[1])
         with _openmp_threads(self.n_threads):
             self.boosters_ = [HistGradientBoostingRegressor(
                 max_iter=self.max_iter, learning_rate=self.learning_rate, max_leaf_nodes=leaf,
                 l2_regularization=l2, random_state=self.random_state, early_stopping=False,
-            ).fit(X, target) for leaf in leaves for l2 in l2s]
+            ).fit(X if view is None else X[:, view], target)
+                for view in views for leaf in leaves for l2 in l2s]
+        self.views_ = [view for view in views for _ in leaves for _ in l2s]
         self.n_iter_ = self.boosters_[0].n_iter_
         return self
 
@@ -170,7 +185,19 @@ class CostModel(RegressorMixin, BaseEstimator):
         with _openmp_threads(self.n_threads):
             # A prior saved before the ensemble option holds its one booster as ``model_``.
             boosters = getattr(self, "boosters_", None) or [self.model_]
-            return np.mean([booster.predict(X) for booster in boosters], axis=0)
+            views = getattr(self, "views_", None) or [None] * len(boosters)  # saved before views
+            return np.mean([booster.predict(X if view is None else X[:, view])
+                            for booster, view in zip(boosters, views, strict=True)], axis=0)
+
+    def _views(self, n_features: int) -> list[np.ndarray | None]:
+        if self.feature_views is None:
+            return [None]
+        views = [None if v is None else np.asarray(v, dtype=int) for v in self.feature_views]
+        bad = [v for v in views if v is not None and (
+            v.ndim != 1 or not v.size or v.min() < 0 or v.max() >= n_features)]
+        if not views or bad:
+            raise ValueError(f"feature_views takes non-empty tuples of column indices below {n_features}.")
+        return views
 
 
 def _values(value: Any) -> tuple[Any, ...]:
@@ -306,7 +333,7 @@ def _read_prior(path: str | Path) -> Prior:
 
 
 def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources: bool = True,
-              **params: Any) -> Prior:
+              occupancy_waves: str = "average", **params: Any) -> Prior:
     """Train a prior on *tables* (all their rows, failures penalized).
 
     The default objective is ``"rank"``: leave-one-shape-out on the H200 tables it put the first
@@ -316,6 +343,9 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     With *sources*, and tables of one kernel from two or more devices, one prior per device is
     trained too (:attr:`Prior.sources`). Tables of several kernels are pooled only: weighing a
     device means something only for the kernel it measured.
+
+    *occupancy_waves* says which boosters see the occupancy-wave features (:func:`occupancy_views`);
+    *params* go to :class:`CostModel`.
     """
     if not tables:
         raise FlysearchError("A prior needs at least one table to train on.")
@@ -324,9 +354,11 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
         by_device.setdefault(table.meta.device, []).append(table)
     per_device = []
     if sources and len(by_device) > 1 and len({t.meta.kernel for t in tables}) == 1:
-        per_device = [fit_prior(group, objective=objective, sources=False, **params)
+        per_device = [fit_prior(group, objective=objective, sources=False,
+                                occupancy_waves=occupancy_waves, **params)
                       for group in by_device.values()]
     schema, features, times, groups = training_data(tables)
+    params.setdefault("feature_views", occupancy_views(schema, occupancy_waves))
     model = CostModel(objective=objective, **params).fit(features, times, groups)
     provenance = {
         "tables": [t.name for t in tables], "targets": sorted({_target(t) for t in tables}),
@@ -335,9 +367,35 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
         "versions": {pkg: _version(pkg) for pkg in ("flysearch", "scikit-learn", "numpy")},
         "rows": len(times),
     }
+    if model.feature_views is not None:  # the features each booster left out
+        provenance["feature_views"] = [[] if view is None else sorted(set(schema) - {schema[j] for j in view})
+                                       for view in model.feature_views]
     if per_device:
         provenance["sources"] = list(by_device)
     return Prior(model, schema, provenance, per_device)
+
+
+def occupancy_views(schema: Sequence[str], occupancy_waves: str = "average"
+                    ) -> tuple[tuple[int, ...] | None, ...] | None:
+    """The feature views of a prior's boosters over *schema*, as :class:`CostModel` takes them.
+
+    The occupancy-wave features (:data:`~flysearch.features.OCCUPANCY_WAVE_FEATURES`) are seen by
+    every booster (``"with"``, one view: ``None``), by none (``"without"``), or, by default
+    (``"average"``), by one of two boosters whose predictions are averaged. Leave-one-shape-out on
+    the 27 H200 tables the average ordered the configs better than either alone: a config within 1%
+    of the optimum at rank <= 8 on 24 tables, against 21 without and 23 with
+    (``benchmarks/costmodel_eval.py --occupancy-waves``). A schema without them has one view.
+
+    Example:
+        >>> occupancy_views(["g_occ_waves", "g_tiles", "p_BLOCK_M"])
+        ((1, 2), None)
+    """
+    if occupancy_waves not in OCCUPANCY_WAVES:
+        raise ValueError(f"occupancy_waves is one of {', '.join(OCCUPANCY_WAVES)}, not {occupancy_waves!r}.")
+    without = tuple(j for j, name in enumerate(schema) if name not in OCCUPANCY_WAVE_FEATURES)
+    if occupancy_waves == "with" or len(without) == len(schema) or not without:
+        return None
+    return (without,) if occupancy_waves == "without" else (without, None)
 
 
 def check_prior_fits(prior: Prior, parameters: Iterable[str], what: str) -> None:

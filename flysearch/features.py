@@ -13,7 +13,8 @@ one config's, as a dict.
 * **GEMM analytics** (when the space names tiles; names are matched through :data:`GEMM_ROLES`):
   output tiles, blocks launched (tiles x split-K), waves over the CUs and wave-quantization
   efficiency, K iterations per tile, split-K work per block, arithmetic intensity per tile, LDS
-  bytes, an occupancy estimate (blocks per CU by LDS and by threads), tile padding waste in M and N,
+  bytes, an occupancy estimate (blocks per CU by LDS and by threads) and the waves and wave
+  efficiency of whole resident blocks (:data:`OCCUPANCY_WAVE_FEATURES`), tile padding waste in M and N,
   and a roofline-style pair: the tiled algorithm's memory traffic (A re-read per tile column, B
   per tile row, fp32 partials under split-K) and the flops on the critical path (whole waves of
   blocks times the flops of one block), also per CU.
@@ -45,8 +46,8 @@ from flysearch.shapes import DTYPE_BYTES
 if TYPE_CHECKING:
     from flysearch.arch import ArchProfile
 
-__all__ = ["GEMM_ROLES", "RESOURCE_FIELDS", "Columns", "columns_matrix", "config_features", "feature_columns",
-           "feature_matrix", "gemm_roles"]
+__all__ = ["GEMM_ROLES", "OCCUPANCY_WAVE_FEATURES", "RESOURCE_FIELDS", "Columns", "columns_matrix",
+           "config_features", "feature_columns", "feature_matrix", "gemm_roles"]
 
 GEMM_ROLES: dict[str, tuple[str, ...]] = {
     "tile_m": ("BLOCK_M", "BLOCK_SIZE_M", "tile_m"),
@@ -58,6 +59,10 @@ GEMM_ROLES: dict[str, tuple[str, ...]] = {
 }
 _WARP_PRODUCTS = (("WARPS_M", "WARPS_N"), ("block_m_warp", "block_n_warp", "block_k_warp"))
 RESOURCE_FIELDS = ("vgpr", "agpr", "sgpr", "lds_bytes", "spills", "occupancy")
+OCCUPANCY_WAVE_FEATURES = ("g_occ_waves", "g_occ_wave_eff")
+"""Waves over the CUs counted in whole resident blocks (the occupancy estimate, floored) instead of
+one block per CU. They order some shapes better and mislead on others, so a prior averages a booster
+that sees them with one that does not (:func:`flysearch.costmodel.fit_prior`)."""
 
 
 Columns = dict[str, np.ndarray]
@@ -197,6 +202,11 @@ def _gemm_columns(roles: Columns, problem: Mapping[str, Any], arch: ArchProfile 
         by_lds = arch.lds_bytes / 1024.0 / np.maximum(out["g_lds_kib"], 1e-9)
         by_threads = 2048.0 / (warps * arch.wave_size)
         out["g_blocks_per_cu"] = np.minimum(np.minimum(by_lds, by_threads), 32.0)
+        # Waves of whole resident blocks: a block that fits 3 times instead of 4 on a CU can turn
+        # one wave of tiles into two (64x28672x4096 on the H200: 1.00x with 3 stages, 1.25x with 4).
+        slots = cus * np.maximum(np.floor(out["g_blocks_per_cu"]), 1.0)
+        out["g_occ_waves"] = blocks / slots
+        out["g_occ_wave_eff"] = blocks / (np.ceil(blocks / slots) * slots)
     return {name: np.where(applies, col, math.nan) for name, col in out.items()}
 
 

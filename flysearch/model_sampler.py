@@ -25,7 +25,7 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
 * **Walk** (a prior trained on tables of the study's own space and arch): such a prior transfers
   across shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the
-  optimum at rank 1-11 on 26 of 27 shapes), so its first two suggestions are its top two (the
+  optimum at rank 1-14 on 26 of 27 shapes), so its first two suggestions are its top two (the
   diverse start begins with the third: a sharp prior's runner-up is often the optimum, and
   spreading away from it cost 5-6 compiles on such shapes), and after the diverse start every
   second suggestion is the prior's best unevaluated config, for as long as the measurements do not

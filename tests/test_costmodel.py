@@ -10,9 +10,16 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from flysearch.arch import get_arch
 from flysearch.cli import main
-from flysearch.costmodel import CostModel, fit_prior, load_prior
+from flysearch.costmodel import CostModel, fit_prior, load_prior, occupancy_views
 from flysearch.errors import InputFormatError
-from flysearch.features import columns_matrix, config_features, feature_columns, feature_matrix, gemm_roles
+from flysearch.features import (
+    OCCUPANCY_WAVE_FEATURES,
+    columns_matrix,
+    config_features,
+    feature_columns,
+    feature_matrix,
+    gemm_roles,
+)
 from flysearch.model_eval import leave_one_out, prior_ranks
 from flysearch.tables import GroundTruth, TableStore, read_table_file
 
@@ -34,7 +41,8 @@ def h200_tables() -> list[GroundTruth]:
     return out
 
 
-@parametrize_with_checks([CostModel(max_iter=5), CostModel(objective="rank", max_iter=5)])
+@parametrize_with_checks([CostModel(max_iter=5), CostModel(objective="rank", max_iter=5),
+                          CostModel(max_iter=5, feature_views=((0,), None))])
 def test_sklearn_estimator_contract(estimator: CostModel, check: object) -> None:
     check(estimator)  # type: ignore[operator]
 
@@ -71,6 +79,63 @@ def test_booster_settings_as_tuples_make_an_averaged_ensemble() -> None:
     old.model_ = old.boosters_[0]
     del old.boosters_
     assert np.allclose(old.predict(X), expected)
+
+
+def test_each_feature_view_is_a_booster_that_sees_only_its_columns() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.random((300, 3))
+    y = np.exp(3 * X[:, 2]) + 0.1 * X[:, 0]  # column 2 decides
+    model = CostModel(max_iter=20, feature_views=((0, 1), None)).fit(X, y)
+    assert [b.n_features_in_ for b in model.boosters_] == [2, 3]
+    blind, sighted = model.boosters_
+    assert np.allclose(model.predict(X), (blind.predict(X[:, [0, 1]]) + sighted.predict(X)) / 2)
+    shuffled = X.copy()
+    shuffled[:, 2] = rng.permutation(X[:, 2])
+    assert np.allclose(blind.predict(shuffled[:, [0, 1]]), blind.predict(X[:, [0, 1]]))
+    assert not np.allclose(model.predict(shuffled), model.predict(X))
+    with pytest.raises(ValueError, match="feature_views"):
+        CostModel(feature_views=((0, 3),)).fit(X, y)
+    with pytest.raises(ValueError, match="feature_views"):
+        CostModel(feature_views=((),)).fit(X, y)
+
+
+def test_occupancy_views_leave_the_occupancy_waves_out_of_one_booster() -> None:
+    schema = ["g_occ_wave_eff", "g_occ_waves", "g_tiles", "p_BLOCK_M"]
+    assert occupancy_views(schema) == ((2, 3), None)
+    assert occupancy_views(schema, "without") == ((2, 3),)
+    assert occupancy_views(schema, "with") is None
+    assert occupancy_views(["g_tiles", "p_BLOCK_M"]) is None  # nothing to leave out: one view
+    with pytest.raises(ValueError, match="occupancy_waves"):
+        occupancy_views(schema, "sometimes")
+
+
+def test_a_prior_averages_a_booster_with_and_one_without_the_occupancy_waves(
+        h200_tables: list[GroundTruth]) -> None:
+    train, held = h200_tables[:3], h200_tables[3]
+    params = [r.params for r in held.rows.values()]
+    problem, arch = held.meta.problem, get_arch("sm_90")
+    both = fit_prior(train, max_iter=30)
+    assert both.provenance["feature_views"] == [sorted(OCCUPANCY_WAVE_FEATURES), []]
+    without = fit_prior(train, max_iter=30, occupancy_waves="without")
+    with_ = fit_prior(train, max_iter=30, occupancy_waves="with")
+    assert "feature_views" not in with_.provenance
+    blind, sighted = without.score(params, problem, arch), with_.score(params, problem, arch)
+    assert np.allclose(both.score(params, problem, arch), (blind + sighted) / 2)
+    assert not np.allclose(blind, sighted)
+
+
+def test_occupancy_waves_count_whole_resident_blocks() -> None:
+    # 64x28672x4096 on the H200: 448 tiles of 64x64; 3 stages of 64-deep tiles take 48 KiB of shared
+    # memory (4 blocks fit on an SM: 1 wave over 132 SMs), 4 stages 64 KiB (3 fit: 2 waves).
+    sm90, problem = get_arch("sm_90"), {"M": 64, "N": 28672, "K": 4096}
+    base = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT_K": 1, "num_warps": 4}
+    three = config_features(base | {"num_stages": 3}, problem, sm90)
+    four = config_features(base | {"num_stages": 4}, problem, sm90)
+    assert three["g_waves"] == four["g_waves"] == pytest.approx(448 / 132)
+    assert three["g_occ_waves"] == pytest.approx(448 / (132 * 4))
+    assert four["g_occ_waves"] == pytest.approx(448 / (132 * 3))
+    assert three["g_occ_wave_eff"] == pytest.approx(448 / (132 * 4))
+    assert four["g_occ_wave_eff"] == pytest.approx(448 / (2 * 132 * 3))
 
 
 def test_gemm_features() -> None:
