@@ -83,9 +83,9 @@ class CostModel(RegressorMixin, BaseEstimator):
         With a tuple for either, one booster is fitted per combination of the values and their
         predictions are averaged: a hyperparameter ensemble. Leave-one-shape-out on the 27 H200
         tables, leaves (15, 31, 63) x L2 (0, 1) put a config within 1% of the optimum at rank <= 8
-        on 23 tables (worst rank 17), where each single setting of the six did so on 21-24 with a
-        worst rank of 14-63 (``benchmarks/prior_ensemble.py``, before the feature views of
-        :func:`fit_prior`). It is not the default: with the
+        on 24 tables (worst rank 18), where each single setting of the six did so on 24-26 with a
+        worst rank of 14-45 (``benchmarks/prior_ensemble.py``, with :func:`fit_prior`'s two feature
+        views; before them 23 tables, worst 17, against 21-24). It is not the default: with the
         sampler of commit 2e21f1a (before prior kriging) it reached within 1% in <= 8 compiles
         on 24 H200 tables instead of 22 but worst 32 instead of 25, and needed more compiles on
         every benchmark_hub GPU
