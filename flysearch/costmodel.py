@@ -336,9 +336,10 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
               occupancy_waves: str = "average", **params: Any) -> Prior:
     """Train a prior on *tables* (all their rows, failures penalized).
 
-    The default objective is ``"rank"``: leave-one-shape-out on the H200 tables it put the first
-    config within 1% of the optimum at median rank 2 (worst 24), against 7 (worst 128) for
-    ``"log_ratio"`` (``benchmarks/costmodel_eval.py`` regenerates the comparison).
+    The default objective is ``"rank"``: leave-one-shape-out on the 27 H200 tables it put the first
+    config within 1% of the optimum at median rank 2 (worst 26, rank <= 8 on 24), against 3 (worst
+    133, 19) for ``"log_ratio"`` (``flysearch model eval --file 'benchmarks/data/h200/*.table.json.gz'
+    --sampler none --objective rank|log_ratio``, 2026-12-02).
 
     With *sources*, and tables of one kernel from two or more devices, one prior per device is
     trained too (:attr:`Prior.sources`). Tables of several kernels are pooled only: weighing a
