@@ -205,8 +205,8 @@ def _gemm_columns(roles: Columns, problem: Mapping[str, Any], arch: ArchProfile 
         # Waves of whole resident blocks: a block that fits 3 times instead of 4 on a CU can turn
         # one wave of tiles into two (64x28672x4096 on the H200: 1.00x with 3 stages, 1.25x with 4).
         slots = cus * np.maximum(np.floor(out["g_blocks_per_cu"]), 1.0)
-        out["g_occ_waves"] = blocks / slots
-        out["g_occ_wave_eff"] = blocks / (np.ceil(blocks / slots) * slots)
+        out["g_occ_waves"] = occ_waves = blocks / slots
+        out["g_occ_wave_eff"] = blocks / (np.ceil(occ_waves) * slots)
     return {name: np.where(applies, col, math.nan) for name, col in out.items()}
 
 
