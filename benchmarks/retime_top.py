@@ -105,6 +105,14 @@ def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, time
     return {"table": table.name, "configs": configs}
 
 
+def within_retimed(table: dict[str, Any], eps: float = 0.01) -> list[str]:
+    """The keys of one result-file table's configs whose re-timed median is within *eps* of the
+    re-timed best (the table's 1% set by the better measurement; empty if nothing was re-timed)."""
+    timed = [c for c in table["configs"] if c["median_ms"]]
+    best = min((c["median_ms"] for c in timed), default=0.0)
+    return [c["key"] for c in timed if c["median_ms"] <= best * (1 + eps)]
+
+
 def summarize(table: dict[str, Any]) -> dict[str, Any] | None:
     """One table of a result file: where the race's best lands once re-timed (``place``, 1-based,
     and ``race_best_x``, its re-timed median over the re-timed best), the re-timed gap from the
@@ -122,7 +130,7 @@ def summarize(table: dict[str, Any]) -> dict[str, Any] | None:
         "race_best_x": race_best["median_ms"] / best,
         "gap": retimed[1]["median_ms"] / best - 1 if len(retimed) > 1 else float("nan"),
         "within_race": sum(c["race_ms"] <= race_best["race_ms"] * 1.01 for c in timed),
-        "within_retimed": sum(c["median_ms"] <= best * 1.01 for c in timed),
+        "within_retimed": len(within_retimed(table)),
         "spreads": [c["spread"] for c in timed],
         "scale": statistics.median(c["race_ms"] / c["median_ms"] for c in timed),
     }

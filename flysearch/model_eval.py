@@ -8,7 +8,11 @@ held-out one) and
   ``hit@16`` says whether that rank is at most 16;
 * **with the sampler**: :class:`~flysearch.model_sampler.CostModelSampler` runs as a replayed study
   for several seeds; the unique compiles to first reach within 1% and 5% are recorded (``None``
-  when the budget ran out first).
+  when the budget ran out first);
+* **against re-timed tops** (optional): a race times each config once, so which configs lie within
+  1% of the optimum is itself measured with noise; given the keys of the configs within 1% of a
+  table's *re-timed* optimum (``benchmarks/retime_top.py``), the compiles until the search first
+  measures one of them are recorded too.
 
 Example::
 
@@ -18,7 +22,7 @@ Example::
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +39,7 @@ from flysearch.tables import GroundTruth, Row
 
 __all__ = [
     "HeldOut",
+    "compiles_to_keys",
     "compiles_to_within",
     "evaluate_test_set",
     "leave_one_out",
@@ -58,6 +63,9 @@ class HeldOut:
     prior_rank: dict[float, int | None]
     sampler: dict[float, list[int | None]] = field(default_factory=dict)
     random_expected: dict[float, float] = field(default_factory=dict)
+    #: Per seed, the compiles to first measure a config within 1% of the re-timed optimum (empty
+    #: when the table has no re-timed top).
+    retimed: list[int | None] = field(default_factory=list)
 
     @property
     def hit16(self) -> bool:
@@ -66,8 +74,15 @@ class HeldOut:
 
     def sampler_median(self, eps: float) -> float | None:
         """Median compiles over seeds (a failed seed counts as the budget + 1); ``None`` if none ran."""
-        runs = self.sampler.get(eps) or []
-        return statistics.median([r if r is not None else np.inf for r in runs]) if runs else None
+        return _median(self.sampler.get(eps) or [])
+
+    def retimed_median(self) -> float | None:
+        """:meth:`sampler_median` of :attr:`retimed` (``None`` without a re-timed top)."""
+        return _median(self.retimed)
+
+
+def _median(runs: Sequence[int | None]) -> float | None:
+    return statistics.median([r if r is not None else np.inf for r in runs]) if runs else None
 
 
 def _first_within(times: Sequence[float | None], best: float, eps: float) -> int | None:
@@ -140,21 +155,30 @@ def compiles_to_within(study: optuna.Study, best_ms: float) -> dict[float, int |
     return {eps: _first_within(times, best_ms, eps) for eps in EPSILONS}
 
 
-def sampler_compiles(table: GroundTruth, sampler: str, *, prior: Prior | None, seeds: Sequence[int],
-                     budget: int) -> dict[float, list[int | None]]:
-    """Run *sampler* on *table* (replayed, in memory) per seed; compiles to each epsilon."""
+def compiles_to_keys(study: optuna.Study, keys: Collection[str]) -> int | None:
+    """Unique compiles a finished study needed to first measure a config whose key is in *keys*."""
+    compiled = [r.key for _, r in trial_records(study) if r.compile_index is not None]
+    return next((i for i, key in enumerate(compiled, 1) if key in keys), None)
+
+
+def _searches(table: GroundTruth, sampler: str, prior: Prior | None, seeds: Sequence[int],
+              budget: int) -> Iterator[optuna.Study]:
+    """Each seed's finished replayed study of *table* with *sampler* (in memory)."""
     space = space_for_table(table)
-    out: dict[float, list[int | None]] = {eps: [] for eps in EPSILONS}
     for seed in seeds:
         storage = optuna.storages.InMemoryStorage()
         settings = StudySettings(sampler, budget, seed, space=space.name, table=table.name)
         run_study("eval", space, ReplayEvaluator(table), settings, shape=table.meta.shape(),
                   arch=table_arch(table), storage=storage, prior=prior, problem=table.meta.problem)
-        reached = compiles_to_within(optuna.load_study(study_name="eval", storage=storage),
-                                     table.best().time_ms or 0.0)
-        for eps in EPSILONS:
-            out[eps].append(reached[eps])
-    return out
+        yield optuna.load_study(study_name="eval", storage=storage)
+
+
+def sampler_compiles(table: GroundTruth, sampler: str, *, prior: Prior | None, seeds: Sequence[int],
+                     budget: int) -> dict[float, list[int | None]]:
+    """Run *sampler* on *table* (replayed, in memory) per seed; compiles to each epsilon."""
+    reached = [compiles_to_within(study, table.best().time_ms or 0.0)
+               for study in _searches(table, sampler, prior, seeds, budget)]
+    return {eps: [r[eps] for r in reached] for eps in EPSILONS}
 
 
 def _same_kernel(held: GroundTruth, other: GroundTruth) -> bool:
@@ -162,21 +186,27 @@ def _same_kernel(held: GroundTruth, other: GroundTruth) -> bool:
 
 
 def _evaluate(prior: Prior, held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int],
-              budget: int, sampler: str | None) -> HeldOut:
-    """Rank *held* with *prior* (trained on *train*) and, with a *sampler*, search it."""
+              budget: int, sampler: str | None, retimed: Collection[str] | None = None) -> HeldOut:
+    """Rank *held* with *prior* (trained on *train*) and, with a *sampler*, search it (and, with
+    the keys *retimed* within 1% of its re-timed optimum, count the compiles to one of them)."""
     result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held),
                      random_expected=random_expectation(held))
     if sampler is not None:
-        result.sampler = sampler_compiles(held, sampler, prior=prior if sampler == "costmodel" else None,
-                                          seeds=seeds, budget=budget)
+        result.sampler = {eps: [] for eps in EPSILONS}
+        for study in _searches(held, sampler, prior if sampler == "costmodel" else None, seeds, budget):
+            for eps, reached in compiles_to_within(study, held.best().time_ms or 0.0).items():
+                result.sampler[eps].append(reached)
+            if retimed:
+                result.retimed.append(compiles_to_keys(study, retimed))
     return result
 
 
 def _hold_out(held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int], budget: int,
-              sampler: str | None, objective: str, model_params: dict[str, Any]) -> HeldOut:
+              sampler: str | None, retimed: Collection[str] | None, objective: str,
+              model_params: dict[str, Any]) -> HeldOut:
     """Train a prior on *train*, rank *held* with it and, with a *sampler*, search it."""
     prior = fit_prior(train, objective=objective, **model_params)
-    return _evaluate(prior, held, train, seeds, budget, sampler)
+    return _evaluate(prior, held, train, seeds, budget, sampler, retimed)
 
 
 def _run(fn: Callable[..., HeldOut], jobs: Sequence[tuple[Any, ...]], held: Sequence[GroundTruth],
@@ -205,12 +235,15 @@ def leave_one_out(
     tables: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4), budget: int = 64,
     sampler: str | None = "costmodel", objective: str = "rank",
     progress: Callable[[str], None] | None = None, workers: int = 1,
-    extra: Sequence[GroundTruth] = (), **model_params: Any,
+    extra: Sequence[GroundTruth] = (), retimed: Mapping[str, Collection[str]] | None = None,
+    **model_params: Any,
 ) -> list[HeldOut]:
     """Hold out each table in turn; train on the others of its kernel; rank and search it.
 
     The tables of *extra* are training data only: each prior trains on those of the held-out
-    table's kernel too, and none of them is held out.
+    table's kernel too, and none of them is held out. *retimed* maps a table's name to the keys of
+    the configs within 1% of its re-timed optimum; each search of that table also records the
+    compiles to the first of them (:attr:`HeldOut.retimed`).
     With *workers* > 1 the held-out tables run in that many processes; the results are the same
     and in the same order.
     """
@@ -223,22 +256,25 @@ def leave_one_out(
             f"Leave-one-table-out needs two tables of one kernel; the {len(tables)} given have none "
             "to train on."
         )
-    args = (list(seeds), budget, sampler, objective, model_params)
-    return _run(_hold_out, [(held, train, *args) for held, train in jobs], [held for held, _ in jobs],
+    retimed = retimed or {}
+    return _run(_hold_out, [(held, train, list(seeds), budget, sampler, retimed.get(held.name), objective,
+                             model_params) for held, train in jobs], [held for held, _ in jobs],
                 workers, progress)
 
 
 def evaluate_test_set(
     train: Sequence[GroundTruth], tests: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4),
     budget: int = 64, sampler: str | None = "costmodel", objective: str = "rank",
-    progress: Callable[[str], None] | None = None, workers: int = 1, **model_params: Any,
+    progress: Callable[[str], None] | None = None, workers: int = 1,
+    retimed: Mapping[str, Collection[str]] | None = None, **model_params: Any,
 ) -> list[HeldOut]:
     """Train one prior per kernel on *train*; rank and search each table of *tests* with it.
 
     The tables of *tests* are a test set: no prior is trained on any of them (a table named in both
     is left out of the training), and a test table whose kernel has no other table in *train* is
-    skipped. The results are the same with any *workers*.
+    skipped. The results are the same with any *workers*. *retimed* as for :func:`leave_one_out`.
     """
+    retimed = retimed or {}
     test_names = {t.name for t in tests}
     priors: dict[str, tuple[Prior, list[GroundTruth]]] = {}
     jobs = []
@@ -250,5 +286,5 @@ def evaluate_test_set(
                 continue
             priors[kernel] = (fit_prior(same, objective=objective, **model_params), same)
         prior, same = priors[kernel]
-        jobs.append((prior, held, same, list(seeds), budget, sampler))
+        jobs.append((prior, held, same, list(seeds), budget, sampler, retimed.get(held.name)))
     return _run(_evaluate, jobs, [job[1] for job in jobs], workers, progress)

@@ -219,6 +219,22 @@ def test_leave_one_out_in_worker_processes_gives_the_same_results(h200_tables: l
         [(r.prior_rank, r.sampler, r.trained_on) for r in alone]
 
 
+def test_retimed_keys_count_the_compiles_to_the_first_measured_one(h200_tables: list[GroundTruth]) -> None:
+    tables = h200_tables[:4]
+    held = tables[1]
+    best = held.best().time_ms or 0.0
+    race_set = [r.key for r in held.rows.values() if r.ok and (r.time_ms or 0.0) <= best * 1.01]
+    slowest = max((r for r in held.rows.values() if r.ok), key=lambda r: r.time_ms or 0.0).key
+    results = leave_one_out(tables, seeds=(0, 1), budget=24, max_iter=20, retimed={held.name: race_set})
+    # The race's own 1% set given as the re-timed one: the same counts as the race's criterion.
+    assert results[1].retimed == results[1].sampler[0.01] and any(results[1].retimed)
+    assert results[1].retimed_median() == results[1].sampler_median(0.01)
+    assert results[0].retimed == [] and results[0].retimed_median() is None  # no re-timed top given
+    # A re-timed top the search never measures within the budget: no seed reaches it.
+    never = leave_one_out(tables[:2], seeds=(0,), budget=3, max_iter=20, retimed={held.name: [slowest]})
+    assert never[1].retimed == [None]
+
+
 def test_a_test_set_is_ranked_by_one_prior_never_trained_on_it(h200_tables: list[GroundTruth]) -> None:
     from flysearch.model_eval import evaluate_test_set
 

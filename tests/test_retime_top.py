@@ -35,6 +35,20 @@ def test_top_rows_takes_the_configs_within_the_margin_clamped() -> None:
     assert [r.key for r in mod.top_rows(table, 0.50, 1, 2)] == ["B=1", "B=3"]
 
 
+def test_within_retimed_takes_the_configs_within_1_percent_of_the_retimed_best() -> None:
+    mod = _module()
+    table = {"table": "t", "configs": [
+        {"key": "a", "race_ms": 1.00, "median_ms": 1.030},  # the race's best, slower once re-timed
+        {"key": "b", "race_ms": 1.04, "median_ms": 1.000},
+        {"key": "c", "race_ms": 1.02, "median_ms": 1.010},  # exactly 1% behind: in
+        {"key": "d", "race_ms": 1.01, "median_ms": 1.011},
+        {"key": "e", "race_ms": 1.05, "median_ms": None},  # failed when re-timed
+    ]}
+    assert mod.within_retimed(table) == ["b", "c"]
+    assert mod.within_retimed(table, 0.05) == ["a", "b", "c", "d"]
+    assert mod.within_retimed({"table": "t", "configs": []}) == []
+
+
 @pytest.mark.parametrize("name", ["retime_top_h200", "retime_top_h200_holdout", "retime_top_h200_extra",
                                   "retime_top_h200_holdout2"])
 def test_committed_summary_is_the_report_of_the_committed_result(name: str) -> None:
