@@ -50,7 +50,7 @@ def test_within_retimed_takes_the_configs_within_1_percent_of_the_retimed_best()
 
 
 @pytest.mark.parametrize("name", ["retime_top_h200", "retime_top_h200_holdout", "retime_top_h200_extra",
-                                  "retime_top_h200_holdout2"])
+                                  "retime_top_h200_extra2", "retime_top_h200_holdout2"])
 def test_committed_summary_is_the_report_of_the_committed_result(name: str) -> None:
     result = ROOT / "benchmarks" / "results" / f"{name}.json"
     if not result.exists():
