@@ -56,6 +56,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # retime_top.within_retimed, also when imported
 
 import optuna  # noqa: E402
 
@@ -111,7 +112,7 @@ def _fmt(value: float | None, budget: int) -> str:
 def retimed_keys(paths: Sequence[str]) -> dict[str, list[str]]:
     """Table name -> the keys within 1% of its re-timed optimum, from ``retime_top.py`` result
     files (a table in several files: the last one's)."""
-    from retime_top import within_retimed  # benchmarks/, this script's folder
+    from retime_top import within_retimed
 
     out: dict[str, list[str]] = {}
     for path in paths:
