@@ -109,17 +109,13 @@ def _fmt(value: float | None, budget: int) -> str:
     return "-" if value is None else (f">{budget}" if value == float("inf") else f"{value:g}")
 
 
-def retimed_keys(paths: Sequence[str]) -> dict[str, list[str]]:
-    """Table name -> the keys within 1% of its re-timed optimum, from ``retime_top.py`` result
-    files (a table in several files: the last one's)."""
+def retimed_keys(path: str) -> dict[str, list[str]]:
+    """Table name -> the keys within 1% of its re-timed optimum, from a ``retime_top.py`` result
+    file (tables with nothing re-timed left out)."""
     from retime_top import within_retimed
 
-    out: dict[str, list[str]] = {}
-    for path in paths:
-        for table in json.loads(Path(path).read_text())["tables"]:
-            if keys := within_retimed(table):
-                out[table["table"]] = keys
-    return out
+    tables = json.loads(Path(path).read_text())["tables"]
+    return {table["table"]: keys for table in tables if (keys := within_retimed(table))}
 
 
 def _per_seed(runs: Sequence[int | None]) -> str:
@@ -191,10 +187,10 @@ def main() -> None:
     model_params: dict[str, object] = {"occupancy_waves": args.occupancy_waves}
     if args.ensemble:
         model_params |= {"max_leaf_nodes": ENSEMBLE_LEAVES, "l2_regularization": ENSEMBLE_L2}
-    retimed: dict[str, list[str]] = {}
+    retimed: dict[str, list[str]] = {}  # a table in several files: the last one's
     for path in args.retimed:
         try:
-            retimed |= retimed_keys([path])
+            retimed |= retimed_keys(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             parser.error(f"--retimed {path}: not a readable retime_top.py result file ({exc!r})")
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -176,9 +176,22 @@ def _searches(table: GroundTruth, sampler: str, prior: Prior | None, seeds: Sequ
 def sampler_compiles(table: GroundTruth, sampler: str, *, prior: Prior | None, seeds: Sequence[int],
                      budget: int) -> dict[float, list[int | None]]:
     """Run *sampler* on *table* (replayed, in memory) per seed; compiles to each epsilon."""
-    reached = [compiles_to_within(study, table.best().time_ms or 0.0)
-               for study in _searches(table, sampler, prior, seeds, budget)]
-    return {eps: [r[eps] for r in reached] for eps in EPSILONS}
+    return _search_counts(table, sampler, prior, seeds, budget)[0]
+
+
+def _search_counts(table: GroundTruth, sampler: str, prior: Prior | None, seeds: Sequence[int], budget: int,
+                   retimed: Collection[str] | None = None) -> tuple[dict[float, list[int | None]],
+                                                                   list[int | None]]:
+    """Per seed, the compiles to each epsilon and (with the keys *retimed*) to the first of them."""
+    best = table.best().time_ms or 0.0
+    to_eps: dict[float, list[int | None]] = {eps: [] for eps in EPSILONS}
+    to_keys: list[int | None] = []
+    for study in _searches(table, sampler, prior, seeds, budget):
+        for eps, reached in compiles_to_within(study, best).items():
+            to_eps[eps].append(reached)
+        if retimed:
+            to_keys.append(compiles_to_keys(study, retimed))
+    return to_eps, to_keys
 
 
 def _same_kernel(held: GroundTruth, other: GroundTruth) -> bool:
@@ -192,12 +205,8 @@ def _evaluate(prior: Prior, held: GroundTruth, train: Sequence[GroundTruth], see
     result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held),
                      random_expected=random_expectation(held))
     if sampler is not None:
-        result.sampler = {eps: [] for eps in EPSILONS}
-        for study in _searches(held, sampler, prior if sampler == "costmodel" else None, seeds, budget):
-            for eps, reached in compiles_to_within(study, held.best().time_ms or 0.0).items():
-                result.sampler[eps].append(reached)
-            if retimed:
-                result.retimed.append(compiles_to_keys(study, retimed))
+        result.sampler, result.retimed = _search_counts(
+            held, sampler, prior if sampler == "costmodel" else None, seeds, budget, retimed)
     return result
 
 

@@ -23,7 +23,7 @@ def test_retimed_keys_read_each_tables_1_percent_set(tmp_path: Path) -> None:
         {"table": "k/none", "configs": [{"key": "x", "race_ms": 1.0, "median_ms": None}]}]}
     path = tmp_path / "retime.json"
     path.write_text(json.dumps(doc))
-    assert mod.retimed_keys([str(path)]) == {"k/a": ["x", "y"]}  # a table with nothing re-timed: absent
+    assert mod.retimed_keys(str(path)) == {"k/a": ["x", "y"]}  # a table with nothing re-timed: absent
 
 
 def test_the_section_adds_the_retimed_column_only_when_a_table_has_one() -> None:
