@@ -12,6 +12,9 @@ comparison. This script checks that decision the way a live study checks its fin
 best (at least ``--min-k``, at most ``--max-k``), compiles them, and times each once per round for
 ``--rounds`` rounds, in a fresh random order each round, with the race's own timing protocol. It
 writes, per table and config, the race's time and every round's time; it changes no table.
+``flysearch race run`` now does the same after each shape it races (and re-times tables loaded
+into its database), storing the medians in the table (:mod:`flysearch.retime`); this script keeps
+the result files of the tables raced before that.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import datetime as dt
 import glob
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -36,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from flysearch.evaluators.pool import WorkerPool  # noqa: E402
 from flysearch.evaluators.triton import compile_task, timer_task  # noqa: E402
 from flysearch.kernels.triton_gemm import spec_key  # noqa: E402
+from flysearch.retime import interleaved_rounds, top_rows  # noqa: E402
 from flysearch.shapes import Shape  # noqa: E402
 from flysearch.tables import GroundTruth, Row, read_table_file  # noqa: E402
 
@@ -54,14 +57,6 @@ def code_commit(root: Path) -> str:
     return f"{commit}+changes" if commit and git("status", "--porcelain") else commit
 
 
-def top_rows(table: GroundTruth, within: float, min_k: int, max_k: int) -> list[Row]:
-    """The table's fastest configs: those within *within* of its best, clamped to [min_k, max_k]."""
-    ok = sorted(table.ok_rows(), key=lambda r: (r.time_ms, r.key))
-    best = ok[0].time_ms
-    n = sum(1 for r in ok if r.time_ms <= best * (1 + within))
-    return ok[: max(min_k, min(n, max_k))]
-
-
 def load_tables(pattern: str) -> list[GroundTruth]:
     tables = []
     for path in sorted(glob.glob(pattern)):
@@ -72,32 +67,30 @@ def load_tables(pattern: str) -> list[GroundTruth]:
 
 def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, timer: WorkerPool,
                  rounds: int, seed: int) -> dict[str, Any]:
-    """Compile *rows*' configs, then time each once per round in a fresh order per round."""
+    """Compile *rows*' configs, then time each once per round in a fresh order per round
+    (:func:`flysearch.retime.interleaved_rounds`, as ``flysearch race`` confirms a shape's top)."""
     shape = Shape(**table.meta.problem)
     spec, arch = spec_key(shape), table.meta.arch or "sm_90"
     protocol = json.loads(table.meta.notes or "{}").get("protocol")
     for r in rows:
         compiler.submit(r.key, {"config": r.params, "spec": spec, "arch": arch})
     compiled = {res.task_id: res for res in compiler.drain()}
-    good = [r for r in rows if compiled[r.key].ok and compiled[r.key].value.get("ok")]
-    samples: dict[str, list[float]] = {r.key: [] for r in good}
-    failed: dict[str, str] = {r.key: "compile failed" for r in rows if r not in good}
-    rng = random.Random(seed)
-    for _ in range(rounds):
-        order = list(good)
-        rng.shuffle(order)
-        for r in order:
-            timer.submit(r.key, {"op": "time", "shape": shape.as_dict(), "config": r.params, "spec": spec,
-                                 "arch": arch, "protocol": protocol, "best_ms": None})
-            (res,) = timer.drain()
-            if res.ok and res.value.get("outcome") == "ok":
-                samples[r.key].append(float(res.value["time_ms"]))
-            else:
-                failed[r.key] = res.value.get("detail", "") if res.ok else f"timer {res.status}"
+
+    def time_one(r: Row) -> float | str:
+        if not (compiled[r.key].ok and compiled[r.key].value.get("ok")):
+            return "compile failed"
+        timer.submit(r.key, {"op": "time", "shape": shape.as_dict(), "config": r.params, "spec": spec,
+                             "arch": arch, "protocol": protocol, "best_ms": None})
+        (res,) = timer.drain()
+        if res.ok and res.value.get("outcome") == "ok":
+            return float(res.value["time_ms"])
+        return res.value.get("detail", "") if res.ok else f"timer {res.status}"
+
+    samples, failed = interleaved_rounds(rows, time_one, rounds, seed)
     configs = []
     for r in rows:
         v = samples.get(r.key, [])
-        med = statistics.median(v) if v else None
+        med = statistics.median(v) if v and r.key not in failed else None
         configs.append({"key": r.key, "race_ms": r.time_ms, "rounds_ms": [round(x, 6) for x in v],
                         "median_ms": med,
                         "spread": (max(v) - min(v)) / med if v and med else None,

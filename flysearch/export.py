@@ -32,7 +32,9 @@ _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 def best_configs(store: TableStore, prefix: str = "", top: int = 1, *,
                  kernel: str = "") -> list[dict[str, Any]]:
     """The *top* fastest correct configs of every table whose name starts with *prefix* (and whose
-    kernel's name holds *kernel*).
+    kernel's name holds *kernel*), by the table's best measurement
+    (:meth:`~flysearch.tables.GroundTruth.ranked`: re-timed medians where its top was re-timed;
+    ``time_ms`` is then the median and ``race_ms`` the race's single time).
 
     Raises:
         MissingTableError: no table matches, or none of those matching has a config that ran.
@@ -47,14 +49,17 @@ def best_configs(store: TableStore, prefix: str = "", top: int = 1, *,
     for name in names:
         table = store.load(name)
         shape = table.meta.shape()
-        ranked = sorted(table.ok_rows(), key=lambda r: (r.time_ms, r.key))[:top]
-        for rank, row in enumerate(ranked):
-            out.append({
+        retimed = table.retimed_ms()
+        for rank, row in enumerate(table.ranked()[:top]):
+            entry = {
                 "table": name, "rank": rank + 1, "device": table.meta.device, "date": table.meta.date,
                 "shape": f"{shape.M}x{shape.N}x{shape.K}" if shape else "",
                 "problem": table.meta.problem, "key": row.key, "params": dict(row.params),
-                "time_ms": row.time_ms,
-            })
+                "time_ms": retimed.get(row.key, row.time_ms),
+            }
+            if row.key in retimed:
+                entry["race_ms"] = row.time_ms
+            out.append(entry)
     if not out:
         raise MissingTableError(
             f"None of the {len(names)} tables starting with {prefix!r} has a config that ran."

@@ -240,6 +240,12 @@ def _run(fn: Callable[..., HeldOut], jobs: Sequence[tuple[Any, ...]], held: Sequ
     return results
 
 
+def _retimed(table: GroundTruth, retimed: Mapping[str, Collection[str]] | None) -> list[str] | None:
+    """The keys within 1% of *table*'s re-timed optimum: *retimed*'s entry, else the table's own."""
+    keys = (retimed or {}).get(table.name)
+    return list(keys) if keys else (table.within_retimed(0.01) or None)
+
+
 def leave_one_out(
     tables: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4), budget: int = 64,
     sampler: str | None = "costmodel", objective: str = "rank",
@@ -252,7 +258,8 @@ def leave_one_out(
     The tables of *extra* are training data only: each prior trains on those of the held-out
     table's kernel too, and none of them is held out. *retimed* maps a table's name to the keys of
     the configs within 1% of its re-timed optimum; each search of that table also records the
-    compiles to the first of them (:attr:`HeldOut.retimed`).
+    compiles to the first of them (:attr:`HeldOut.retimed`). A table not in *retimed* whose top
+    was re-timed by its race (:meth:`GroundTruth.within_retimed`) gives its own keys.
     With *workers* > 1 the held-out tables run in that many processes; the results are the same
     and in the same order.
     """
@@ -265,8 +272,7 @@ def leave_one_out(
             f"Leave-one-table-out needs two tables of one kernel; the {len(tables)} given have none "
             "to train on."
         )
-    retimed = retimed or {}
-    return _run(_hold_out, [(held, train, list(seeds), budget, sampler, retimed.get(held.name), objective,
+    return _run(_hold_out, [(held, train, list(seeds), budget, sampler, _retimed(held, retimed), objective,
                              model_params) for held, train in jobs], [held for held, _ in jobs],
                 workers, progress)
 
@@ -283,7 +289,6 @@ def evaluate_test_set(
     is left out of the training), and a test table whose kernel has no other table in *train* is
     skipped. The results are the same with any *workers*. *retimed* as for :func:`leave_one_out`.
     """
-    retimed = retimed or {}
     test_names = {t.name for t in tests}
     priors: dict[str, tuple[Prior, list[GroundTruth]]] = {}
     jobs = []
@@ -295,5 +300,5 @@ def evaluate_test_set(
                 continue
             priors[kernel] = (fit_prior(same, objective=objective, **model_params), same)
         prior, same = priors[kernel]
-        jobs.append((prior, held, same, list(seeds), budget, sampler, retimed.get(held.name)))
+        jobs.append((prior, held, same, list(seeds), budget, sampler, _retimed(held, retimed)))
     return _run(_evaluate, jobs, [job[1] for job in jobs], workers, progress)

@@ -11,6 +11,12 @@ and K are multiples of 16 (:func:`flysearch.kernels.triton_gemm.spec_key`), so a
 shapes compiles each (specialization, config) once: compiles are queued in the order the timer will
 need them, and later shapes are mostly served from the Triton cache.
 
+With :attr:`RaceSettings.retime`, each shape's top is then confirmed (:mod:`flysearch.retime`): the
+configs within a few percent of the best are timed again in interleaved rounds and their medians
+stored beside the race's times, so the table's best and its 1% set rest on more than one timing. A
+rerun re-times a finished table that was raced without it (``flysearch race load`` then ``race run``
+re-times committed tables).
+
 Per shape the race also validates and times ``torch.mm`` (cuBLAS) with the same protocol and keeps
 that time in the table's notes (JSON, key ``vendor``); :func:`race_summary` compares it with the
 best Triton config and names the winner, like aiter's ``libtype`` column.
@@ -21,7 +27,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flysearch.arch import arch_of_device, device_label, get_arch
@@ -36,9 +42,10 @@ from flysearch.evaluators.triton import (
     compile_task,
     timer_task,
 )
+from flysearch.retime import RetimeSettings, interleaved_rounds, top_rows, with_rounds
 from flysearch.shapes import Shape
 from flysearch.space import Config, Space
-from flysearch.tables import Row, TableMeta, TableStore
+from flysearch.tables import RETIME, Row, TableMeta, TableStore
 
 __all__ = [
     "RaceReport",
@@ -80,6 +87,8 @@ class RaceSettings:
         protocol: Timing protocol.
         compile_fn: Module-level compile task (see :func:`flysearch.evaluators.triton.compile_task`).
         timer_fn: Module-level timer task (see :func:`flysearch.evaluators.triton.timer_task`).
+        retime: Confirm each finished shape's top in interleaved rounds (``None``: do not).
+            With a deadline, a shape the deadline cut short is not re-timed.
     """
 
     kernel: str = "triton_gemm"
@@ -95,6 +104,7 @@ class RaceSettings:
     protocol: TimingProtocol = field(default_factory=TimingProtocol)
     compile_fn: Callable[[dict[str, Any]], Any] = compile_task
     timer_fn: Callable[[dict[str, Any]], Any] = timer_task
+    retime: RetimeSettings | None = field(default_factory=RetimeSettings)
 
 
 @dataclass
@@ -110,6 +120,10 @@ class ShapeReport:
     best_ms: float | None = None
     vendor_ms: float | None = None
     wall_s: float = 0.0
+    retimed: int = 0
+    confirmed_key: str | None = None
+    confirmed_ms: float | None = None
+    retime_s: float = 0.0
 
     @property
     def measured(self) -> int:
@@ -163,7 +177,10 @@ def race_summary(store: TableStore, prefix: str = "") -> list[dict[str, Any]]:
     """Per race table: best Triton config and time, the cuBLAS time, their ratio and the winner.
 
     ``ratio`` is best Triton time / cuBLAS time (below 1: Triton wins); ``winner`` is ``"triton"`` or
-    ``"cublas"`` (aiter's ``libtype``), ``None`` when either time is missing.
+    ``"cublas"`` (aiter's ``libtype``), ``None`` when either time is missing. Where the table's top
+    was re-timed (:mod:`flysearch.retime`), the best config is the confirmed one and its time the
+    median of its rounds (``retimed`` counts the re-timed configs; ``race_best_key`` is the race's
+    own best).
     """
     out = []
     for name in store.names():
@@ -174,9 +191,11 @@ def race_summary(store: TableStore, prefix: str = "") -> list[dict[str, Any]]:
         if "vendor" not in notes:
             continue
         ok = table.ok_rows()
-        best = min(ok, key=lambda r: (r.time_ms, r.key)) if ok else None
+        best = table.confirmed_best() if ok else None
+        retimed = table.retimed_ms()
+        best_ms = retimed.get(best.key, best.time_ms) if best is not None else None
         v_ms = vendor_ms(table.meta)
-        ratio = best.time_ms / v_ms if best is not None and best.time_ms and v_ms else None
+        ratio = best_ms / v_ms if best_ms and v_ms else None
         shape = table.meta.shape()
         counts: dict[str, int] = {}
         for r in table.rows.values():
@@ -185,7 +204,8 @@ def race_summary(store: TableStore, prefix: str = "") -> list[dict[str, Any]]:
             "table": name, "shape": f"{shape.M}x{shape.N}x{shape.K}" if shape else "",
             "regime": shape.regime if shape else "", "layer": notes.get("layer", ""),
             "rows": len(table), "counts": counts, "best_key": best.key if best else None,
-            "triton_ms": best.time_ms if best else None, "cublas_ms": v_ms, "ratio": ratio,
+            "triton_ms": best_ms, "cublas_ms": v_ms, "ratio": ratio,
+            "retimed": len(retimed), "race_best_key": table.best().key if ok else None,
             "winner": None if ratio is None else ("triton" if ratio < 1.0 else "cublas"),
             "device": table.meta.device, "date": table.meta.date,
         })
@@ -300,6 +320,8 @@ def _run(race: _Race) -> RaceReport:
             break
         _race_shape(race, plan, arch.name, info)
         race.progress(_shape_line(plan.report))
+        if race.s.retime is not None and race.stopped == "done":
+            _retime_shape(race, plan, arch.name, info)
     report.compiles = sum(1 for v in race.compiled.values() if v.get("ok"))
     report.compile_failures = sum(1 for v in race.compiled.values() if not v.get("ok"))
     report.wall_s = time.monotonic() - race.t0
@@ -394,6 +416,74 @@ def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> No
             race.collect_compiles(race.compiler.poll(timeout=0.05))
     race.flush()
     _finish_report(race, plan, start)
+
+
+def _retime_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> None:
+    """Confirm a finished shape's top (:mod:`flysearch.retime`), unless it was re-timed before and
+    this run measured nothing new for it (new rows may change the top: it is then re-timed anew and
+    the earlier rounds of configs no longer in it are dropped)."""
+    from flysearch.kernels.triton_gemm import spec_key
+
+    settings = race.s.retime
+    assert settings is not None
+    if plan.table not in race.store:
+        return
+    table = race.store.load(plan.table)
+    report = plan.report
+    before = [r for r in table.rows.values() if RETIME in r.extra]
+    if before and not report.measured:
+        report.retimed = len(table.retimed_ms())
+    else:
+        start = time.monotonic()
+        rows = top_rows(table, settings.within, settings.min_k, settings.max_k)
+        shape = plan.race_shape.shape
+        spec, shape_d = spec_key(shape), shape.as_dict()
+        proto = protocol_dict(race.s.protocol)
+        for r in rows:  # configs raced by an earlier run were not compiled by this one
+            if (spec, r.key) not in race.compiled:
+                race.compiler.submit((spec, r.key), compile_payload(Config.from_dict(r.params), shape, arch))
+        while any((spec, r.key) not in race.compiled for r in rows):
+            race.collect_compiles(race.compiler.poll(timeout=0.05))
+
+        def time_one(row: Row) -> float | str:
+            if not race.compiled[(spec, row.key)].get("ok"):
+                return race.compiled[(spec, row.key)].get("detail") or "compile failed"
+            res = race.timer_call({"op": "time", "shape": shape_d, "config": row.params, "spec": spec,
+                                   "arch": arch, "protocol": proto, "best_ms": None})
+            if not res.ok:
+                return f"timer {res.status}: {res.detail}"
+            if res.value.get("outcome") != Outcome.OK.value:
+                return f"{res.value.get('outcome')}: {res.value.get('detail', '')}"
+            return float(res.value["time_ms"])
+
+        samples, failed = interleaved_rounds(rows, time_one, settings.rounds, settings.seed)
+        notes = _notes(table.meta)
+        notes["retime"] = {"rounds": settings.rounds, "within": settings.within, "min_k": settings.min_k,
+                           "max_k": settings.max_k, "seed": settings.seed, "device": info["device"],
+                           "versions": dict(info["versions"]),
+                           "date": time.strftime("%Y-%m-%d", time.gmtime())}
+        keys = {r.key for r in rows}
+        stale = [replace(r, extra={k: v for k, v in r.extra.items() if k != RETIME})
+                 for r in before if r.key not in keys]
+        race.store.add_rows(table.meta, with_rounds(rows, samples, failed) + stale)
+        race.store.set_notes(plan.table, json.dumps(notes, sort_keys=True))
+        report.retimed = len(rows) - len(failed)
+        report.retime_s = time.monotonic() - start
+        table = race.store.load(plan.table)
+    if table.ok_rows():
+        best = table.confirmed_best()
+        report.confirmed_key = best.key
+        report.confirmed_ms = table.retimed_ms().get(best.key, best.time_ms)
+    race.progress(_retime_line(report))
+
+
+def _retime_line(r: ShapeReport) -> str:
+    if r.confirmed_key is None:
+        return f"{r.table}: nothing to re-time"
+    same = "the race's best" if r.confirmed_key == r.best_key else f"not the race's best ({r.best_key})"
+    took = f" in {r.retime_s:.1f} s" if r.retime_s else " (re-timed before)"
+    return (f"{r.table}: {r.retimed} top configs re-timed{took}; confirmed best {r.confirmed_ms:.4g} ms, "
+            f"{same}")
 
 
 def _drop_failed_compiles(

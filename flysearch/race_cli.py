@@ -60,12 +60,22 @@ def race() -> None:
               help="Write each table as DIR/*.table.json.gz after.")
 @click.option("--report", "report_path", default=None, callback=writable_file,
               help="Write the race report as JSON here.")
+@click.option("--retime-rounds", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Confirm each shape's top: time it again this many interleaved rounds (0: off).")
+@click.option("--retime-within", type=click.FloatRange(min=0, max=1, max_open=True), default=0.05,
+              show_default=True, help="Re-time the configs within this fraction of the race's best...")
+@click.option("--retime-max", type=click.IntRange(min=1), default=32, show_default=True,
+              help="...but at most this many (and at least 8, or this many if fewer).")
 @user_errors
 def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[str, ...],
              space_name: str, db: str, workers: int | None, cache_dir: str | None,
              deadline: float | None, limit: int | None, dump_dir: str | None,
-             report_path: str | None) -> None:
+             report_path: str | None, retime_rounds: int, retime_within: float, retime_max: int) -> None:
     """Race every feasible config over the shapes; resumable (a rerun skips measured configs).
+
+    Then each shape's fastest configs are timed again in interleaved rounds and their medians kept
+    beside the race's times (--retime-rounds 0 turns that off); summaries and exports use the
+    confirmed order. A rerun re-times finished tables raced without it.
 
     Example:
 
@@ -73,9 +83,15 @@ def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[s
     """
     from flysearch.kernels import get_space
     from flysearch.race import RaceSettings, run_race
+    from flysearch.retime import RetimeSettings
 
     shapes = _shapes(shape_file, shape_texts, only)
-    settings = RaceSettings(workers=workers, cache_dir=cache_dir, deadline_s=deadline, limit=limit)
+    if retime_rounds == 1:
+        raise InputFormatError("--retime-rounds 1 confirms nothing; give 2 or more rounds, or 0 for none.")
+    retime = RetimeSettings(rounds=retime_rounds, within=retime_within, min_k=min(8, retime_max),
+                            max_k=retime_max) if retime_rounds else None
+    settings = RaceSettings(workers=workers, cache_dir=cache_dir, deadline_s=deadline, limit=limit,
+                            retime=retime)
     with opened_store(db) as store:
         report = run_race(get_space(space_name), shapes, store, settings, progress=_echo)
         click.echo(f"race {report.stopped}: {report.measured} configs in {report.wall_s:.1f} s "
@@ -96,7 +112,9 @@ def _report_json(report: Any) -> dict[str, Any]:
         "shapes": [
             {"table": s.table, "shape": s.shape.as_dict(), "feasible": s.feasible,
              "already_done": s.already_done, "counts": s.counts, "best_key": s.best_key,
-             "best_ms": s.best_ms, "vendor_ms": s.vendor_ms, "wall_s": s.wall_s}
+             "best_ms": s.best_ms, "vendor_ms": s.vendor_ms, "wall_s": s.wall_s,
+             "retimed": s.retimed, "confirmed_key": s.confirmed_key, "confirmed_ms": s.confirmed_ms,
+             "retime_s": s.retime_s}
             for s in report.shapes
         ],
     }
@@ -194,8 +212,9 @@ def race_summary_cmd(db: str, prefix: str, as_json: bool) -> None:
         tm = f"{r['triton_ms']:.4g}" if r["triton_ms"] else "-"
         cm = f"{r['cublas_ms']:.4g}" if r["cublas_ms"] else "-"
         ratio = f"{r['ratio']:.3f}" if r["ratio"] else "-"
+        confirmed = f" (re-timed {r['retimed']})" if r["retimed"] else ""
         click.echo(f"{r['table']:<36} {r['regime']:<8} {r['rows']:>5} {r['counts'].get('ok', 0):>5} "
-                   f"{tm:>10} {cm:>10} {ratio:>6}  {r['winner'] or '-'}")
+                   f"{tm:>10} {cm:>10} {ratio:>6}  {r['winner'] or '-'}{confirmed}")
 
 
 @click.group()

@@ -35,9 +35,13 @@ from sqlite_utils import Migrations
 from flysearch.errors import InputFormatError, MissingConfigError, MissingTableError
 from flysearch.evaluators.base import Outcome
 
-__all__ = ["DEFAULT_DB", "GroundTruth", "Row", "TableMeta", "TableStore", "opened_store"]
+__all__ = ["DEFAULT_DB", "RETIME", "GroundTruth", "Row", "TableMeta", "TableStore", "opened_store"]
 
 DEFAULT_DB = "flysearch.db"
+
+RETIME = "retime"
+"""Key of a row's ``extra`` that holds its re-timing: ``{"rounds_ms": [...], "median_ms": m}``
+(or ``{"failed": detail}``), written by :func:`flysearch.retime.with_rounds`."""
 
 _META = "gt_tables"
 _ROWS = "gt_rows"
@@ -168,6 +172,41 @@ class GroundTruth:
         if not ok:
             raise MissingConfigError(f"Table {self.name!r} has no successful row.")
         return min(ok, key=lambda r: (r.time_ms, r.key))
+
+    def retimed_ms(self) -> dict[str, float]:
+        """The re-timed median (ms) of every config whose time was confirmed in interleaved rounds
+        after the race (:mod:`flysearch.retime`; the row's ``extra["retime"]``); empty when the
+        table's top was never re-timed."""
+        out = {}
+        for r in self.ok_rows():
+            median = (r.extra.get(RETIME) or {}).get("median_ms")
+            if median is not None:
+                out[r.key] = float(median)
+        return out
+
+    def ranked(self) -> list[Row]:
+        """The correct rows, fastest first, by the best measurement the table has: the re-timed
+        configs by their median over the rounds, then every other one by its race time (the
+        re-timed ones are the race's top, so they come first; ties broken by key)."""
+        retimed = self.retimed_ms()
+        ok = self.ok_rows()
+        head = sorted((r for r in ok if r.key in retimed), key=lambda r: (retimed[r.key], r.key))
+        tail = sorted((r for r in ok if r.key not in retimed), key=lambda r: (r.time_ms, r.key))
+        return head + tail
+
+    def confirmed_best(self) -> Row:
+        """The fastest correct row by re-timed medians where the top was re-timed, else
+        :meth:`best` (the race's single measurement)."""
+        if not self.retimed_ms():
+            return self.best()
+        return self.ranked()[0]
+
+    def within_retimed(self, eps: float = 0.01) -> list[str]:
+        """Keys of the re-timed configs within *eps* of the re-timed best: the table's 1% set by
+        the better measurement (empty when nothing was re-timed)."""
+        retimed = self.retimed_ms()
+        best = min(retimed.values(), default=0.0)
+        return sorted(k for k, v in retimed.items() if v <= best * (1 + eps))
 
     def row(self, key: str) -> Row:
         try:
@@ -313,6 +352,17 @@ class TableStore:
             conn.rollback()
             raise
         conn.commit()
+
+    def set_notes(self, name: str, notes: str) -> None:
+        """Replace table *name*'s notes (JSON text), in one transaction.
+
+        Raises:
+            MissingTableError: no such table.
+        """
+        if name not in self:
+            raise MissingTableError(self._missing_message(name))
+        with self.db.atomic():
+            self.db.execute(f"update {_META} set notes = ? where name = ?", [notes, name])
 
     def done_keys(self, name: str) -> set[str]:
         """Keys already recorded in table *name* (empty when it does not exist)."""

@@ -113,3 +113,16 @@ def flaky_init() -> None:
     if not os.path.exists(marker):
         open(marker, "w").close()
         raise RuntimeError("device busy")
+
+
+LUCKY = {"BLOCK_N": 32, "BLOCK_K": 64, "SPLIT_K": 8, "num_stages": 3, "num_warps": 4}
+
+
+def fake_timer_lucky(payload: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fake_timer`, except that the race's one timing of :data:`LUCKY` (a call that passes
+    the best time so far) comes out 20% fast, as a single timing near the top sometimes does; every
+    re-timing of it (``best_ms`` ``None``) gives its true time."""
+    answer = fake_timer(payload)
+    if payload["op"] == "time" and payload.get("best_ms") is not None and _matches(payload["config"], LUCKY):
+        answer = {**answer, "time_ms": 0.8 * answer["time_ms"]}
+    return answer

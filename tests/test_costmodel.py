@@ -235,6 +235,27 @@ def test_retimed_keys_count_the_compiles_to_the_first_measured_one(h200_tables: 
     assert never[1].retimed == [None]
 
 
+def test_a_table_whose_race_retimed_its_top_is_judged_by_those_rounds_too(
+        h200_tables: list[GroundTruth]) -> None:
+    from flysearch.retime import with_rounds
+
+    tables = [GroundTruth(t.meta, dict(t.rows)) for t in h200_tables[:4]]
+    held = tables[1]
+    slowest = max(held.ok_rows(), key=lambda r: r.time_ms or 0.0)
+    # The rounds crown the table's slowest config: only the re-timed column can tell.
+    rows = with_rounds([slowest, held.best()], {slowest.key: [0.5, 0.5], held.best().key: [1.0, 1.0]}, {})
+    held.rows.update({r.key: r for r in rows})
+    assert held.within_retimed() == [slowest.key]
+    own = leave_one_out(tables, seeds=(0,), budget=3, max_iter=20)
+    given = leave_one_out(tables, seeds=(0,), budget=3, max_iter=20, retimed={held.name: [slowest.key]})
+    assert own[1].retimed == given[1].retimed == [None] and own[0].retimed == own[2].retimed == []
+    # An explicit mapping wins over the table's own rounds.
+    best = held.best().time_ms or 0.0
+    race_set = [r.key for r in held.ok_rows() if (r.time_ms or 0.0) <= best * 1.01]
+    mapped = leave_one_out(tables, seeds=(0, 1), budget=24, max_iter=20, retimed={held.name: race_set})
+    assert mapped[1].retimed == mapped[1].sampler[0.01] and any(mapped[1].retimed)
+
+
 def test_a_test_set_is_ranked_by_one_prior_never_trained_on_it(h200_tables: list[GroundTruth]) -> None:
     from flysearch.model_eval import evaluate_test_set
 

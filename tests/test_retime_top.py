@@ -26,15 +26,6 @@ def _table(times: list[float | None]) -> GroundTruth:
     return GroundTruth(meta, {r.key: r for r in rows})
 
 
-def test_top_rows_takes_the_configs_within_the_margin_clamped() -> None:
-    mod = _module()
-    table = _table([1.30, 1.00, None, 1.05, 1.09, 1.20, 1.11])
-    assert [r.key for r in mod.top_rows(table, 0.10, 1, 10)] == ["B=1", "B=3", "B=4"]
-    # at least min_k, even beyond the margin; failed configs never
-    assert [r.key for r in mod.top_rows(table, 0.10, 5, 10)] == ["B=1", "B=3", "B=4", "B=6", "B=5"]
-    assert [r.key for r in mod.top_rows(table, 0.50, 1, 2)] == ["B=1", "B=3"]
-
-
 def test_within_retimed_takes_the_configs_within_1_percent_of_the_retimed_best() -> None:
     mod = _module()
     table = {"table": "t", "configs": [
