@@ -168,6 +168,9 @@ def test_a_race_without_retiming_and_the_cli_switch(tmp_path) -> None:
     store = TableStore(tmp_path / "n.db")
     report = run_race(make_space(), [RaceShape(SHAPE)], store, _settings(retime=None))
     assert report.shapes[0].confirmed_key is None and store.load(NAME).retimed_ms() == {}
+    # A rerun re-times the finished table it did not re-time, measuring nothing new.
+    again = run_race(make_space(), [RaceShape(SHAPE)], store, _settings()).shapes[0]
+    assert again.measured == 0 and again.retimed == 8 and len(store.load(NAME).retimed_ms()) == 8
     result = CliRunner().invoke(main, ["race", "run", "--shape", "4x576x7168", "--retime-rounds", "1",
                                        "--db", str(tmp_path / "c.db")])
     assert result.exit_code != 0 and "--retime-rounds 1 confirms nothing" in result.output
