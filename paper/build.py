@@ -461,6 +461,29 @@ def retime_facts() -> dict[str, str]:
     }
 
 
+def agreement_facts() -> dict[str, str]:
+    """Every committed H200 table's top as ``flysearch race run`` confirmed it, against the race's
+    best and against retime_top.py's earlier re-timing (benchmarks/retime_agreement.py)."""
+    from retime_agreement import SETS, _earlier, agreement  # benchmarks/, on sys.path
+
+    rows = []
+    for name in SETS:
+        earlier = _earlier(ROOT / "benchmarks" / "results" / f"retime_top_{name}.json")
+        for path in sorted((ROOT / "benchmarks" / "data" / name).glob("*.table.json.gz")):
+            meta, table_rows = read_table_file(path)
+            table = GroundTruth(meta, {r.key: r for r in table_rows})
+            rows.append(agreement(table, earlier.get(table.name, {})))
+    missed = [float(r["race_best_x"] or 1.0) for r in rows if not r["race_best_confirmed"]]
+    return {
+        "AGREE_TABLES": str(len(rows)), "AGREE_ROWS": str(sum(int(r["retimed"]) for r in rows)),
+        "AGREE_RACE": str(sum(bool(r["race_best_confirmed"]) for r in rows)),
+        "AGREE_RACE_MAX": f"{max(missed, default=1.0) - 1:.2%}",
+        "AGREE_SAME": str(sum(bool(r.get("same_best")) for r in rows)),
+        "AGREE_OVERLAP": str(sum(int(r.get("overlap") or 0) > 0 for r in rows)),
+        "AGREE_SINGLE": str(sum(r["within_rounds"] == 1 for r in rows)),
+    }
+
+
 def served_facts() -> dict[str, str]:
     """Live studies as separate commands, with and without the worker server (live_served.py)."""
     doc = json.loads((ROOT / "benchmarks" / "results" / "live_served_h200.json").read_text())
@@ -495,6 +518,7 @@ def main() -> None:
     facts.update(learning_curve_facts())
     facts.update(transfer_facts())
     facts.update(retime_facts())
+    facts.update(agreement_facts())
     facts.update(served_facts())
     facts.update(live_section()[1])
     facts["BUILT"] = dt.date.today().isoformat()
