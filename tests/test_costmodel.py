@@ -219,8 +219,18 @@ def test_leave_one_out_in_worker_processes_gives_the_same_results(h200_tables: l
         [(r.prior_rank, r.sampler, r.trained_on) for r in alone]
 
 
+def _without_rounds(table: GroundTruth) -> GroundTruth:
+    """*table* as its race left it, without the rounds that confirmed its top."""
+    from dataclasses import replace
+
+    from flysearch.tables import RETIME
+
+    return GroundTruth(table.meta, {k: replace(r, extra={n: v for n, v in r.extra.items() if n != RETIME})
+                                    for k, r in table.rows.items()})
+
+
 def test_retimed_keys_count_the_compiles_to_the_first_measured_one(h200_tables: list[GroundTruth]) -> None:
-    tables = h200_tables[:4]
+    tables = [_without_rounds(t) for t in h200_tables[:4]]
     held = tables[1]
     best = held.best().time_ms or 0.0
     race_set = [r.key for r in held.rows.values() if r.ok and (r.time_ms or 0.0) <= best * 1.01]
@@ -239,7 +249,7 @@ def test_a_table_whose_race_retimed_its_top_is_judged_by_those_rounds_too(
         h200_tables: list[GroundTruth]) -> None:
     from flysearch.retime import with_rounds
 
-    tables = [GroundTruth(t.meta, dict(t.rows)) for t in h200_tables[:4]]
+    tables = [_without_rounds(t) for t in h200_tables[:4]]
     held = tables[1]
     slowest = max(held.ok_rows(), key=lambda r: r.time_ms or 0.0)
     # The rounds crown the table's slowest config: only the re-timed column can tell.

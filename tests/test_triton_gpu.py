@@ -80,3 +80,10 @@ def test_small_race_writes_tables_and_times_cublas(tmp_path) -> None:
         print(row)
         assert row["counts"].get("ok", 0) > 0
         assert row["cublas_ms"] is not None and row["winner"] in ("triton", "cublas")
+    for shape in report.shapes:  # each shape's top confirmed in 10 rounds (RaceSettings' default)
+        table = store.load(shape.table)
+        rounds = table.retimed_ms()
+        assert shape.retimed == len(rounds) >= 8 and shape.confirmed_key in rounds
+        for key, median in rounds.items():
+            assert len(table.rows[key].extra["retime"]["rounds_ms"]) == 10
+            assert 0.5 < median / (table.rows[key].time_ms or 0.0) < 2.0  # the same kernel, timed again
