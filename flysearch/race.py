@@ -88,7 +88,8 @@ class RaceSettings:
         compile_fn: Module-level compile task (see :func:`flysearch.evaluators.triton.compile_task`).
         timer_fn: Module-level timer task (see :func:`flysearch.evaluators.triton.timer_task`).
         retime: Confirm each finished shape's top in interleaved rounds (``None``: do not).
-            With a deadline, a shape the deadline cut short is not re-timed.
+            A shape the deadline cut short, or that finished after it, is not re-timed (a rerun
+            re-times it).
     """
 
     kernel: str = "triton_gemm"
@@ -322,7 +323,7 @@ def _run(race: _Race) -> RaceReport:
             break
         _race_shape(race, plan, arch.name, info)
         race.progress(_shape_line(plan.report))
-        if race.s.retime is not None and race.stopped == "done":
+        if race.s.retime is not None and race.stopped == "done" and not race.out_of_time():
             _retime_shape(race, plan, arch.name, info)
     report.compiles = sum(1 for v in race.compiled.values() if v.get("ok"))
     report.compile_failures = sum(1 for v in race.compiled.values() if not v.get("ok"))
