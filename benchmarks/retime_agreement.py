@@ -115,21 +115,35 @@ def _f(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
+def agreement_rows(data: Path = ROOT / "benchmarks" / "data") -> list[dict[str, object]]:
+    """:func:`agreement` of every table of the five sets under *data*, against the committed
+    ``retime_top_<set>.json`` of its set.
+
+    Raises:
+        ValueError: a table carries no rounds.
+    """
+    rows = []
+    for name in SETS:
+        earlier = _earlier(ROOT / "benchmarks" / "results" / f"retime_top_{name}.json")
+        for path in sorted(glob.glob(f"{data}/{name}/*.table.json.gz")):
+            meta, table_rows = read_table_file(path)
+            table = GroundTruth(meta, {r.key: r for r in table_rows})
+            if not table.retimed_ms():
+                raise ValueError(f"{path} carries no re-timed rounds (race it with flysearch race run)")
+            rows.append(agreement(table, earlier.get(table.name, {})))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(ROOT / "benchmarks/data"))
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    rows = []
-    for name in SETS:
-        earlier = _earlier(ROOT / f"benchmarks/results/retime_top_{name}.json")
-        for path in sorted(glob.glob(f"{args.data}/{name}/*.table.json.gz")):
-            meta, table_rows = read_table_file(path)
-            table = GroundTruth(meta, {r.key: r for r in table_rows})
-            if not table.retimed_ms():
-                parser.error(f"{path} carries no re-timed rounds (race it with flysearch race run)")
-            rows.append(agreement(table, earlier.get(table.name, {})))
+    try:
+        rows = agreement_rows(Path(args.data))
+    except ValueError as exc:
+        parser.error(str(exc))
     if not rows:
         parser.error(f"no table under {args.data}/{{{','.join(SETS)}}}")
     text = report(rows, "python benchmarks/retime_agreement.py " + " ".join(sys.argv[1:]))

@@ -41,11 +41,12 @@ from flysearch.evaluators.triton import (
     compile_payload,
     compile_task,
     timer_task,
+    timing_payload,
 )
 from flysearch.retime import RetimeSettings, interleaved_rounds, top_rows, with_rounds
 from flysearch.shapes import Shape
 from flysearch.space import Config, Space
-from flysearch.tables import RETIME, Row, TableMeta, TableStore
+from flysearch.tables import RETIME, GroundTruth, Row, TableMeta, TableStore
 
 __all__ = [
     "RaceReport",
@@ -425,10 +426,6 @@ def _retime_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> 
     """Confirm a finished shape's top (:mod:`flysearch.retime`), unless it was re-timed before and
     this run measured nothing new for it (new rows may change the top: it is then re-timed anew and
     the earlier rounds of configs no longer in it are dropped)."""
-    from flysearch.kernels.triton_gemm import spec_key
-
-    settings = race.s.retime
-    assert settings is not None
     if plan.table not in race.store:
         return
     table = race.store.load(plan.table)
@@ -438,39 +435,7 @@ def _retime_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> 
         report.retimed = len(table.retimed_ms())
     else:
         start = time.monotonic()
-        rows = top_rows(table, settings.within, settings.min_k, settings.max_k)
-        shape = plan.race_shape.shape
-        spec, shape_d = spec_key(shape), shape.as_dict()
-        proto = protocol_dict(race.s.protocol)
-        for r in rows:  # configs raced by an earlier run were not compiled by this one
-            if (spec, r.key) not in race.compiled:
-                race.compiler.submit((spec, r.key), compile_payload(Config.from_dict(r.params), shape, arch))
-        while any((spec, r.key) not in race.compiled for r in rows):
-            race.collect_compiles(race.compiler.poll(timeout=0.05))
-
-        def time_one(row: Row) -> float | str:
-            if not race.compiled[(spec, row.key)].get("ok"):
-                return race.compiled[(spec, row.key)].get("detail") or "compile failed"
-            res = race.timer_call({"op": "time", "shape": shape_d, "config": row.params, "spec": spec,
-                                   "arch": arch, "protocol": proto, "best_ms": None})
-            if not res.ok:
-                return f"timer {res.status}: {res.detail}"
-            if res.value.get("outcome") != Outcome.OK.value:
-                return f"{res.value.get('outcome')}: {res.value.get('detail', '')}"
-            return float(res.value["time_ms"])
-
-        samples, failed = interleaved_rounds(rows, time_one, settings.rounds, settings.seed)
-        notes = _notes(table.meta)
-        notes["retime"] = {"rounds": settings.rounds, "within": settings.within, "min_k": settings.min_k,
-                           "max_k": settings.max_k, "seed": settings.seed, "device": info["device"],
-                           "versions": dict(info["versions"]),
-                           "date": time.strftime("%Y-%m-%d", time.gmtime())}
-        keys = {r.key for r in rows}
-        stale = [replace(r, extra={k: v for k, v in r.extra.items() if k != RETIME})
-                 for r in before if r.key not in keys]
-        race.store.add_rows(table.meta, with_rounds(rows, samples, failed) + stale)
-        race.store.set_notes(plan.table, json.dumps(notes, sort_keys=True))
-        report.retimed = len(rows) - len(failed)
+        report.retimed = _confirm_top(race, plan, table, before, arch, info)
         report.retime_s = time.monotonic() - start
         table = race.store.load(plan.table)
     if table.ok_rows():
@@ -478,6 +443,46 @@ def _retime_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> 
         report.confirmed_key = best.key
         report.confirmed_ms = table.retimed_ms().get(best.key, best.time_ms)
     race.progress(_retime_line(report))
+
+
+def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row], arch: str,
+                 info: dict[str, Any]) -> int:
+    """Time the table's top in interleaved rounds and store them; the number confirmed."""
+    from flysearch.kernels.triton_gemm import spec_key
+
+    settings = race.s.retime
+    assert settings is not None
+    rows = top_rows(table, settings.within, settings.min_k, settings.max_k)
+    shape = plan.race_shape.shape
+    spec = spec_key(shape)
+    configs = {r.key: Config.from_dict(r.params) for r in rows}
+    for r in rows:  # configs raced by an earlier run were not compiled by this one
+        if (spec, r.key) not in race.compiled:
+            race.compiler.submit((spec, r.key), compile_payload(configs[r.key], shape, arch))
+    while any((spec, r.key) not in race.compiled for r in rows):
+        race.collect_compiles(race.compiler.poll(timeout=0.05))
+
+    def time_one(row: Row) -> float | str:
+        compiled = race.compiled[(spec, row.key)]
+        if not compiled.get("ok"):
+            return compiled.get("detail") or "compile failed"
+        res = race.timer_call(timing_payload(configs[row.key], shape, arch, race.s.protocol, None))
+        timed = _timed_row(configs[row.key], res, compiled)
+        return timed.time_ms if timed.ok and timed.time_ms else f"{timed.outcome}: {timed.detail}"
+
+    samples, failed = interleaved_rounds(rows, time_one, settings.rounds, settings.seed)
+    notes = _notes(table.meta)
+    notes["retime"] = {"rounds": settings.rounds, "within": settings.within, "min_k": settings.min_k,
+                       "max_k": settings.max_k, "seed": settings.seed, "device": info["device"],
+                       "versions": dict(info["versions"]), "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    keys = {r.key for r in rows}
+    stale = [replace(r, extra={k: v for k, v in r.extra.items() if k != RETIME}) for r in before
+             if r.key not in keys]
+    # Notes first: the rows' rounds are what a rerun checks, so an interruption between the two
+    # writes leaves a table that the next run re-times.
+    race.store.set_notes(plan.table, json.dumps(notes, sort_keys=True))
+    race.store.add_rows(table.meta, with_rounds(rows, samples, failed) + stale)
+    return len(rows) - len(failed)
 
 
 def _retime_line(r: ShapeReport) -> str:

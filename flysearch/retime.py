@@ -104,12 +104,13 @@ def with_rounds(rows: Sequence[Row], samples: dict[str, list[float]], failed: di
     """Copies of *rows* whose ``extra["retime"]`` holds their rounds and median, or the failure."""
     out = []
     for r in rows:
+        times = samples.get(r.key, [])
+        record: dict[str, object] = {"rounds_ms": [round(t, 6) for t in times]}
         if r.key in failed:
-            record: dict[str, object] = {"failed": failed[r.key], "rounds_ms": samples.get(r.key, [])}
+            record["failed"] = failed[r.key]
+        elif times:
+            record["median_ms"] = statistics.median(times)
         else:
-            times = samples.get(r.key, [])
-            if not times:
-                continue
-            record = {"rounds_ms": [round(t, 6) for t in times], "median_ms": statistics.median(times)}
+            continue
         out.append(replace(r, extra={**r.extra, RETIME: record}))
     return out

@@ -464,15 +464,9 @@ def retime_facts() -> dict[str, str]:
 def agreement_facts() -> dict[str, str]:
     """Every committed H200 table's top as ``flysearch race run`` confirmed it, against the race's
     best and against retime_top.py's earlier re-timing (benchmarks/retime_agreement.py)."""
-    from retime_agreement import SETS, _earlier, agreement  # benchmarks/, on sys.path
+    from retime_agreement import agreement_rows  # benchmarks/, on sys.path
 
-    rows = []
-    for name in SETS:
-        earlier = _earlier(ROOT / "benchmarks" / "results" / f"retime_top_{name}.json")
-        for path in sorted((ROOT / "benchmarks" / "data" / name).glob("*.table.json.gz")):
-            meta, table_rows = read_table_file(path)
-            table = GroundTruth(meta, {r.key: r for r in table_rows})
-            rows.append(agreement(table, earlier.get(table.name, {})))
+    rows = agreement_rows()
     missed = [float(r["race_best_x"] or 1.0) for r in rows if not r["race_best_confirmed"]]
     return {
         "AGREE_TABLES": str(len(rows)), "AGREE_ROWS": str(sum(int(r["retimed"]) for r in rows)),
