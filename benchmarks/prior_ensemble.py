@@ -7,7 +7,8 @@ in turn and ranked by a prior (:func:`flysearch.costmodel.fit_prior`, rank objec
 the others. The report gives, per held-out table, the rank (1-based) of the first config within 1%
 of the optimum in the prior's order, for each single booster setting (``max_leaf_nodes`` x
 ``l2_regularization``; the default :class:`~flysearch.costmodel.CostModel` is 31 leaves, L2 0) and
-for the ensemble that averages the boosters of all six settings. No search runs here: this is the
+for the ensemble that averages the boosters of all six settings, each a plain model (no top
+weighting; ``benchmarks/top_weight.py`` compares that). No search runs here: this is the
 prior alone (the sampler's compiles: ``costmodel_eval.py --ensemble``). Two worker processes;
 about 10 minutes on 2 cores.
 """
@@ -33,10 +34,11 @@ from costmodel_eval import H200, load_tables, report  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.model_eval import prior_ranks  # noqa: E402
 
+# The plain models (top_boost 0: no top-weighted model, which prior_ranks would score with).
 SETTINGS: list[tuple[str, dict[str, object]]] = [
-    (f"leaves {leaf}, l2 {l2:g}", {"max_leaf_nodes": leaf, "l2_regularization": l2})
-    for leaf in LEAVES for l2 in L2S] + [("ensemble of the six", {"max_leaf_nodes": LEAVES,
-                                                                    "l2_regularization": L2S})]
+    (f"leaves {leaf}, l2 {l2:g}", {"max_leaf_nodes": leaf, "l2_regularization": l2, "top_boost": 0.0})
+    for leaf in LEAVES for l2 in L2S] + [
+    ("ensemble of the six", {"max_leaf_nodes": LEAVES, "l2_regularization": L2S, "top_boost": 0.0})]
 
 
 def _held_out(args: tuple[str, str]) -> tuple[str, int, list[int]]:

@@ -8,6 +8,13 @@ built per problem (per table, the ``groups`` argument of :meth:`CostModel.fit`) 
 * ``objective="rank"``: ``log1p(rank) / log1p(n)`` within the group — a pointwise ranking target
   that weighs the top of each problem most and ignores how slow the slow configs are.
 
+With ``top_boost > 0`` each row weighs ``1 + top_boost * exp(-rank / top_scale)`` in the
+boosters' loss, its rank (0: fastest) within its group: a search compiles the top of the order, so
+errors there cost most (the emphasis LambdaMART gets from its pair weights, here as plain sample
+weights). :func:`fit_prior` trains such a *sharp* model beside the plain one and
+:meth:`Prior.at` scores with it on the (space, arch) pairs the prior was trained on: across shapes
+on one GPU a shape's top transfers, across GPUs only the bulk of the order does.
+
 Failed configs are given a time of twice their group's worst success before the targets are built,
 so the model learns where kernels fail. :class:`Prior` bundles a fitted model with its feature
 schema and provenance (tables, date, versions); :func:`fit_prior` trains one on ground-truth tables
@@ -51,17 +58,21 @@ if TYPE_CHECKING:
     from flysearch.tables import GroundTruth
 
 __all__ = ["OBJECTIVES", "OCCUPANCY_WAVES", "CostModel", "Prior", "check_prior_fits", "fit_prior",
-           "load_prior", "occupancy_views", "table_arch", "target_key", "training_data"]
+           "load_prior", "occupancy_views", "table_arch", "table_target", "target_key", "training_data"]
 
 OBJECTIVES = ("log_ratio", "rank")
 OCCUPANCY_WAVES = ("average", "with", "without")
 
 
+def _group_ranks(y: np.ndarray) -> np.ndarray:
+    """Each time's rank within its group (0: the fastest; ties in order of position)."""
+    return np.argsort(np.argsort(y, kind="stable"), kind="stable")
+
+
 def _group_targets(y: np.ndarray, objective: str) -> np.ndarray:
     if objective == "log_ratio":
         return np.log(y / y.min())
-    order = np.argsort(np.argsort(y, kind="stable"), kind="stable")
-    return np.log1p(order) / np.log1p(max(len(y) - 1, 1))
+    return np.log1p(_group_ranks(y)) / np.log1p(max(len(y) - 1, 1))
 
 
 class CostModel(RegressorMixin, BaseEstimator):
@@ -90,6 +101,11 @@ class CostModel(RegressorMixin, BaseEstimator):
         on 24 H200 tables instead of 22 but worst 32 instead of 25, and needed more compiles on
         every benchmark_hub GPU
         (``benchmarks/results/costmodel_eval_ensemble.md``).
+    top_boost : float, default=0.0
+        Extra weight of each group's fastest row in the loss; a row of rank r (0: fastest) weighs
+        ``1 + top_boost * exp(-r / top_scale)``. 0 weighs every row alike.
+    top_scale : float, default=30.0
+        Rank over which the extra weight decays by a factor e.
     feature_views : tuple of (tuple of int or None), or None, default=None
         Column indices each member of the ensemble sees (``None`` in the tuple: every column); one
         booster per view (and per leaves/L2 combination), predictions averaged. ``None``: one view
@@ -121,6 +137,8 @@ class CostModel(RegressorMixin, BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), tuple],
         "l2_regularization": [Interval(Real, 0, None, closed="left"), tuple],
+        "top_boost": [Interval(Real, 0, None, closed="left")],
+        "top_scale": [Interval(Real, 0, None, closed="neither")],
         "feature_views": [tuple, None],
         "random_state": ["random_state"],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
@@ -129,6 +147,7 @@ class CostModel(RegressorMixin, BaseEstimator):
     def __init__(self, *, objective: str = "log_ratio", max_iter: int = 300, learning_rate: float = 0.08,
                  max_leaf_nodes: int | tuple[int, ...] = 31,
                  l2_regularization: float | tuple[float, ...] = 0.0,
+                 top_boost: float = 0.0, top_scale: float = 30.0,
                  feature_views: tuple[tuple[int, ...] | None, ...] | None = None, random_state: Any = 0,
                  n_threads: int | None = 1) -> None:
         self.objective = objective
@@ -136,6 +155,8 @@ class CostModel(RegressorMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.max_leaf_nodes = max_leaf_nodes
         self.l2_regularization = l2_regularization
+        self.top_boost = top_boost
+        self.top_scale = top_scale
         self.feature_views = feature_views
         self.random_state = random_state
         self.n_threads = n_threads
@@ -159,20 +180,22 @@ class CostModel(RegressorMixin, BaseEstimator):
         groups = np.zeros(len(y)) if groups is None else np.asarray(groups)
         if groups.shape != y.shape:
             raise ValueError(f"groups has shape {groups.shape}, y has {y.shape}.")
-        target = np.empty_like(y)
+        target, weight = np.empty_like(y), np.empty_like(y)
         for g in np.unique(groups):
             mask = groups == g
             target[mask] = _group_targets(y[mask], self.objective)
+            weight[mask] = 1.0 + self.top_boost * np.exp(-_group_ranks(y[mask]) / self.top_scale)
         leaves, l2s = _values(self.max_leaf_nodes), _values(self.l2_regularization)
         if not leaves or not l2s or any(not isinstance(v, Integral) or v < 2 for v in leaves) or any(
                 not isinstance(v, Real) or v < 0 for v in l2s):
             raise ValueError("max_leaf_nodes takes integers >= 2 and l2_regularization reals >= 0.")
         views = self._views(X.shape[1])
+        sample_weight = weight / weight.mean() if self.top_boost > 0 else None
         with _openmp_threads(self.n_threads):
             self.boosters_ = [HistGradientBoostingRegressor(
                 max_iter=self.max_iter, learning_rate=self.learning_rate, max_leaf_nodes=leaf,
                 l2_regularization=l2, random_state=self.random_state, early_stopping=False,
-            ).fit(X if view is None else X[:, view], target)
+            ).fit(X if view is None else X[:, view], target, sample_weight=sample_weight)
                 for view in views for leaf in leaves for l2 in l2s]
         self.views_ = [view for view in views for _ in leaves for _ in l2s]
         self.n_iter_ = self.boosters_[0].n_iter_
@@ -257,6 +280,9 @@ class Prior:
     """A fitted :class:`CostModel` with its feature schema and provenance.
 
     Attributes:
+        sharp: The same features and objective fitted with the top of each table weighted
+            (:class:`CostModel`'s ``top_boost``), or ``None``; :meth:`at` scores with it on the
+            (space, arch) pairs of ``provenance["targets"]``.
         sources: When the training tables (of one kernel) come from several devices, one prior per
             device, trained on that device's tables alone, in the order of
             ``provenance["sources"]``; empty otherwise. Shapes measured on one device are learned
@@ -267,6 +293,20 @@ class Prior:
     schema: list[str]
     provenance: dict[str, Any] = field(default_factory=dict)
     sources: list[Prior] = field(default_factory=list)
+    sharp: CostModel | None = None
+
+    def at(self, target: str | None) -> Prior:
+        """The prior that scores configs of *target* (a :func:`target_key`): on a (space, arch)
+        it was trained on, its :attr:`sharp` model when it has one; anywhere else itself.
+
+        Leave-one-shape-out on the 27 H200 tables, the sharp model put the first config within 1%
+        of the optimum at rank <= 8 on all 27 (sum of the ranks 66), the plain one on 24 (sum
+        114); leave-one-GPU-out on benchmark_hub, where a shape's top does not transfer, the sharp
+        one needed more compiles on every table (``benchmarks/results/top_weight.md``).
+        """
+        if self.sharp is None or target not in self.provenance.get("targets", ()):
+            return self
+        return Prior(self.sharp, self.schema, self.provenance, self.sources)
 
     def score(self, params: Sequence[Mapping[str, Any]], problem: Mapping[str, Any],
               arch: ArchProfile | None, resources: Sequence[Mapping[str, Any]] | None = None) -> np.ndarray:
@@ -283,7 +323,8 @@ class Prior:
 
         joblib.dump({"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
                      "provenance": self.provenance,
-                     "sources": [(src.model, src.schema, src.provenance) for src in self.sources]}, path)
+                     "sources": [(src.model, src.schema, src.provenance) for src in self.sources],
+                     "sharp": self.sharp}, path)
 
 
 # Priors this process loaded with reuse=True: resolved path -> ((size, mtime), prior).
@@ -327,25 +368,30 @@ def _read_prior(path: str | Path) -> Prior:
         raise InputFormatError(f"{path} is not a flysearch model file.")
     try:
         sources = [Prior(model, list(schema), dict(prov)) for model, schema, prov in doc.get("sources", [])]
-        return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]), sources)
+        return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]), sources,
+                     doc.get("sharp"))
     except (KeyError, TypeError, ValueError) as exc:
         raise InputFormatError(f"{path} is not a whole flysearch model file (no {exc}).") from None
 
 
 def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources: bool = True,
-              occupancy_waves: str = "average", **params: Any) -> Prior:
+              occupancy_waves: str = "average", top_boost: float = 15.0, top_scale: float = 30.0,
+              **params: Any) -> Prior:
     """Train a prior on *tables* (all their rows, failures penalized).
 
     The default objective is ``"rank"``: leave-one-shape-out on the 27 H200 tables it put the first
     config within 1% of the optimum at median rank 2 (worst 26, rank <= 8 on 24), against 3 (worst
     133, 19) for ``"log_ratio"`` (``flysearch model eval --file 'benchmarks/data/h200/*.table.json.gz'
-    --sampler none --objective rank|log_ratio``, 2026-12-02).
+    --sampler none --objective rank|log_ratio --top-boost 0``, 2026-12-02: the plain model, which
+    is what a study on another arch scores with; :attr:`Prior.sharp` does better on its own arch).
 
     With *sources*, and tables of one kernel from two or more devices, one prior per device is
     trained too (:attr:`Prior.sources`). Tables of several kernels are pooled only: weighing a
     device means something only for the kernel it measured.
 
     *occupancy_waves* says which boosters see the occupancy-wave features (:func:`occupancy_views`);
+    with *top_boost* > 0 a second, top-weighted model is fitted on the same rows
+    (:attr:`Prior.sharp`; *top_boost* and *top_scale* as :class:`CostModel` takes them);
     *params* go to :class:`CostModel`.
     """
     if not tables:
@@ -356,13 +402,15 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     per_device = []
     if sources and len(by_device) > 1 and len({t.meta.kernel for t in tables}) == 1:
         per_device = [fit_prior(group, objective=objective, sources=False,
-                                occupancy_waves=occupancy_waves, **params)
+                                occupancy_waves=occupancy_waves, top_boost=0.0, **params)
                       for group in by_device.values()]
     schema, features, times, groups = training_data(tables)
     params.setdefault("feature_views", occupancy_views(schema, occupancy_waves))
     model = CostModel(objective=objective, **params).fit(features, times, groups)
+    sharp = CostModel(objective=objective, top_boost=top_boost, top_scale=top_scale, **params).fit(
+        features, times, groups) if top_boost > 0 else None
     provenance = {
-        "tables": [t.name for t in tables], "targets": sorted({_target(t) for t in tables}),
+        "tables": [t.name for t in tables], "targets": sorted({table_target(t) for t in tables}),
         "objective": objective,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "versions": {pkg: _version(pkg) for pkg in ("flysearch", "scikit-learn", "numpy")},
@@ -373,7 +421,9 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
                                        for view in model.feature_views]
     if per_device:
         provenance["sources"] = list(by_device)
-    return Prior(model, schema, provenance, per_device)
+    if sharp is not None:
+        provenance["sharp"] = {"top_boost": top_boost, "top_scale": top_scale}
+    return Prior(model, schema, provenance, per_device, sharp)
 
 
 def occupancy_views(schema: Sequence[str], occupancy_waves: str = "average"
@@ -427,7 +477,7 @@ def target_key(space: str, arch: str) -> str:
     return f"{space}@{arch}"
 
 
-def _target(table: GroundTruth) -> str:
+def table_target(table: GroundTruth) -> str:
     """The :func:`target_key` of the kernel family's space and the arch a table measured it on."""
     return target_key(table.meta.space.get("name", table.meta.kernel), table.meta.arch)
 

@@ -61,9 +61,13 @@ def model() -> None:
 @model.command("train")
 @_table_options
 @click.option("--objective", type=click.Choice(["rank", "log_ratio"]), default="rank", show_default=True)
+@click.option("--top-boost", type=click.FloatRange(min=0), default=15.0, show_default=True,
+              help="Extra weight of each table's fastest configs in a second, top-weighted model, used on "
+                   "the kernels and archs the prior was trained on (0: the plain model only).")
 @click.option("--out", required=True, callback=writable_file, help="Model file to write (joblib).")
 @user_errors
-def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objective: str, out: str) -> None:
+def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objective: str, top_boost: float,
+                out: str) -> None:
     """Train a prior on ground-truth tables and save it with its schema and provenance.
 
     Example:
@@ -73,7 +77,7 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
     from flysearch.costmodel import fit_prior
 
     try:
-        prior = fit_prior(_load_tables(db, names, files), objective=objective)
+        prior = fit_prior(_load_tables(db, names, files), objective=objective, top_boost=top_boost)
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     prior.save(out)
@@ -90,13 +94,17 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
 @click.option("--budget", type=click.IntRange(min=1), default=64, show_default=True,
               help="Compiles per sampler run.")
 @click.option("--objective", type=click.Choice(["rank", "log_ratio"]), default="rank", show_default=True)
+@click.option("--top-boost", type=click.FloatRange(min=0), default=15.0, show_default=True,
+              help="Extra weight of each table's fastest configs in a second, top-weighted model, used on "
+                   "the kernels and archs the prior was trained on (0: the plain model only).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Held-out tables evaluated in this many processes (same results).")
 @click.option("--extra-file", "extra_files", multiple=True,
               help="Training-only table files or globs: in every prior, never held out.")
 @user_errors
 def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], sampler: str, seeds: int,
-                   budget: int, objective: str, workers: int, extra_files: tuple[str, ...]) -> None:
+                   budget: int, objective: str, top_boost: float, workers: int,
+                   extra_files: tuple[str, ...]) -> None:
     """Leave-one-table-out: rank each table with a prior trained on the others of its kernel.
 
     Example:
@@ -111,7 +119,7 @@ def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], samp
         extra = _load_tables(db, (), extra_files) if extra_files else []
         results = leave_one_out(tables, seeds=range(seeds), budget=budget,
                                 sampler=None if sampler == "none" else sampler, objective=objective,
-                                workers=workers, extra=extra,
+                                workers=workers, extra=extra, top_boost=top_boost,
                                 progress=lambda name: console.log(f"held out {name}"))
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None

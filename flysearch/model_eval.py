@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from flysearch.costmodel import Prior, fit_prior, table_arch
+from flysearch.costmodel import Prior, fit_prior, table_arch, table_target
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.replay import ReplayEvaluator
 from flysearch.kernels import space_for_table
@@ -95,7 +95,8 @@ def _first_within(times: Sequence[float | None], best: float, eps: float) -> int
 def prior_order(prior: Prior, table: GroundTruth) -> list[Row]:
     """The table's rows in the prior's order (best predicted first)."""
     rows = list(table.rows.values())
-    scores = prior.score([r.params for r in rows], table.meta.problem, table_arch(table))
+    scores = prior.at(table_target(table)).score([r.params for r in rows], table.meta.problem,
+                                                 table_arch(table))
     return [rows[j] for j in np.argsort(scores, kind="stable")]
 
 

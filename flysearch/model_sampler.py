@@ -24,19 +24,19 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   still agrees with the measurements, the other suggestions stay among its top
   ``top_region * (n + 1)`` configs (the forest reorders them, it does not wander).
 * **Walk** (a prior trained on tables of the study's own space and arch): such a prior transfers
-  across shapes well (leave-one-shape-out on the H200 tables it puts a config within 1% of the
-  optimum at rank 1-14 on 26 of 27 shapes), so its first two suggestions are its top two (the
-  diverse start begins with the third: a sharp prior's runner-up is often the optimum, and
-  spreading away from it cost 5-6 compiles on such shapes), and after the diverse start every
-  second suggestion is the prior's best unevaluated config, for as long as the measurements do not
-  contradict its order
-  (rank correlation > -0.2). The others, instead of a local step chosen by the forest, are the
+  across shapes well, so it scores with its top-weighted model (:meth:`flysearch.costmodel.Prior.at`;
+  leave-one-shape-out on the 27 H200 tables that model puts a config within 1% of the optimum at
+  rank 1-8 on every shape) and its first *walk_first* suggestions are its top configs in order,
+  with no diverse start and no random draw (a first batch of the model's best, as cost-model-guided
+  tuners such as TVM's measure first). After them every second suggestion is the prior's best
+  unevaluated config, for as long as the measurements do not contradict its order (rank
+  correlation > -0.2). The others, instead of a local step chosen by the forest, are the
   best under :func:`prior_kriging` among the configs at most *radius* value steps from the best
   measured one: the prior's score calibrated to the measured log times, corrected by a Gaussian
   process on the residuals over the parameters' ordinal distance, so the neighbours of a config
   that ran faster than the prior predicted move up its order (and those of a slower one down). A
-  prior from other archs (another GPU) or other kernels is only a guide; the forest reorders its
-  top region.
+  prior from other archs (another GPU) or other kernels is only a guide, scored by its plain model;
+  the forest reorders its top region.
 * **Stall**: a prior can order the bulk of the space right and still miss the optimum's region:
   the measurements agree with its order, and the search stays on a plateau of its top ranks. After
   *patience* measurements without a better time, every suggestion is the unevaluated config of
@@ -119,6 +119,9 @@ class CostModelSampler(CandidateSampler):
             the measurements do not contradict it, and the others follow :func:`prior_kriging`
             near the best measured config;
             ``False`` lets the forest reorder its top region as for a prior from other archs.
+        walk_first: A walked prior's first this many suggestions are its top configs in its
+            order, with no diverse start and no random draw (a first batch, as cost-model-guided
+            tuners measure their model's top batch first).
         length_scale: Ordinal distance over which :func:`prior_kriging` spreads a measured
             config's residual to its neighbours (walk only).
         radius: A walked prior's kriging steps choose among the unevaluated configs within this
@@ -130,8 +133,8 @@ class CostModelSampler(CandidateSampler):
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
                  n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
-                 min_source_obs: int = 3, walk: bool = True, length_scale: float = 1.5,
-                 radius: int = 2) -> None:
+                 min_source_obs: int = 3, walk: bool = True, walk_first: int = 8,
+                 length_scale: float = 1.5, radius: int = 2) -> None:
         super().__init__(context, seed)
         if prior is not None:  # another kernel's prior would score every config alike
             check_prior_fits(prior, [p.name for p in context.space.params], f"space {context.space.name!r}")
@@ -147,15 +150,17 @@ class CostModelSampler(CandidateSampler):
         self._length_scale, self._radius = length_scale, radius
         # A prior that measured this space on this arch transfers across shapes; one from other
         # archs (or other kernels) only guides.
-        self._walk = walk and prior is not None and context.arch is not None and (
-            target_key(context.space.name, context.arch.name) in prior.provenance.get("targets", ()))
+        target = None if context.arch is None else target_key(context.space.name, context.arch.name)
+        self._walk = walk and prior is not None and target is not None and (
+            target in prior.provenance.get("targets", ()))
+        self._walk_first = walk_first
         self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
         self._X = candidate_features(context, columns)
         # Rank-scaled scores of the pooled prior (row 0) and of each training device's prior.
         self._sources: np.ndarray | None = None
         if prior is not None:
-            self._prior_score = prior.score_columns(columns, len(self._keys))
+            self._prior_score = prior.at(target).score_columns(columns, len(self._keys))
             if prior.sources:
                 self._sources = np.stack([_rank01(self._prior_score)] + [
                     _rank01(src.score_columns(columns, len(self._keys))) for src in prior.sources])
@@ -285,6 +290,8 @@ class CostModelSampler(CandidateSampler):
         held by *n_pending* running trials)."""
         self._reweigh()
         n = len(self._observed)
+        if self._walk and n + n_pending < self._walk_first:
+            return self._lowest(free, self._prior_score[free])
         if self._prior is not None and self._stalled():
             # The prior's region gave nothing better in `patience` measurements: search globally.
             return self._lowest(free, self._forest_lcb(free))

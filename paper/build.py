@@ -73,9 +73,10 @@ def costmodel_section(tables: list[GroundTruth]) -> tuple[str, dict[str, str]]:
     by_objective: dict[str, list[int]] = {"rank": [], "log_ratio": []}
     for i, held in enumerate(tables):
         others = [t for j, t in enumerate(tables) if j != i]
-        # One booster per objective (150 iterations): the objectives compare; the ensemble is below.
+        # One plain booster per objective (150 iterations, no top weighting): the objectives
+        # compare; the ensemble and the weighting are below.
         res = {obj: prior_ranks(fit_prior(others, objective=obj, max_iter=150, max_leaf_nodes=31,
-                                          l2_regularization=0.0), held)
+                                          l2_regularization=0.0, top_boost=0.0), held)
                for obj in ("rank", "log_ratio")}
         for obj in by_objective:
             by_objective[obj].append(res[obj][0.01] or len(held.rows))
@@ -109,6 +110,25 @@ def ensemble_facts() -> dict[str, str]:
     return {"ENS_MEDIAN": str(stats["median"][-1]), "ENS_WORST": str(worst[-1]), "ENS_HITS": str(hits[-1]),
             "SINGLE_WORST": f"{min(worst[:-1])}-{max(worst[:-1])}",
             "SINGLE_HITS": f"{min(hits[:-1])}-{max(hits[:-1])}", "ENS_TABLES": str(tables)}
+
+
+def top_weight_facts() -> dict[str, str]:
+    """The plain prior against the top-weighted default, leave-one-shape-out (benchmarks/top_weight.py)."""
+    path = ROOT / "benchmarks" / "results" / "top_weight.md"
+    keys = ("TW_HITS", "TW_SUM", "TW_PLAIN_HITS", "TW_PLAIN_SUM")
+    if not path.exists():
+        return dict.fromkeys(keys, "?")
+    header: list[str] = []
+    stats: dict[str, dict[str, str]] = {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| held-out table | configs | 0, 30"):
+            header = cells
+        elif header and line.startswith("| **"):
+            stats[cells[0].strip("*")] = dict(zip(header, cells, strict=True))
+    plain, sharp = "0, 30", "15, 30"
+    return {"TW_HITS": stats["tables <= 8"][sharp], "TW_SUM": stats["sum"][sharp],
+            "TW_PLAIN_HITS": stats["tables <= 8"][plain], "TW_PLAIN_SUM": stats["sum"][plain]}
 
 
 def _markdown_rows(text: str, first_cell: str) -> list[dict[str, str]]:
@@ -508,6 +528,7 @@ def main() -> None:
     facts["COMPARE_TABLE"] = compare_section()
     facts.update(speed_facts())
     facts.update(ensemble_facts())
+    facts.update(top_weight_facts())
     facts.update(sampler_facts())
     facts.update(learning_curve_facts())
     facts.update(transfer_facts())
