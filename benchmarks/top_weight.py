@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/top_weight.py --out benchmarks/results/top_weight.md
 
-Two parts, both on the committed data (two worker processes; about 10 minutes on 2 cores):
+Two parts, both on the committed data (two worker processes; about 15 minutes on 2 cores):
 
 * **Across shapes** (H200 Triton GEMM, leave-one-shape-out; ``--h200 GLOB``, repeatable, names
   the tables): per held-out table, the rank of the first config within 1% of the optimum in the
@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
 from costmodel_eval import H200, HUB, load_tables, report  # noqa: E402  (this folder is on sys.path)
+from costmodel_eval import _fmt as fmt_compiles  # noqa: E402
 
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.model_eval import prior_ranks, sampler_compiles  # noqa: E402
@@ -66,10 +67,6 @@ def _across_gpus(args: tuple[str, str]) -> tuple[str, list[tuple[int | None, int
         out.append((ranks[0.01], ranks[0.05],
                     statistics.median(float("inf") if r is None else r for r in runs)))
     return name, out
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else (f">{BUDGET}" if value == float("inf") else f"{value:g}")
 
 
 def main() -> None:
@@ -109,7 +106,7 @@ def main() -> None:
               "| top-weighted: prior rank to 1% | to 5% | sampler to 1% |",
               "|---|---:|---:|---:|---:|---:|---:|"]
     for name, ((r1, r5, c), (s1, s5, sc)) in gpus:
-        cells = (_fmt(v) for v in (r1, r5, c, s1, s5, sc))
+        cells = (fmt_compiles(v, BUDGET) for v in (r1, r5, c, s1, s5, sc))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", f"({time.perf_counter() - start:.0f} s)"]
     report(lines, args.out)
