@@ -448,7 +448,8 @@ class WorkerPool:
         queue for a fresh worker, until :data:`MAX_STARTUP_FAILURES` such workers in a row."""
         self._drop(i, grace_s=5.0)
         self._startup_failures += 1
-        if self._startup_failures >= MAX_STARTUP_FAILURES:
+        if self._startup_failures >= MAX_STARTUP_FAILURES and self._startup_error is None:
+            # the first verdict stands: another worker failing in the same poll adds nothing
             self._startup_error = (f"{self._startup_failures} workers in a row failed to start "
                                    f"({_function_name(self.func)}): {detail}")
 
