@@ -233,6 +233,22 @@ def learning_curve_facts() -> dict[str, str]:
     return {f"LC_{k}": spans.get(k, "?") for k in sizes} | {"LC_TABLES": tables}
 
 
+def landscape_facts() -> dict[str, str]:
+    """Share of steepest descents (Hamming moves) that reach 1% of the optimum: convolution/A100 and
+    the median over the H200 tables (benchmarks/landscape.py -> benchmarks/results/landscape.md)."""
+    path = ROOT / "benchmarks" / "results" / "landscape.md"
+    keys = ("LAND_A100", "LAND_A100_MINIMA", "LAND_A100_TRAP", "LAND_H200", "LAND_H200_LOW")
+    if not path.exists():
+        return dict.fromkeys(keys, "?")
+    hub, h200 = path.read_text().split("## Triton GEMM on H200")
+    a100 = next(r for r in _markdown_rows(hub, "convolution_milo/A100") if r["table"].endswith("A100"))
+    shares = [(float(r["Hamming: descents to 1%"].rstrip("%")), r["table"].rsplit("/", 1)[-1])
+              for r in _markdown_rows(h200, "triton_gemm")]
+    return dict(zip(keys, (a100["Hamming: descents to 1%"], a100["Hamming: local minima"],
+                           a100["Hamming: best trap"], f"{statistics.median(s for s, _ in shares):.1f}%",
+                           "{:.1f}% ({})".format(*min(shares))), strict=True))
+
+
 def transfer_facts() -> dict[str, str]:
     """How the other GPU's measurements and the prior rank the A100 tables' optima (benchmark_hub)."""
     hub = ROOT.parent / "shared" / "data" / "benchmark_hub"
@@ -532,6 +548,7 @@ def main() -> None:
     facts.update(sampler_facts())
     facts.update(learning_curve_facts())
     facts.update(transfer_facts())
+    facts.update(landscape_facts())
     facts.update(retime_facts())
     facts.update(agreement_facts())
     facts.update(served_facts())
