@@ -26,9 +26,14 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
 * **Walk** (a prior trained on tables of the study's own space and arch): such a prior transfers
   across shapes well, so it scores with its top-weighted model (:meth:`flysearch.costmodel.Prior.at`;
   leave-one-shape-out on the 27 H200 tables that model puts a config within 1% of the optimum at
-  rank 1-8 on every shape) and its first *walk_first* suggestions are its top configs in order,
-  with no diverse start and no random draw (a first batch of the model's best, as cost-model-guided
-  tuners such as TVM's measure first). After them every second suggestion is the prior's best
+  rank 1-8 on every shape) and its first *walk_first* suggestions come from its top configs, with
+  no diverse start and no random draw (a first batch of the model's best, as cost-model-guided
+  tuners such as TVM's measure first). They alternate between the prior's best unevaluated config
+  and a *covering* pick: among the prior's *walk_cover* best unevaluated configs, the best that
+  takes a value of some parameter no earlier suggestion took. A prior's top is a cluster of
+  near-twins (one tile shape with 3 or 4 stages, 4 or 8 warps); when the prior is wrong about one
+  parameter, the covering picks try that parameter's other plausible values within the first
+  batch instead of after it. After them every second suggestion is the prior's best
   unevaluated config, for as long as the measurements do not contradict its order (rank
   correlation > -0.2). The others, instead of a local step chosen by the forest, are the
   best under :func:`prior_kriging` among the configs at most *radius* value steps from the best
@@ -119,9 +124,12 @@ class CostModelSampler(CandidateSampler):
             the measurements do not contradict it, and the others follow :func:`prior_kriging`
             near the best measured config;
             ``False`` lets the forest reorder its top region as for a prior from other archs.
-        walk_first: A walked prior's first this many suggestions are its top configs in its
-            order, with no diverse start and no random draw (a first batch, as cost-model-guided
-            tuners measure their model's top batch first).
+        walk_first: A walked prior's first this many suggestions come from its top configs,
+            with no diverse start and no random draw (a first batch, as cost-model-guided tuners
+            measure their model's top batch first).
+        walk_cover: Every second of those first suggestions (the 2nd, 4th, ...) is the best of the
+            prior's top this many unevaluated configs that takes a parameter value no earlier
+            suggestion took (the prior's best when none does); 0 walks the top in plain order.
         length_scale: Ordinal distance over which :func:`prior_kriging` spreads a measured
             config's residual to its neighbours (walk only).
         radius: A walked prior's kriging steps choose among the unevaluated configs within this
@@ -133,7 +141,7 @@ class CostModelSampler(CandidateSampler):
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
                  n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
-                 min_source_obs: int = 3, walk: bool = True, walk_first: int = 8,
+                 min_source_obs: int = 3, walk: bool = True, walk_first: int = 8, walk_cover: int = 16,
                  length_scale: float = 1.5, radius: int = 2) -> None:
         super().__init__(context, seed)
         if prior is not None:  # another kernel's prior would score every config alike
@@ -153,7 +161,7 @@ class CostModelSampler(CandidateSampler):
         target = None if context.arch is None else target_key(context.space.name, context.arch.name)
         self._walk = walk and prior is not None and target is not None and (
             target in prior.provenance.get("targets", ()))
-        self._walk_first = walk_first
+        self._walk_first, self._walk_cover = walk_first, walk_cover
         self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
         self._X = candidate_features(context, columns)
@@ -267,6 +275,16 @@ class CostModelSampler(CandidateSampler):
                 return int(order[int(np.argmax(far))])
         return int(order[0])
 
+    def _covering(self, free: np.ndarray, taken: set[int]) -> int:
+        """Among the prior's *walk_cover* best configs of *free*, the best that takes a value of some
+        parameter no config of *taken* took; the prior's best when none does."""
+        order = free[np.lexsort((free, self._prior_score[free]))][: self._walk_cover]
+        if not taken:
+            return int(order[0])
+        used = self._ordinal[np.fromiter(taken, dtype=int)]
+        new = (self._ordinal[order][:, None, :] != used[None, :, :]).all(axis=1).any(axis=1)
+        return int(order[int(np.argmax(new))]) if new.any() else int(order[0])
+
     def _near_best(self, free: np.ndarray, radius: int) -> np.ndarray:
         """The configs of *free* 1 to *radius* value steps (L1 distance of the value indices) from
         the best measured config; all of *free* when none is (or *radius* < 1)."""
@@ -291,6 +309,8 @@ class CostModelSampler(CandidateSampler):
         self._reweigh()
         n = len(self._observed)
         if self._walk and n + n_pending < self._walk_first:
+            if self._walk_cover > 0 and (n + n_pending) % 2 == 1:
+                return self._covering(free, taken)
             return self._lowest(free, self._prior_score[free])
         if self._prior is not None and self._stalled():
             # The prior's region gave nothing better in `patience` measurements: search globally.

@@ -453,11 +453,13 @@ def test_a_sure_prior_shortens_the_diverse_start(h200_tables: list[GroundTruth])
 
 
 def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[GroundTruth]) -> None:
-    """With a prior trained on the study's space and arch, its top-weighted model scores and the
-    first eight suggestions are its top eight in order; after them every second suggestion is the
-    prior's best unevaluated config while the measurements do not contradict it, and the others the
-    best by :func:`prior_kriging` within two value steps of the best measured config; a prior
-    trained on other archs, or on other kernels of this arch, is never walked."""
+    """With a prior trained on the study's space and arch, its top-weighted model scores, and of
+    the first eight suggestions the 1st, 3rd, ... are its best unevaluated config and the others
+    the best of its top 16 that takes a parameter value no earlier suggestion took; after them
+    every second suggestion is the prior's best unevaluated config while the measurements do not
+    contradict it, and the others the best by :func:`prior_kriging` within two value steps of the
+    best measured config; a prior trained on other archs, or on other kernels of this arch, is
+    never walked."""
     import dataclasses
     import math
 
@@ -476,15 +478,21 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
     sharp = prior.at(table_target(held)).score([c.as_dict() for c in feasible], problem, table_arch(held))
     assert np.array_equal(sampler._prior_score, sharp)
     everything = np.arange(len(feasible))
-    walked = kriged = 0
+    walked = kriged = covered = 0
     for _ in range(28):
         free = np.setdiff1d(everything, np.fromiter(sampler._seen, dtype=int))
         n = len(sampler._observed)
         turn = n >= max(sampler._n_diverse, 8) and not sampler._stalled()
         walk = turn and n % 2 == 1 and sampler._prior_trust() > 0
         pick = sampler._choose(free, set(sampler._seen), 0)
-        if n < 8:  # the prior's top eight come first
+        if n < 8 and n % 2 == 0:  # the prior's best unevaluated config
             assert sampler._prior_score[pick] == sampler._prior_score[free].min()
+        elif n < 8:  # a covering pick among the prior's top 16
+            top = free[np.argsort(sampler._prior_score[free], kind="stable")[:16]]
+            used = sampler._ordinal[np.fromiter(sampler._seen, dtype=int)]
+            fresh = [c for c in top if any(v not in used[:, j] for j, v in enumerate(sampler._ordinal[c]))]
+            assert fresh and pick == fresh[0]
+            covered += 1
         if walk:
             walked += 1
             assert sampler._prior_score[pick] == sampler._prior_score[free].min()
@@ -499,7 +507,14 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
         row = held.rows[feasible[pick].key]
         sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
         sampler._seen.add(pick)
-    assert walked >= 6 and kriged >= 6
+    assert walked >= 6 and kriged >= 6 and covered == 4
+    plain = CostModelSampler(context, prior, seed=0, walk_cover=0)  # the top eight in order
+    for k in range(8):
+        free = np.setdiff1d(everything, np.fromiter(plain._seen, dtype=int))
+        pick = plain._choose(free, set(plain._seen), 0)
+        assert pick == free[np.argsort(plain._prior_score[free], kind="stable")[0]]
+        plain._observed[pick] = float(k)
+        plain._seen.add(pick)
     elsewhere = SearchContext(space, "ordinal", feasible, shape, get_arch("sm_80"), problem)
     assert not CostModelSampler(elsewhere, prior, seed=0)._walk
     other_kernel = dataclasses.replace(prior, provenance={**prior.provenance, "targets": ["other@sm_90"]})
