@@ -263,9 +263,13 @@ class CostModelSampler(CandidateSampler):
         ``top_region * (n + 1)`` configs."""
         return self._top_region > 0 and self._prior is not None and n >= 5 and self._agrees()
 
+    def _prior_order(self, free: np.ndarray) -> np.ndarray:
+        """*free* in the prior's order, best first (ties in enumeration order)."""
+        return free[np.lexsort((free, self._prior_score[free]))]
+
     def _diverse(self, free: np.ndarray, taken: set[int]) -> int:
         """The prior's best free config at Hamming distance >= diverse_distance from every taken one."""
-        order = free[np.lexsort((free, self._prior_score[free]))]
+        order = self._prior_order(free)
         if not taken:
             return int(order[0])
         used = self._ordinal[np.fromiter(taken, dtype=int)]
@@ -278,10 +282,8 @@ class CostModelSampler(CandidateSampler):
     def _covering(self, free: np.ndarray, taken: set[int]) -> int:
         """Among the prior's *walk_cover* best configs of *free*, the best that takes a value of some
         parameter no config of *taken* took; the prior's best when none does."""
-        order = free[np.lexsort((free, self._prior_score[free]))][: self._walk_cover]
-        if not taken:
-            return int(order[0])
-        used = self._ordinal[np.fromiter(taken, dtype=int)]
+        order = self._prior_order(free)[: self._walk_cover]
+        used = self._ordinal[np.fromiter(taken, dtype=int)]  # none taken: every value is new
         new = (self._ordinal[order][:, None, :] != used[None, :, :]).all(axis=1).any(axis=1)
         return int(order[int(np.argmax(new))]) if new.any() else int(order[0])
 
