@@ -6,7 +6,8 @@
   dedispersion/A100 and times every suggestion of a 100-compile study (the forest is refitted and
   every unevaluated config scored each time). Prints the median, 90th percentile and max, and the
   number of candidates; then again with a prior that holds two device sources (the A100 table
-  under two device names: this times weighing the sources each suggestion, not their quality), and
+  under two device names: this times the sources' portfolio start and then weighing them, or
+  following one, each suggestion; not their quality), and
   with the prior walked (its provenance made to name the held-out table's space and arch, so every
   other suggestion is :func:`flysearch.model_sampler.prior_kriging`'s; again timing, not quality).
 * **Set-up**: the sampler's work before its first suggestion on the same 11,130 candidates

@@ -55,6 +55,12 @@ the best-scored one; it never proposes an infeasible or already-evaluated config
   the spirit of Feurer et al.'s ranking-weighted ensembles). From *min_source_obs* measurements
   on, the prior's score is the weighted blend of their rank-scaled scores, so a GPU that behaves
   like one of the training GPUs follows that GPU's model rather than the average of all.
+  Before that, the first *source_rounds* rounds of suggestions are a portfolio: the pooled prior
+  and each device's prior in turn propose their best unevaluated config. When one of them
+  proposed a config more than *source_margin* faster than any other's proposals, the search
+  follows that prior alone from then on (a device whose top configs run fast here is the one
+  this GPU resembles; its ordering of slower configs matters less); otherwise the sources are
+  weighed as above.
 
 Without a prior (``"surrogate"``, cold start, in the spirit of SMAC) the first *n_startup*
 suggestions are random, then the forest on the features alone takes over.
@@ -119,6 +125,11 @@ class CostModelSampler(CandidateSampler):
             measurements; 0 turns this off.
         min_source_obs: Measurements before the prior's sources (one per training device) are
             weighed against the pooled prior; until then the pooled prior decides alone.
+        source_rounds: With sources (and a prior that is not walked), the first
+            ``source_rounds * (1 + devices)`` suggestions let the pooled prior and each device's
+            prior propose their best unevaluated config in turn; 0 turns the portfolio start off.
+        source_margin: After the portfolio start, a source whose best proposal ran faster than
+            every other source's best by more than this fraction is followed alone.
         walk: With a prior trained on the study's space and arch (``provenance["targets"]``
             holds ``"<space>@<arch>"``), every second suggestion walks down the prior's order while
             the measurements do not contradict it, and the others follow :func:`prior_kriging`
@@ -141,7 +152,8 @@ class CostModelSampler(CandidateSampler):
                  epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
                  prior_weight: float = 32.0, local: bool = True, patience: int = 16,
                  n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
-                 min_source_obs: int = 3, walk: bool = True, walk_first: int = 8, walk_cover: int = 16,
+                 min_source_obs: int = 3, source_rounds: int = 2, source_margin: float = 0.01,
+                 walk: bool = True, walk_first: int = 8, walk_cover: int = 16,
                  length_scale: float = 1.5, radius: int = 2) -> None:
         super().__init__(context, seed)
         if prior is not None:  # another kernel's prior would score every config alike
@@ -182,6 +194,9 @@ class CostModelSampler(CandidateSampler):
                 float(self._prior_score.min()), len(self._keys)))))
         self._source_weights: np.ndarray | None = None
         self._min_source_obs = min_source_obs
+        self._source_rounds, self._source_margin = source_rounds, source_margin
+        self._proposed_by: dict[int, int] = {}  # candidate -> source that proposed it (portfolio)
+        self._followed: int | None = None  # the source followed alone after the portfolio start
         self._weighed_at = -1
         self._source_rng = np.random.default_rng(seed)
         self._ordinal = candidate_ordinals(context)
@@ -193,13 +208,37 @@ class CostModelSampler(CandidateSampler):
         """Blend the sources by how well each orders the measurements so far (once per new
         measurement, from *min_source_obs* on)."""
         n = len(self._observed)
-        if self._sources is None or n < self._min_source_obs or n == self._weighed_at:
+        if self._sources is None or self._followed is not None or n < self._min_source_obs or (
+                n == self._weighed_at):
             return
         self._weighed_at = n
         idx, y = self._targets()
+        if 0 < self._portfolio_size() <= n:
+            self._followed = self._clear_winner(idx, y)
+            if self._followed is not None:
+                self._prior_score = self._sources[self._followed]
+                self._prior_rank = _ranks(self._prior_score)
+                return
         self._source_weights = source_weights(self._sources[:, idx], y, self._source_rng)
         self._prior_score = self._source_weights @ self._sources
         self._prior_rank = _ranks(self._prior_score)
+
+    def _portfolio_size(self) -> int:
+        """Suggestions of the portfolio start (0 without sources, or with a walked prior)."""
+        return 0 if self._sources is None or self._walk else self._source_rounds * len(self._sources)
+
+    def _clear_winner(self, idx: np.ndarray, y: np.ndarray) -> int | None:
+        """The source whose best proposal beat every other source's best by more than
+        *source_margin*, or ``None`` (also while a proposal is still running)."""
+        if not self._proposed_by.keys() <= self._observed.keys():
+            return None
+        best = np.full(len(self._sources), np.inf)
+        for i, value in zip(idx.tolist(), y.tolist(), strict=True):
+            source = self._proposed_by.get(i)
+            if source is not None:
+                best[source] = min(best[source], value)
+        first, second = np.sort(best)[:2]
+        return int(np.argmin(best)) if second - first > math.log1p(self._source_margin) else None
 
     def _read_history(self, study: Study) -> set[int]:
         """Fold newly finished trials in; return the candidates that running trials hold."""
@@ -314,6 +353,11 @@ class CostModelSampler(CandidateSampler):
             if self._walk_cover > 0 and (n + n_pending) % 2 == 1:
                 return self._covering(free, taken)
             return self._lowest(free, self._prior_score[free])
+        if self._sources is not None and n + n_pending < self._portfolio_size():
+            source = (n + n_pending) % len(self._sources)
+            pick = self._lowest(free, self._sources[source][free])
+            self._proposed_by[pick] = source
+            return pick
         if self._prior is not None and self._stalled():
             # The prior's region gave nothing better in `patience` measurements: search globally.
             return self._lowest(free, self._forest_lcb(free))

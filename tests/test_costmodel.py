@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import glob
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -676,7 +677,8 @@ def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
 ) -> None:
     """A prior trained on the A100 and the MI250X, searching the A100's table: once a few
     measurements are in, the A100's model outweighs the pooled one and the MI250X's, and the
-    prior's score is the weighted blend of the three."""
+    prior's score is the weighted blend of the three (no portfolio start here; the next test has
+    one)."""
     import math
 
     from flysearch.kernels import space_for_table
@@ -686,7 +688,7 @@ def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
     prior = fit_prior([conv_a100, conv_mi250x], max_iter=30)
     space = space_for_table(conv_a100)
     context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
-    sampler = CostModelSampler(context, prior, seed=0)
+    sampler = CostModelSampler(context, prior, seed=0, source_rounds=0)
     assert sampler._sources is not None and sampler._sources.shape == (3, len(context.feasible))
     everything = np.arange(len(context.feasible))
     for i in range(20):
@@ -700,6 +702,68 @@ def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
     weights = sampler._source_weights
     assert weights is not None and int(np.argmax(weights)) == 1 and weights[1] > 0.5
     assert np.allclose(sampler._prior_score, weights @ sampler._sources)
+
+
+def _replay_choices(sampler: Any, table: GroundTruth, n: int, times: dict[str, float] | None = None
+                    ) -> list[int]:
+    """Let *sampler* choose *n* configs in turn, feeding back *table*'s times (or *times*)."""
+    import math
+
+    everything = np.arange(len(sampler._context.feasible))
+    picks = []
+    for _ in range(n):
+        free = np.setdiff1d(everything, np.fromiter(sampler._seen, dtype=int))
+        pick = sampler._choose(free, set(sampler._seen), 0)
+        key = sampler._context.feasible[pick].key
+        row = table.rows[key]
+        t = (times or {}).get(key, row.time_ms if row.ok else None)
+        sampler._observed[pick] = math.log(t) if t else math.nan
+        sampler._seen.add(pick)
+        picks.append(pick)
+    return picks
+
+
+def test_costmodel_sampler_portfolio_start_follows_the_source_whose_picks_run_fastest(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    """The pooled prior, the A100's and the MI250X's propose their best unevaluated configs in
+    turn for two rounds. When one source's proposal runs faster than every other source's by
+    more than the margin, the search follows that source's model alone; when none does, the
+    sources are weighed by their ordering of the measurements instead."""
+    from flysearch.kernels import space_for_table
+    from flysearch.model_sampler import CostModelSampler
+    from flysearch.samplers import SearchContext
+
+    prior = fit_prior([conv_a100, conv_mi250x], max_iter=30)
+    space = space_for_table(conv_a100)
+    context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
+    sampler = CostModelSampler(context, prior, seed=0)
+    sources = sampler._sources.copy()
+    picks = _replay_choices(sampler, conv_a100, 6)
+    keys = [context.feasible[p].key for p in picks]
+    # Round robin: each source's best config not yet taken, in source order.
+    taken: list[int] = []
+    for i, pick in enumerate(picks):
+        order = [int(c) for c in np.argsort(sources[i % 3], kind="stable") if int(c) not in taken]
+        assert pick == order[0]
+        taken.append(pick)
+    assert sampler._proposed_by == {pick: i % 3 for i, pick in enumerate(picks)}
+    # The MI250X's second proposal ran 5% faster than anything else proposed: it is followed.
+    fast = CostModelSampler(context, prior, seed=0)
+    _replay_choices(fast, conv_a100, 6, times={k: 0.95 if i == 5 else 1.0 for i, k in enumerate(keys)})
+    _replay_choices(fast, conv_a100, 2)
+    assert fast._followed == 2
+    assert np.array_equal(fast._prior_score, sources[2]) and fast._sources is not None
+    # Only 0.5% faster: within the margin, so nothing is followed and the sources are weighed.
+    even = CostModelSampler(context, prior, seed=0)
+    _replay_choices(even, conv_a100, 6, times={k: 0.995 if i == 5 else 1.0 for i, k in enumerate(keys)})
+    _replay_choices(even, conv_a100, 4)
+    assert even._followed is None and even._source_weights is not None
+    assert np.allclose(even._prior_score, even._source_weights @ even._sources)
+    # Turned off: no round robin, the pooled prior's order first.
+    off = CostModelSampler(context, prior, seed=0, source_rounds=0, n_diverse=0)
+    assert _replay_choices(off, conv_a100, 1) == [int(np.argsort(sources[0], kind="stable")[0])]
+    assert off._proposed_by == {}
 
 
 def test_prior_pools_tables_of_several_kernels_without_sources(
