@@ -353,7 +353,7 @@ class CostModelSampler(CandidateSampler):
             if self._walk_cover > 0 and (n + n_pending) % 2 == 1:
                 return self._covering(free, taken)
             return self._lowest(free, self._prior_score[free])
-        if self._sources is not None and n + n_pending < self._portfolio_size():
+        if n + n_pending < self._portfolio_size():
             source = (n + n_pending) % len(self._sources)
             pick = self._lowest(free, self._sources[source][free])
             self._proposed_by[pick] = source
