@@ -9,6 +9,7 @@ __all__ = [
     "MissingConfigError",
     "MissingTableError",
     "StudyMismatchError",
+    "ToolchainError",
     "UnknownArchError",
     "UnknownSamplerError",
 ]
@@ -47,3 +48,7 @@ class InputFormatError(FlysearchError, ValueError):
 
 class StudyMismatchError(FlysearchError, ValueError):
     """A stored study that was started with other settings than the ones given now."""
+
+
+class ToolchainError(FlysearchError, RuntimeError):
+    """A tool a compile needs (such as ld.lld >= 19 for FlyDSL) is missing from this machine."""

@@ -17,6 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from flysearch.errors import ToolchainError
+
 __all__ = ["LLD_MIN", "Lld", "compile_env", "find_lld", "flydsl_version", "lld_fix"]
 
 LLD_MIN = 19
@@ -98,11 +100,11 @@ def compile_env(arch: str, cache_dir: str | Path, *, compile_only: bool = True) 
     """The environment for a FlyDSL compile of *arch* into *cache_dir*.
 
     Raises:
-        RuntimeError: no ld.lld >= 19 exists on this machine (the message says how to fix it).
+        ToolchainError: no ld.lld >= 19 exists on this machine (the message says how to fix it).
     """
     lld = find_lld()
     if lld is None:
-        raise RuntimeError(f"No ld.lld >= {LLD_MIN} found; {lld_fix()}.")
+        raise ToolchainError(f"No ld.lld >= {LLD_MIN} found; {lld_fix()}.")
     env = dict(os.environ)
     env.update(
         FLYDSL_GPU_ARCH=arch,

@@ -250,8 +250,21 @@ def test_a_triton_evaluator_without_triton_is_one_line(tmp_path: Path, command: 
     assert code == 2 and "needs the triton package" in one_error(out)
 
 
+def test_a_missing_linker_is_a_one_line_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flysearch import toolchain
+
+    monkeypatch.setattr(toolchain, "find_lld", lambda: None)
+    with pytest.raises(FlysearchError, match=r"No ld\.lld >= 19 found; install Debian's lld-19") as info:
+        toolchain.compile_env("gfx942", "/nonexistent")
+    assert "\n" not in str(info.value)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("flydsl") is None, reason="needs flydsl")
 def test_a_flydsl_factory_that_cannot_be_loaded_is_a_user_error() -> None:
+    from flysearch.toolchain import find_lld
+
+    if find_lld() is None:
+        pytest.skip("a FlyDSL compile needs ld.lld >= 19 (Debian lld-19)")
     from flysearch.evaluators.flydsl import FlydslCompileEvaluator
     from flysearch.kernels import get_space
     from flysearch.shapes import parse_shape
