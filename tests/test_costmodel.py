@@ -672,38 +672,6 @@ def test_source_weights_go_to_the_source_that_orders_the_measurements() -> None:
     assert w[0] == pytest.approx(w[1]) and w[0] + w[1] > 0.9
 
 
-def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
-    conv_mi250x: GroundTruth, conv_a100: GroundTruth
-) -> None:
-    """A prior trained on the A100 and the MI250X, searching the A100's table: once a few
-    measurements are in, the A100's model outweighs the pooled one and the MI250X's, and the
-    prior's score is the weighted blend of the three (no portfolio start here; the next test has
-    one)."""
-    import math
-
-    from flysearch.kernels import space_for_table
-    from flysearch.model_sampler import CostModelSampler
-    from flysearch.samplers import SearchContext
-
-    prior = fit_prior([conv_a100, conv_mi250x], max_iter=30)
-    space = space_for_table(conv_a100)
-    context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
-    sampler = CostModelSampler(context, prior, seed=0, source_rounds=0)
-    assert sampler._sources is not None and sampler._sources.shape == (3, len(context.feasible))
-    everything = np.arange(len(context.feasible))
-    for i in range(20):
-        free = np.setdiff1d(everything, np.fromiter(sampler._seen, dtype=int))
-        pick = sampler._choose(free, set(sampler._seen), 0)
-        if i < 3:
-            assert sampler._source_weights is None  # too few measurements: the pooled prior alone
-        row = conv_a100.rows[context.feasible[pick].key]
-        sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
-        sampler._seen.add(pick)
-    weights = sampler._source_weights
-    assert weights is not None and int(np.argmax(weights)) == 1 and weights[1] > 0.5
-    assert np.allclose(sampler._prior_score, weights @ sampler._sources)
-
-
 def _replay_choices(sampler: Any, table: GroundTruth, n: int, times: dict[str, float] | None = None
                     ) -> list[int]:
     """Let *sampler* choose *n* configs in turn, feeding back *table*'s times (or *times*)."""
@@ -721,6 +689,30 @@ def _replay_choices(sampler: Any, table: GroundTruth, n: int, times: dict[str, f
         sampler._seen.add(pick)
         picks.append(pick)
     return picks
+
+
+def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
+    conv_mi250x: GroundTruth, conv_a100: GroundTruth
+) -> None:
+    """A prior trained on the A100 and the MI250X, searching the A100's table: once a few
+    measurements are in, the A100's model outweighs the pooled one and the MI250X's, and the
+    prior's score is the weighted blend of the three (no portfolio start here; the next test has
+    one)."""
+    from flysearch.kernels import space_for_table
+    from flysearch.model_sampler import CostModelSampler
+    from flysearch.samplers import SearchContext
+
+    prior = fit_prior([conv_a100, conv_mi250x], max_iter=30)
+    space = space_for_table(conv_a100)
+    context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
+    sampler = CostModelSampler(context, prior, seed=0, source_rounds=0)
+    assert sampler._sources is not None and sampler._sources.shape == (3, len(context.feasible))
+    _replay_choices(sampler, conv_a100, 3)
+    assert sampler._source_weights is None  # too few measurements: the pooled prior alone
+    _replay_choices(sampler, conv_a100, 17)
+    weights = sampler._source_weights
+    assert weights is not None and int(np.argmax(weights)) == 1 and weights[1] > 0.5
+    assert np.allclose(sampler._prior_score, weights @ sampler._sources)
 
 
 def test_costmodel_sampler_portfolio_start_follows_the_source_whose_picks_run_fastest(
