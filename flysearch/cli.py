@@ -80,18 +80,29 @@ def tables_list(db: str, as_json: bool) -> None:
 
         flysearch tables list --db flysearch.db
     """
-    rows = list(TableStore(db, create=False).summaries())
+    from flysearch.cli_table import print_name_table
+
+    store = TableStore(db, create=False)
+    try:
+        rows = list(store.summaries())
+    finally:
+        store.close()
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
         return
-    out = Table("table", "kernel", "arch", "device", "problem", "regime", "rows", "ok", "best ms", "date")
-    for r in rows:
-        out.add_row(
-            r["name"], r["kernel"], r["arch"], r["device"], r["problem"], r["regime"] or "",
-            str(r["rows"]), str(r["ok"]), f"{r['best_ms']:.4g}" if r["best_ms"] else "-", r["date"],
-        )
-    console.print(out)
+    # The names are what users type next: printed whole, the other columns left out, least useful
+    # first, when the terminal is too narrow for all of them.
+    cells = [
+        [r["name"], r["kernel"], r["arch"], r["device"], r["problem"], r["regime"] or "",
+         str(r["rows"]), str(r["ok"]), f"{r['best_ms']:.4g}" if r["best_ms"] else "-", r["date"]]
+        for r in rows
+    ]
+    print_name_table(
+        console, ["table", "kernel", "arch", "device", "problem", "regime", "rows", "ok", "best ms", "date"],
+        cells, drop=["problem", "date", "device", "kernel", "regime", "arch", "ok", "rows", "best ms"],
+        hint=" (--json prints every field)",
+    )
 
 
 # -- study ----------------------------------------------------------------------------------------
@@ -275,7 +286,7 @@ def study_show(name: str, storage: str | None, db: str) -> None:
 
     Example:
 
-        flysearch study show quickstart
+        flysearch study show quickstart-h200-256x1536x7168-tpe
     """
     from flysearch.report import load_summary
 
@@ -295,12 +306,20 @@ def study_list(storage: str | None) -> None:
 
         flysearch study list --storage sqlite:///flysearch-studies.db
     """
+    from rich.cells import cell_len
+
     from flysearch.report import list_studies
 
-    out = Table("study", "trials", "best value")
-    for name, n_trials, best in list_studies(storage):
+    studies = list_studies(storage)
+    # The names are what 'study show' takes: never cut. rich narrows the other columns first; on a
+    # terminal narrower than that, the lines run past its edge (the terminal wraps them), not cropped.
+    out = Table()
+    out.add_column("study", no_wrap=True, min_width=max([cell_len(n) for n, _t, _b in studies], default=5))
+    out.add_column("trials")
+    out.add_column("best value")
+    for name, n_trials, best in studies:
         out.add_row(name, str(n_trials), f"{best:.4g}" if best is not None else "-")
-    console.print(out)
+    console.print(out, crop=False)
 
 
 def _print_summary(summary: StudySummary, optimum: float | None) -> None:
@@ -312,6 +331,8 @@ def _print_summary(summary: StudySummary, optimum: float | None) -> None:
     )
     if s.n_feasible is not None:
         console.print(f"  feasible configs {s.n_feasible}; stopped: {s.stopped}")
+    if s.new_trials == 0:
+        console.print("  resumed a finished study: nothing left to do (a larger --budget runs more)")
     console.print(f"  simulated cost {s.cost_s:.1f} s")
     if s.best_key is None:
         console.print("  no successful config yet")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +35,8 @@ from optuna.trial import TrialState
 from flysearch.errors import FlysearchError, InputFormatError, StudyMismatchError
 from flysearch.evaluators.base import Measurement, Outcome
 from flysearch.samplers import SearchContext, make_sampler
+from flysearch.shared_study import SharedStudy
+from flysearch.sqlite_tuning import tune_sqlite
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -170,6 +173,7 @@ class StudySummary:
     stopped: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     finalists: dict[str, Any] | None = None
+    new_trials: int | None = None
 
 
 def open_storage(
@@ -196,10 +200,25 @@ def open_storage(
             f"{url} is not an Optuna study storage (a table or results database?); give --storage another "
             "file."
         )
-    try:
-        return optuna.storages.RDBStorage(url, skip_compatibility_check=current, skip_table_creation=current)
-    except (ImportError, ValueError, sqlalchemy_errors()) as exc:
-        raise FlysearchError(f"Cannot open study storage {url!r}: {str(exc).splitlines()[0]}.") from None
+    for attempt in range(5):
+        try:
+            rdb = optuna.storages.RDBStorage(url, skip_compatibility_check=current,
+                                             skip_table_creation=current)
+        except (ImportError, ValueError, sqlalchemy_errors()) as exc:
+            if attempt < 4 and _lost_schema_race(exc):
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            raise FlysearchError(f"Cannot open study storage {url!r}: {str(exc).splitlines()[0]}.") from None
+        tune_sqlite(rdb.engine)
+        return rdb
+    raise AssertionError("unreachable")
+
+
+def _lost_schema_race(exc: Exception) -> bool:
+    """Whether *exc* is another process creating the same new storage's tables at the same time."""
+    text = str(exc)
+    signs = ("already exists", "database is locked", "duplicate key", "UNIQUE constraint")
+    return any(sign in text for sign in signs)
 
 
 def _holds_tables_only(path: str) -> bool:
@@ -301,17 +320,27 @@ def _finish(study: optuna.Study, number: int, value: float | None, state: TrialS
         _TELL(study, number, value, state)
 
 
-def _recover(study: optuna.Study, history: _History) -> None:
-    """Load the history; complete or fail trials that an interrupted run left RUNNING."""
-    for t in study.get_trials(deepcopy=False):
+def _recover_abandoned(study: optuna.Study) -> None:
+    """Finish the trials a killed run left RUNNING: complete one whose record was stored from that
+    record, fail one interrupted before (nothing of it was measured). Shared studies write only
+    finished trials (:mod:`flysearch.shared_study`), so a RUNNING trial of the storage belongs to no
+    live process of this study; another process may finish one first, which is fine."""
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    if not running:
+        return
+    history = _History()
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         record = TrialRecord.from_trial(t)
-        if record is None:
-            if t.state == TrialState.RUNNING:
+        if record is not None:
+            history.add(t.number, record)
+    for t in running:
+        record = TrialRecord.from_trial(t)
+        with contextlib.suppress(RuntimeError, ValueError):  # finished by another process meanwhile
+            if record is None:
                 study.tell(t.number, state=TrialState.FAIL)
-            continue
-        history.add(t.number, record)
-        if t.state == TrialState.RUNNING:
-            _tell(study, t.number, history, record)
+            else:
+                history.add(t.number, record)
+                _tell(study, t.number, history, record)
 
 
 def _open_study(
@@ -381,33 +410,46 @@ def run_study(
                             problem)
     distributions = context.distributions
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior)
-    study = _open_study(study_name, open_storage(storage), settings, sampler)
+    durable = _open_study(study_name, open_storage(storage), settings, sampler)
+    _recover_abandoned(durable)
+    shared = SharedStudy(durable, sampler)
     history = _History()
-    _recover(study, history)
     n_feasible = len(enumeration.feasible)
     target = min(settings.budget, n_feasible)
     uses_constraints = settings.sampler in CONSTRAINT_AWARE
-    idle = 0
-    reached = target_ms is not None and any(
-        r.outcome == Outcome.OK.value and r.time_ms is not None and r.time_ms <= target_ms
-        for _n, r in history.by_key.values()
-    )
-    while history.compiles < target and idle < settings.max_idle and not reached:
-        trial = study.ask(distributions)
-        config = space.decode(trial.params, settings.encoding)
-        record = _answer(config, space, evaluator, history, shape, arch)
-        idle = 0 if record.compile_index is not None else idle + 1
-        trial.set_user_attr(_ATTR, record.as_dict())
-        if uses_constraints:
-            trial.set_constraint(_ATTR, record.violation)
-        history.add(trial.number, record)
-        _tell(study, trial.number, history, record)
-        if target_ms is not None and record.outcome == Outcome.OK.value and record.time_ms is not None:
-            reached = reached or record.time_ms <= target_ms
-        if progress is not None:
-            progress(history.compiles, target)
+    idle = asked = 0
+    reached = False
+    try:
+        while True:
+            with shared.turn() as turn:
+                for t in turn.arrived:  # this study's earlier trials, and other processes' new ones
+                    record = TrialRecord.from_trial(t)
+                    if record is not None:
+                        history.add(t.number, record)
+                        reached = reached or _reaches(record, target_ms)
+                if history.compiles >= target or idle >= settings.max_idle or reached:
+                    break
+                study = shared.working
+                trial = study.ask(distributions)
+                config = space.decode(trial.params, settings.encoding)
+                record = _answer(config, space, evaluator, history, shape, arch)
+                idle = 0 if record.compile_index is not None else idle + 1
+                trial.set_user_attr(_ATTR, record.as_dict())
+                if uses_constraints:
+                    trial.set_constraint(_ATTR, record.violation)
+                history.add(trial.number, record)
+                _tell(study, trial.number, history, record)
+                turn.finished.append(trial.number)
+                asked += 1
+                reached = reached or _reaches(record, target_ms)
+            if progress is not None:
+                progress(history.compiles, target)
+    finally:
+        shared.close()
+    study = durable
     summary = summarize(study)
     summary.n_feasible = n_feasible
+    summary.new_trials = asked
     if reached:
         summary.stopped = "target reached"
     elif history.compiles >= n_feasible:
@@ -417,6 +459,11 @@ def run_study(
     else:
         summary.stopped = f"{settings.max_idle} suggestions in a row needed no compile"
     return summary
+
+
+def _reaches(record: TrialRecord, target_ms: float | None) -> bool:
+    return (target_ms is not None and record.outcome == Outcome.OK.value and record.time_ms is not None
+            and record.time_ms <= target_ms)
 
 
 def _answer(

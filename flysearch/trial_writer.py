@@ -31,10 +31,11 @@ import sqlalchemy as sa
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["add_finished_trial", "add_finished_trials", "finished_attr"]
+__all__ = ["add_finished_trial", "add_finished_trials", "finished_attr", "rdb_storage"]
 
 
-def _rdb(study: optuna.Study) -> optuna.storages.RDBStorage | None:
+def rdb_storage(study: optuna.Study) -> optuna.storages.RDBStorage | None:
+    """The RDB storage behind *study* (``None`` for any other kind of storage)."""
     storage = study._storage
     backend = getattr(storage, "_backend", storage)  # _CachedStorage wraps the RDB storage
     return backend if isinstance(backend, optuna.storages.RDBStorage) else None
@@ -54,7 +55,7 @@ def add_finished_trials(study: optuna.Study, trials: Sequence[FrozenTrial], *,
     With *connection* (open on the study's database, in a transaction), the trials are written in
     that transaction, which the caller commits.
     """
-    rdb = _rdb(study)
+    rdb = rdb_storage(study)
     if rdb is None or any(not t.state.is_finished() or (t.values is not None and len(t.values) > 1)
                           for t in trials):
         for t in trials:
@@ -116,7 +117,7 @@ def _insert(session: Any, study_id: int, trials: Sequence[FrozenTrial]) -> list[
 def finished_attr(study: optuna.Study, key: str) -> list[tuple[int, Any]] | None:
     """``(trial number, value)`` of user attribute *key* of every finished (complete or failed)
     trial of *study* that has it, in trial order; ``None`` where the storage is not an RDB one."""
-    rdb = _rdb(study)
+    rdb = rdb_storage(study)
     if rdb is None:
         return None
     from optuna.storages._rdb import models

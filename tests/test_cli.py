@@ -50,7 +50,11 @@ def test_study_run_and_show(db: str, tmp_path: Path) -> None:
     code, out = run("study", "run", "--table", "convolution_milo/MI250X", "--sampler", "random",
                     "--budget", "40", "--name", "r", *args)
     assert code == 0, out
-    assert "40 compiled" in out and "regret" in out
+    assert "40 compiled" in out and "regret" in out and "nothing left" not in out
+    code, again = run("study", "run", "--table", "convolution_milo/MI250X", "--sampler", "random",
+                      "--budget", "40", "--name", "r", *args)
+    assert code == 0 and "40 compiled" in again
+    assert "resumed a finished study: nothing left to do" in again
     code, shown = run("study", "show", "r", *args)
     assert code == 0 and "40 compiled" in shown
     code, listed = run("study", "list", "--storage", storage)
@@ -130,7 +134,7 @@ def test_kill_and_resume(db: str, tmp_path: Path) -> None:
     """SIGKILL a study mid-run; running it again keeps every finished trial and continues."""
     studies = tmp_path / "studies.db"
     cmd = [sys.executable, "-m", "flysearch", "study", "run", "--table", "convolution_milo/MI250X",
-           "--sampler", "random", "--budget", "150", "--name", "k", "--db", db,
+           "--sampler", "random", "--budget", "1500", "--name", "k", "--db", db,
            "--storage", f"sqlite:///{studies}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -147,13 +151,13 @@ def test_kill_and_resume(db: str, tmp_path: Path) -> None:
         if t.state == optuna.trial.TrialState.COMPLETE
     }
     assert 40 <= len(before)
-    assert max(r["compile_index"] or 0 for r in before.values()) < 150, "killed too late to test a resume"
+    assert max(r["compile_index"] or 0 for r in before.values()) < 1500, "killed too late to test a resume"
     subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     study = optuna.load_study(study_name="k", storage=storage)
     after = {t.number: t.user_attrs.get("flysearch") for t in study.trials}
     assert all(after[n] == rec for n, rec in before.items())
     keys = [r.key for _, r in trial_records(study) if r.compile_index is not None]
-    assert len(keys) == len(set(keys)) == 150
+    assert len(keys) == len(set(keys)) == 1500
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
 

@@ -233,3 +233,25 @@ def test_record_as_dict_is_dataclasses_asdict() -> None:
     record = TrialRecord("BLOCK_M=16", "ok", 1.5, 3, None, None, 0.2, 0.1, "detail")
     assert record.as_dict() == asdict(record)
     assert TrialRecord.from_dict(record.as_dict()) == record
+
+
+def test_a_replay_never_proposes_a_config_its_table_lacks() -> None:
+    """A table of a registered kernel family measured without some of the family's values (here
+    every BLOCK_K=256 row dropped) is replayed within its own rows: the configs it lacks are
+    rejected by ``listed_in_table``, counted, and never reach the evaluator."""
+    from flysearch.tables import TableStore, read_table_file
+
+    path = sorted((Path(__file__).parents[1] / "benchmarks" / "data" / "h200").glob("*.table.json.gz"))[0]
+    meta, rows = read_table_file(path)
+    store = TableStore(":memory:")
+    store.write(meta, [r for r in rows if r.params["BLOCK_K"] != 256])
+    table = store.load(meta.name)
+    space = space_for_table(table)
+    enumeration = space.enumerate(table.meta.shape(), None)
+    assert enumeration.removed["listed_in_table"] > 0
+    assert {c.key for c in enumeration.feasible} <= set(table.rows)
+    for sampler, budget in (("grid", 10_000), ("random", 300)):
+        summary = run_study(sampler, space, ReplayEvaluator(table),
+                            settings(table, sampler, budget, shape=table.meta.shape().key),
+                            shape=table.meta.shape(), storage=optuna.storages.InMemoryStorage())
+        assert summary.compiles == min(budget, len(enumeration.feasible))

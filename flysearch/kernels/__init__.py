@@ -44,17 +44,26 @@ def get_space(name: str) -> Space:
 
 
 def space_for_table(table: GroundTruth) -> Space:
-    """The space a table was measured over, constraints included."""
+    """The space a table was measured over, constraints included, bounded by the table's rows.
+
+    A replay can answer only the configs a table holds, so every table's space ends with the
+    constraint ``listed_in_table``. For a table imported from elsewhere it is the only one (the
+    source tuner's restrictions, known by their result); for a table of a registered kernel family
+    it follows the family's own constraints, which charge every rejection they explain, and removes
+    only what the table lacks (none of an exhaustive race's feasible configs; the values a table
+    measured with other value sets never had).
+    """
     _load_builtin()
     name = str(table.meta.space.get("name", ""))
-    if name in _FACTORIES:
-        return _FACTORIES[name]()
     keys = frozenset(table.rows)
     listed = Constraint(
         "listed_in_table",
         lambda config, shape, arch: config.key in keys,
-        doc="the source tuner's restrictions: only configs the table holds are valid",
+        doc="only configs the table holds can be replayed",
     )
+    if name in _FACTORIES:
+        space = _FACTORIES[name]()
+        return Space(space.name, space.params, [*space.constraints, listed], kernel=space.kernel)
     return Space(name or table.name, params_from_json(table.meta.space.get("params", [])), [listed])
 
 
