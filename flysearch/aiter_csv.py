@@ -12,7 +12,8 @@ the file named by ``AITER_CONFIG_GEMM_BF16`` with ``pandas.read_csv``, indexes i
 Importing gives one ground-truth table per ``(gfx, cu_num, M, N, K)`` (and per bias/dtype/scale
 variant, which is part of aiter's key). FlyDSL rows are configs of the ``aiter_flydsl_hgemm``
 space; rows of other backends are kept as those backends' records (``Row.extra["libtype"]``),
-keyed ``libtype=...,kernel=...,solidx=...,splitK=...``.
+keyed ``libtype=...,kernel=...,solidx=...,splitK=...``. Two rows that are one config of one table
+(the same table name and row key) are refused, naming both lines, never merged.
 
 Example:
     >>> import tempfile, pathlib
@@ -167,7 +168,11 @@ def read_aiter_csv(path: str | Path) -> list[AiterRecord]:
         InputFormatError: the file is missing, lacks a column of :data:`TUNED_HEADER`, or holds
             a cell that is not a number (or True/False) where aiter writes one.
     """
-    path = Path(path)
+    return [record for _line, record in _numbered_records(Path(path))]
+
+
+def _numbered_records(path: Path) -> list[tuple[int, AiterRecord]]:
+    """:func:`read_aiter_csv`'s records, each with its line in the file (for errors that name it)."""
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:  # a spreadsheet's BOM is no column
             reader = csv.reader(fh)
@@ -179,7 +184,7 @@ def read_aiter_csv(path: str | Path) -> list[AiterRecord]:
                     f"header must hold {','.join(TUNED_HEADER)}."
                 )
             index = {c: header.index(c) for c in TUNED_HEADER}
-            records = []
+            records: list[tuple[int, AiterRecord]] = []
             for line, cells in enumerate(reader, start=2):
                 if not any(cell.strip() for cell in cells):
                     continue
@@ -189,7 +194,7 @@ def read_aiter_csv(path: str | Path) -> list[AiterRecord]:
                         "fix the row or drop it."
                     )
                 values = {c: _parse_cell(path, line, c, cells[i]) for c, i in index.items()}
-                records.append(AiterRecord(**values))
+                records.append((line, AiterRecord(**values)))
     except FileNotFoundError:
         raise InputFormatError(f"aiter CSV {path} does not exist; pass an existing file.") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -319,16 +324,37 @@ def records_to_tables(
 ) -> list[tuple[TableMeta, list[Row]]]:
     """Group records into one table per aiter key (``gfx, cu_num, M, N, K`` and its variant).
 
-    Within a table a later record of the same config replaces an earlier one (a profile that
-    aiter appended to across runs), and the table's notes count such repeats.
+    Raises:
+        InputFormatError: two records are one config of one table (see :func:`_grouped`); the
+            error names them by their 1-based position in *records*.
     """
+    return _grouped(enumerate(records, start=1), None, prefix, source, err_ratio_limit)
+
+
+def _repeat(origin: Path | None, at: int, first: int, name: str, key: str) -> InputFormatError:
+    where, unit = (f"{origin}:{at}", "line") if origin is not None else (f"Record {at}", "record")
+    return InputFormatError(
+        f"{where}: config {key!r} of table {name!r} repeats {unit} {first}; keep one row per config."
+    )
+
+
+def _grouped(
+    numbered: Iterable[tuple[int, AiterRecord]], origin: Path | None, prefix: str, source: str,
+    err_ratio_limit: float | None,
+) -> list[tuple[TableMeta, list[Row]]]:
+    """:func:`records_to_tables` over records numbered by their line in *origin* (or, without
+    one, their position). A table holds one row per config, so a second record of a table's
+    config is refused, not let replace the first: a copied or planted row would otherwise
+    silently become the measurement (or the table's optimum)."""
     groups: dict[str, tuple[AiterRecord, dict[str, Row]]] = {}
-    repeats: dict[str, int] = {}
-    for r in records:
+    seen: dict[tuple[str, str], int] = {}  # (table, row key) -> the number that listed it first
+    for at, r in numbered:
         name = table_name(prefix, r)
         _first, rows = groups.setdefault(name, (r, {}))
         row = record_row(r, err_ratio_limit)
-        repeats[name] = repeats.get(name, 0) + (row.key in rows)
+        first = seen.setdefault((name, row.key), at)
+        if first != at:
+            raise _repeat(origin, at, first, name, row.key)
         rows[row.key] = row
     space = aiter_hgemm_space().to_json()
     out = []
@@ -341,8 +367,6 @@ def records_to_tables(
         }
         libs = sorted({str(row.extra["libtype"]) for row in rows.values()})
         notes = f"aiter backends: {', '.join(libs)}"
-        if repeats[name]:
-            notes += f"; {repeats[name]} repeated candidate(s), the last kept"
         meta = TableMeta(
             name=name, kernel=SPACE_NAME, arch=arch, device=device, problem=problem, space=space,
             source=source, versions={"format": "aiter bf16 gemm csv"}, notes=notes,
@@ -357,11 +381,13 @@ def read_tuned_csv(path: str | Path, *, prefix: str | None = None) -> list[tuple
     Args:
         path: ``bf16_tuned_gemm.csv`` or a ``model_configs/*_bf16_tuned_gemm.csv``.
         prefix: Table-name prefix; defaults to the file's stem.
+
+    Raises:
+        InputFormatError: the CSV is malformed (:func:`read_aiter_csv`), or two of its rows are
+            one config of one table (named with both lines).
     """
     path = Path(path)
-    return records_to_tables(
-        read_aiter_csv(path), prefix=prefix or path.stem, source=f"aiter tuned CSV {path.name}"
-    )
+    return _grouped(_numbered_records(path), path, prefix or path.stem, f"aiter tuned CSV {path.name}", None)
 
 
 def read_profile_csv(
@@ -372,12 +398,11 @@ def read_profile_csv(
     ``us = -1`` and ``us = inf`` rows become ``runtime_failed`` (aiter does not tell a compile
     failure from a launch failure), and a candidate whose ``err_ratio`` exceeds
     *err_ratio_limit* (the tuner's ``--errRatio``, 0.05 by default) becomes ``wrong_result``.
+    A config listed twice for one table is refused, as in :func:`read_tuned_csv`.
     """
     path = Path(path)
-    return records_to_tables(
-        read_aiter_csv(path), prefix=prefix or path.stem, source=f"aiter tuner profile {path.name}",
-        err_ratio_limit=err_ratio_limit,
-    )
+    source = f"aiter tuner profile {path.name}"
+    return _grouped(_numbered_records(path), path, prefix or path.stem, source, err_ratio_limit)
 
 
 # -- export ----------------------------------------------------------------------------------------

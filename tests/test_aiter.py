@@ -16,6 +16,7 @@ from flysearch.aiter_csv import (
     read_aiter_csv,
     read_profile_csv,
     read_tuned_csv,
+    records_to_tables,
     write_aiter_csv,
 )
 from flysearch.arch import get_arch
@@ -223,6 +224,30 @@ def test_profile_import_maps_failures(tmp_path: Path) -> None:
     assert by[77].extra["err_ratio"] is None and "unknown" in by[77].detail
     assert by[1].time_ms == pytest.approx(0.0105) and by[3].time_ms is None
     assert "flydsl" in meta.notes and "hipblaslt" in meta.notes
+
+
+def test_a_repeated_config_is_refused_not_replaced(tmp_path: Path) -> None:
+    key = "gfx950,256,1,6144,2048,False,torch.bfloat16,torch.bfloat16,False,False"
+    lines = [
+        ",".join(TUNED_HEADER),
+        f"{key},flydsl,1,2,10.5,{NAME},0.01,2.4,2400.0",
+        f"{key},asm,5,13,12.0,_ZN5aiter3fooE,0.0,2.0,2000.0",
+        f"{key},flydsl,1,2,0.5,{NAME},0.01,2.4,2400.0",  # line 4: line 2's config, planted faster
+    ]
+    path = tmp_path / "profile.csv"
+    path.write_text("\n".join(lines) + "\n")
+    config = parse_kernel_name(NAME, arch="gfx950").config.key
+    table = "profile/gfx950/cu256/1x6144x2048"
+    for reader in (read_profile_csv, read_tuned_csv):
+        with pytest.raises(InputFormatError) as info:
+            reader(path)
+        assert str(info.value) == (
+            f"{path}:4: config {config!r} of table {table!r} repeats line 2; keep one row per config."
+        )
+    records = read_aiter_csv(path)
+    with pytest.raises(InputFormatError, match=r"^Record 3: config .* repeats record 1; keep one row"):
+        records_to_tables(records, prefix="profile", source="test")
+    assert len(records_to_tables(records[:2], prefix="p", source="t")[0][1]) == 2
 
 
 @pytest.mark.parametrize(

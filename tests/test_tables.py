@@ -95,6 +95,32 @@ def test_import_keeps_failures(conv_a100: GroundTruth) -> None:
     assert failed.detail == "CompilationFailedConfig" and failed.time_ms is None
 
 
+def test_kernel_tuner_failure_markers_of_either_format_are_failures(tmp_path: Path) -> None:
+    # The hub's caches write the marker as the time; Kernel Tuner 1.5 writes it as "__error__" and
+    # no time (util.store_cache writes str() of the error object: its class name).
+    cache = {
+        "1,1": {"a": 1, "b": 1, "time": 2.0},
+        "1,2": {"a": 1, "b": 2, "time": "InvalidConfig"},
+        "2,1": {"a": 2, "b": 1, "__error__": "CompilationFailedConfig", "compile_time": 40.0},
+        "2,2": {"a": 2, "b": 2, "__error__": "RuntimeFailedConfig", "compile_time": 50.0,
+                "benchmark_time": 1.0},
+    }
+    doc = {"device_name": "MI250X", "tune_params_keys": ["a", "b"], "tune_params": {"a": [1, 2], "b": [1, 2]},
+           "cache": cache}
+    path = tmp_path / "toy" / "MI250X.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc))
+    _, rows = read_kernel_tuner_cache(path)
+    got = {r.key: (r.outcome, r.time_ms, r.detail) for r in rows}
+    assert got == {
+        "a=1,b=1": ("ok", 2.0, ""),
+        "a=1,b=2": ("rejected", None, "InvalidConfig"),
+        "a=2,b=1": ("compile_failed", None, "CompilationFailedConfig"),
+        "a=2,b=2": ("runtime_failed", None, "RuntimeFailedConfig"),
+    }
+    assert next(r for r in rows if r.key == "a=2,b=1").compile_s == pytest.approx(0.04)
+
+
 def test_plain_json_cache_and_malformed_caches(tmp_path: Path, conv_mi250x_path: Path) -> None:
     plain = tmp_path / "conv" / "MI250X.json"
     plain.parent.mkdir()
