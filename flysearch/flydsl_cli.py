@@ -12,7 +12,7 @@ from rich.table import Table
 
 from flysearch.cli_errors import user_errors
 from flysearch.cli_options import writable_dir, writable_file
-from flysearch.errors import FlysearchError, UnknownArchError
+from flysearch.errors import FlysearchError
 from flysearch.study import MAX_SEED
 
 __all__ = ["doctor", "flydsl"]
@@ -109,7 +109,8 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
 
 @click.command("flydsl")
 @click.option("--db", default="flysearch.db", show_default=True, help="Ground-truth table database.")
-@click.option("--table", "tables", multiple=True, required=True, help="Table whose best config to export.")
+@click.option("--table", "tables", multiple=True, required=True,
+              help="Table whose best FlyDSL config to export.")
 @click.option("--name", required=True, help="The kernel's artifact_name in @flydsl.autotune.")
 @click.option("--key", default="M,N,K", show_default=True, help="The autotune key: problem fields, in order.")
 @click.option("--device", "device_name", required=True, help="torch's name: 'AMD Instinct MI300X'.")
@@ -121,47 +122,26 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
 @user_errors
 def export_flydsl(db: str, tables: tuple[str, ...], name: str, key: str, device_name: str, arch: str,
                   cu: int | None, out: str) -> None:
-    """Write each table's best config as a FlyDSL offline autotune artifact.
+    """Write each table's best FlyDSL config as a FlyDSL offline autotune artifact.
+
+    Only FlyDSL rows count (an aiter table's Triton or asm rows are skipped, and a table without a
+    FlyDSL row is named and skipped), and only tables measured on --arch are exported.
 
     Example:
 
         flysearch export flydsl --table flydsl_gemm/MI300X/1x4096x4096 --name flysearch_gemm
         --device 'AMD Instinct MI300X' --arch gfx942 --out ~/.flydsl/configs
     """
-    from flysearch.arch import arch_of_device, get_arch
-    from flysearch.flydsl_artifacts import FlydslDevice, write_flydsl_artifact
-    from flysearch.flydsl_config import to_flydsl_config
-    from flysearch.tables import TableStore
+    from flysearch.flydsl_export import export_flydsl_artifacts
 
-    try:
-        profile = get_arch(arch)
-        if profile.vendor != "amd":
-            raise FlysearchError(f"FlyDSL artifacts are for AMD archs; {arch!r} is {profile.vendor}.")
-        if cu is None:
-            try:
-                arch_of_device(device_name)  # a device no profile knows: its CU count must be given
-            except UnknownArchError as exc:
-                raise UnknownArchError(f"{exc} Give its CU count with --cu.") from None
-            cu = profile.on_device(device_name).compute_units
-        device = FlydslDevice(device_name, profile.name, cu)
-        store = TableStore(db, create=False)
-        for table_name in tables:
-            table = store.load(table_name)
-            if "flydsl" not in table.meta.kernel:
-                raise FlysearchError(
-                    f"Table {table_name!r} measured {table.meta.kernel!r}, not a FlyDSL kernel; it has no "
-                    "FlyDSL config to export."
-                )
-            fields = [f.strip() for f in key.split(",") if f.strip()]
-            missing = [f for f in fields if f not in table.meta.problem]
-            if missing:
-                raise FlysearchError(f"Table {table_name!r} has no problem field(s) {missing} for the key.")
-            best = table.best()
-            path = write_flydsl_artifact(out, name=name, key={f: table.meta.problem[f] for f in fields},
-                                         device=device, config=to_flydsl_config(best.params))
-            console.print(f"{table_name}: {best.key} ({best.time_ms:.4g} ms) -> {path}")
-    except FlysearchError as exc:
-        raise _usage(exc) from None
+    fields = [f.strip() for f in key.split(",") if f.strip()]
+    result = export_flydsl_artifacts(db, tables, out, name=name, key=fields, device_name=device_name,
+                                     arch=arch, cu=cu)
+    for item in result.written:
+        line = f"{item.table}: {item.row.key} ({item.row.time_ms:.4g} ms) -> {item.path}"
+        console.print(line, markup=False)
+    for table_name, reason in result.skipped:
+        console.print(f"{table_name}: skipped: {reason}", markup=False)
 
 
 @flydsl.command("race")
