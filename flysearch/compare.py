@@ -59,6 +59,7 @@ __all__ = [
     "plan_runs",
     "restricted_space",
     "run_experiment",
+    "table_names",
     "training_tables",
 ]
 
@@ -401,12 +402,18 @@ def _versions() -> dict[str, str]:
 
 def _init_worker() -> None:
     """Keep each worker to one thread: torch (Optuna's GP) and OpenMP (scikit-learn's boosted trees)
-    oversubscribe 2 cores 10x otherwise (measured: a GP run took 282 s instead of 21 s)."""
+    oversubscribe 2 cores 10x otherwise (measured: a GP run took 282 s instead of 21 s).
+
+    A worker ignores SIGINT: a terminal's Ctrl-C reaches every process of the command, and a worker
+    that took it would report its run as failed and go on to the next one; the parent, which gets it
+    too, stops the pool instead (:func:`_stop_pool`)."""
+    import signal
     import warnings
 
     import optuna
     from threadpoolctl import threadpool_limits
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     threadpool_limits(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -460,17 +467,38 @@ def _labelled(exp: Experiment) -> tuple[list[TableSpec], list[TableSpec], list[T
     return tables, priors, infos
 
 
+def _scored(exp: Experiment, items: list[Any]) -> list[Any]:
+    """The entries of *items* (one per table of *exp*) of the tables that get runs
+    (``Experiment.only_tables``)."""
+    if exp.only_tables is None:
+        return items
+    return [items[i] for i in exp.only_tables]
+
+
+def table_names(exp: Experiment) -> list[tuple[str, str]]:
+    """Each table of *exp* as ``(label, table name)``, in the file's order (loads the tables)."""
+    names = []
+    for spec in exp.tables:
+        table = _cached_table(spec, exp.db)
+        names.append((_label_of(spec, table), table.name))
+    return names
+
+
 def plan_runs(exp: Experiment) -> tuple[list[RunTask], list[TableInfo], list[str]]:
-    """The runs of *exp* (slowest samplers first), its tables' infos, and the skipped settings."""
+    """The runs of *exp* (slowest samplers first), its tables' infos, and the skipped settings.
+
+    Only the tables of ``exp.only_tables`` get runs, but a costmodel prior trains on all of them
+    (leave-one-table-out), so each run is the one the whole experiment would make."""
     exp.validate()
-    tables, priors, infos = _labelled(exp)
+    every_table, priors, infos = _labelled(exp)
+    tables, infos = _scored(exp, every_table), _scored(exp, infos)
     skipped, samplers = [], list(exp.samplers)
     missing = model_samplers_available()
     if missing and any(s.name in MODEL_SAMPLERS for s in samplers):
         names = [s.label for s in samplers if s.name in MODEL_SAMPLERS]
         skipped.append(f"{', '.join(names)}: {missing}")
         samplers = [s for s in samplers if s.name not in MODEL_SAMPLERS]
-    every = tuple(tables) + tuple(priors)
+    every = tuple(every_table) + tuple(priors)
     tasks = [
         RunTask(exp.name, t, s, seed, exp.budget, exp.db, every if s.needs_prior else (), exp.stop_at_optimum)
         for s in sorted(samplers, key=lambda s: _COST_ORDER.get(s.name, 9))
@@ -509,7 +537,7 @@ def _finished(db: sqlite_utils.Database, tasks: list[RunTask]) -> set[str]:
             raise FlysearchError(
                 f"Results in {db.conn.execute('pragma database_list').fetchone()[2]} hold run "
                 f"{task.run_id!r} with other settings; give the changed table or sampler a new label "
-                "or a new output folder."
+                "or the results another output folder (--out)."
             )
     return set(stored) & {t.run_id for t in tasks}
 
@@ -576,6 +604,11 @@ def _dispatch(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]
 
 
 def _pooled(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]], None]) -> None:
+    """Run *todo* in a pool of *workers* spawned processes, storing each result as it comes.
+
+    Whatever stops this early (an error, Ctrl-C, a signal turned into an exception by the caller)
+    ends every worker before it propagates (:func:`_stop_pool`): the runs stored by then stay stored,
+    and no worker goes on with a run nobody will store."""
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker)
     try:
         # Each prior is fitted once, by one worker, while the others start the runs that need none;
@@ -595,9 +628,42 @@ def _pooled(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]],
                 else:
                     store(fut.result())
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+# Seconds a terminated worker gets to exit before it is killed.
+_TERMINATE_GRACE_S = 2.0
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what *pool* has not started and end its workers now: SIGTERM, then SIGKILL for one
+    still there after :data:`_TERMINATE_GRACE_S`. ``shutdown(cancel_futures=True)`` alone leaves the
+    running calls (and those already queued to a worker) to finish, minutes of work on a stopped
+    command, and the interpreter's exit waits for them."""
+    from multiprocessing.connection import wait as wait_for
+
+    processes = _workers_of(pool)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        if p.exitcode is None:
+            p.terminate()
+    deadline = time.monotonic() + _TERMINATE_GRACE_S
+    left = {p.sentinel: p for p in processes}
+    while left and time.monotonic() < deadline:
+        for ended in wait_for(list(left), timeout=max(deadline - time.monotonic(), 0.0)):
+            left.pop(ended)
+    for p in left.values():
+        p.kill()
+    for p in processes:
+        p.join(timeout=_TERMINATE_GRACE_S)
+
+
+def _workers_of(pool: ProcessPoolExecutor) -> list[Any]:
+    """The worker processes of *pool* (its private ``_processes``: the executor has no public list of
+    them before Python 3.14's ``terminate_workers``)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
 
 
 def _serial(todo: list[RunTask], store: Callable[[dict[str, Any]], None]) -> None:
@@ -641,5 +707,5 @@ def load_runs(results_db: str | Path) -> list[dict[str, Any]]:
 
 
 def load_table_infos(exp: Experiment) -> list[TableInfo]:
-    """The infos (optimum, valid times, costs) of *exp*'s tables, read from the tables themselves."""
-    return _labelled(exp)[2]
+    """The infos (optimum, valid times, costs) of *exp*'s tables that get runs, read from the tables."""
+    return _scored(exp, _labelled(exp)[2])

@@ -18,7 +18,7 @@ from typing import Any
 
 from flysearch.atomicfile import atomic_write, write_text_atomic
 from flysearch.compare import TableInfo
-from flysearch.errors import InputFormatError
+from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.metrics import (
     EPSILONS,
     MILESTONES,
@@ -308,8 +308,8 @@ def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> lis
     from flysearch.compare import RESULTS_DB, load_runs, load_table_infos, model_samplers_available
 
     out = Path(exp.output)
-    runs = load_runs(out / RESULTS_DB)
     infos = load_table_infos(exp)
+    runs = _asked_for(load_runs(out / RESULTS_DB), exp, infos)
     versions = _versions_of(runs)
     rows = summary_rows(runs, infos, exp.budget)
     notes = []
@@ -339,6 +339,26 @@ def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> lis
         for group in dict.fromkeys(i.group for i in infos):
             written += plot_boxes(runs, infos, group, exp.budget, out, versions)
     return written
+
+
+def _asked_for(runs: list[dict[str, Any]], exp: Any, infos: list[TableInfo]) -> list[dict[str, Any]]:
+    """The stored *runs* of *exp*'s tables, samplers, seeds and budget: a folder that a run with
+    other overrides (``--seeds``, ``--budget``, ...) also wrote into holds others, which would mix
+    into the summary.
+
+    Raises:
+        FlysearchError: none of the stored runs is one of them.
+    """
+    tables = {i.label for i in infos}
+    seeds = {s.label: set(exp.seeds if s.seeds is None else s.seeds) for s in exp.samplers}
+    kept = [r for r in runs if r["table_label"] in tables and r["budget"] == exp.budget
+            and r["seed"] in seeds.get(r["sampler"], ())]
+    if runs and not kept:
+        raise FlysearchError(
+            f"None of the {len(runs)} runs stored in {Path(exp.output)} has these tables, samplers, seeds "
+            "and budget; run them first (without --report-only), or give the overrides they were run with."
+        )
+    return kept
 
 
 def _versions_of(runs: list[dict[str, Any]]) -> dict[str, str]:

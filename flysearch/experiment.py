@@ -8,7 +8,7 @@ An experiment file::
     budget = 200                             # unique compiles per run
     seeds = 20                               # 0..19, or an explicit list [0, 1, 2]
     workers = 2                              # worker processes
-    output = "../benchmarks/results/compare/hub-convolution-MI250X"
+    output = "../benchmarks/results/compare/hub-convolution-MI250X"   # where its committed results are
     db = "../flysearch.db"                   # table database, for tables given by name
     stop_at_optimum = true                   # end a run once it found the space's optimum (default)
 
@@ -29,6 +29,12 @@ A ``[[prior_table]]`` source may be a glob (``"../benchmarks/data/h200/*.table.j
 sampler may run fewer seeds than the experiment (``seeds = 2`` on a slow one, such as ``gp``).
 Unknown keys are rejected with the list of allowed ones.
 
+``output`` names the folder that holds the file's committed results. ``flysearch compare`` writes
+there only when told to (``--out`` that folder): by default it writes to a new folder in the working
+directory, so that running a committed file never rewrites what the repository holds. Its overrides
+(a quick run on fewer seeds, a smaller budget, some samplers or tables) are parsed here:
+:func:`parse_seeds`, :func:`select_samplers`, :func:`select_tables`.
+
 ``stop_at_optimum`` (default true) ends a run as soon as it has compiled the best config of the
 searched space: from then on its best time cannot change, so every reported metric (compiles and
 simulated seconds to 0/1/2/5%, fractions of the optimum at 25..200 compiles, success rates, the
@@ -38,6 +44,8 @@ actually spent are smaller. Set it to false to spend every budget in full.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +63,11 @@ __all__ = [
     "Experiment",
     "SamplerSpec",
     "TableSpec",
+    "check_output_folder",
     "load_experiment",
+    "parse_seeds",
+    "select_samplers",
+    "select_tables",
 ]
 
 KINDS: tuple[str, ...] = ("search", "key_mistake")
@@ -129,6 +141,9 @@ class Experiment:
     title: str = ""
     prior_tables: tuple[TableSpec, ...] = field(default=())
     stop_at_optimum: bool = True
+    # Positions (from 0) of the tables that get runs and a report; ``None``: all. The others still
+    # train the costmodel sampler's prior, so a run on a few tables is the same run as in the whole.
+    only_tables: tuple[int, ...] | None = None
 
     def validate(self) -> None:
         """Raise a one-line :class:`InputFormatError` for a mistake (touches no file)."""
@@ -138,6 +153,11 @@ class Experiment:
             )
         if not self.tables:
             raise InputFormatError(f"Experiment {self.name!r} names no [[table]]; add at least one.")
+        if self.only_tables is not None and (
+                not self.only_tables or not all(0 <= i < len(self.tables) for i in self.only_tables)):
+            raise InputFormatError(
+                f"only_tables must pick positions 0 to {len(self.tables) - 1}, got {list(self.only_tables)}."
+            )
         if self.kind == "key_mistake":
             return
         if not self.samplers:
@@ -264,13 +284,114 @@ def load_experiment(path: str | Path) -> Experiment:
     values["output"] = str(
         (path.parent / str(exp.get("output", f"compare-results/{values['name']}"))).resolve()
     )
-    blocker = next((p for p in (Path(values["output"]), *Path(values["output"]).parents)
-                    if p.exists()), None)
-    if blocker is not None and not blocker.is_dir():
-        raise InputFormatError(f"Experiment file {path}: output {values['output']} cannot be a folder: "
-                               f"{blocker} is a file.")
     if "db" in exp:
         values["db"] = str((path.parent / str(exp["db"])).resolve())
     experiment = Experiment(tables=tables, samplers=tuple(samplers), prior_tables=priors, **values)
     experiment.validate()
     return experiment
+
+
+# -- overrides of an experiment, as ``flysearch compare`` takes them ------------------------------
+
+
+def check_output_folder(folder: str | Path) -> None:
+    """Raise a one-line :class:`InputFormatError` when *folder* cannot be made a folder (it, or a
+    folder above it, is a file), before any run is spent."""
+    folder = Path(folder)
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise InputFormatError(f"--out {folder} cannot be a folder: {blocker} is a file.")
+
+
+# More seeds than this in one --seeds is a typo (0-4294967295), not a plan.
+_MAX_SEEDS = 100_000
+_SEED_ITEM = re.compile(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?")
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """Seeds written as a comma-separated list of seeds and inclusive ranges: ``0-4``, ``0,1,2``,
+    ``0-2,7``; a single number is that one seed (``3`` runs seed 3 only).
+
+    Raises:
+        InputFormatError: not that syntax, a range that runs backwards, a seed outside 0..MAX_SEED,
+            a seed given twice, or more than 100,000 seeds.
+    """
+    usage = (f"--seeds {text!r} is not a list of seeds; write a range 0-4, a list 0,1,2 or both (0-2,7), "
+             f"with seeds from 0 to {MAX_SEED}.")
+    seeds: list[int] = []
+    for item in text.split(","):
+        m = _SEED_ITEM.fullmatch(item)
+        if m is None or int(m.group(2) or m.group(1)) > MAX_SEED:
+            raise InputFormatError(usage)
+        first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+        if first > last:
+            raise InputFormatError(
+                f"--seeds {text!r}: the range {first}-{last} runs backwards; write {last}-{first}."
+            )
+        if len(seeds) + last - first >= _MAX_SEEDS:
+            raise InputFormatError(f"--seeds {text!r} asks for more than {_MAX_SEEDS} seeds.")
+        seeds.extend(range(first, last + 1))
+    seen: set[int] = set()
+    for seed in seeds:
+        if seed in seen:
+            raise InputFormatError(f"--seeds {text!r} repeats seed {seed}; give each seed once.")
+        seen.add(seed)
+    return tuple(seeds)
+
+
+def select_samplers(exp: Experiment, text: str) -> tuple[SamplerSpec, ...]:
+    """The samplers a comma-separated *text* names, in its order: a label of one of *exp*'s samplers
+    (with that sampler's settings), else any sampler flysearch knows (with default settings).
+
+    Raises:
+        InputFormatError: no name, or a name that is neither.
+    """
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputFormatError(f"--samplers {text!r} names no sampler; give labels such as random,tpe.")
+    by_label = {s.label: s for s in exp.samplers}
+    known = SAMPLERS + MODEL_SAMPLERS
+    picked = []
+    for name in names:
+        if name in by_label:
+            picked.append(by_label[name])
+        elif name in known:
+            picked.append(SamplerSpec(name))
+        else:
+            raise InputFormatError(
+                f"Unknown sampler {name!r} in --samplers; choose a label of the file "
+                f"({', '.join(by_label)}) or one of: {', '.join(dict.fromkeys(known))}."
+            )
+    _unique("sampler in --samplers", [s.label for s in picked])
+    return tuple(picked)
+
+
+def select_tables(text: str, names: Sequence[tuple[str, str]]) -> tuple[int, ...]:
+    """The positions (from 0) of the tables a comma-separated *text* picks, in the file's order.
+
+    *names* holds each table's ``(label, table name)``. An item that is a number is a table's
+    position in the file, counted from 1 (``[[table]] #2`` is ``2``); any other item picks every
+    table whose label or name contains it (case-sensitive).
+
+    Raises:
+        InputFormatError: no item, a position past the last table, or an item that matches no table.
+    """
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise InputFormatError(f"--tables {text!r} names no table; give positions (1,2) or parts of labels.")
+    picked: set[int] = set()
+    for item in items:
+        if re.fullmatch(r"[0-9]+", item):
+            if not 1 <= int(item) <= len(names):
+                raise InputFormatError(
+                    f"--tables {text!r}: there is no [[table]] #{item} (the file has {len(names)})."
+                )
+            picked.add(int(item) - 1)
+            continue
+        found = {i for i, pair in enumerate(names) if any(item in n for n in pair)}
+        if not found:
+            raise InputFormatError(
+                f"--tables {item!r} matches no table; the tables are: {', '.join(p[0] for p in names)}."
+            )
+        picked |= found
+    return tuple(sorted(picked))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import types
 from pathlib import Path
 
@@ -16,3 +17,21 @@ def benchmark_module(name: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def committed_file(path: Path, copy: Path) -> Path:
+    """*copy*, holding *path*'s bytes as committed (git's ``HEAD``), or *path* itself when git
+    cannot tell (no git, no repository, a file git does not track).
+
+    A test that checks committed results reads them so: a command that rewrote the working copy
+    (a comparison run told to write into the committed folder) cannot fail it, and nothing the
+    test does writes the committed file."""
+    try:
+        shown = subprocess.run(["git", "-C", str(path.parent), "show", f"HEAD:./{path.name}"],
+                               capture_output=True, check=False, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return path
+    if shown.returncode != 0:
+        return path
+    copy.write_bytes(shown.stdout)
+    return copy

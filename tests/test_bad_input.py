@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from flysearch.aiter_csv import read_aiter_csv, read_profile_csv, read_tuned_csv, record_row, table_name
 from flysearch.cli import main
 from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.importers import read_kernel_tuner_cache
 from flysearch.tables import TableStore, opened_store, read_table_file
 
 from .conftest import DATA, REPO
@@ -81,6 +84,71 @@ def test_a_kernel_tuner_cache_whose_cache_is_not_an_object_is_one_line(tmp_path:
     path.write_text(json.dumps(doc))
     code, out = run("tables", "import", str(path), "--db", str(tmp_path / "t.db"))
     assert code == 2 and "'cache' must be an object" in one_error(out)
+
+
+def _kernel_tuner_cache(tmp_path: Path, entries: list[str], name: str = "MI250X.json") -> Path:
+    """A Kernel Tuner cache as the tuner writes it, one cache entry a line from line 8 on (the
+    text is built by hand: ``json.dumps`` cannot write the repeated keys these tests need)."""
+    head = ['{', '"device_name": "MI250X",', '"kernel_name": "toy",', '"tune_params_keys": ["a", "b"],',
+            '"tune_params": {"a": [1, 2], "b": [1, 2]},', '"objective": "time",', '"cache": {']
+    text = "\n".join([*head, ",\n".join(entries), "}}"]) + "\n"
+    path = tmp_path / "toy" / name
+    path.parent.mkdir(exist_ok=True)
+    if name.endswith(".gz"):
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def _entry(key: str, a: int, b: int, time: Any) -> str:
+    return f'"{key}": {{"a": {a}, "b": {b}, "time": {json.dumps(time)}, "compile_time": 10.0}}'
+
+
+@pytest.mark.parametrize("name", ["MI250X.json", "MI250X.json.gz"])
+@pytest.mark.parametrize(
+    ("planted", "message"),
+    [  # a faster copy of "1,1" on line 10, once under its own key and once under another spelling
+        (_entry("1,1", 1, 1, 0.001), r":10: cache key '1,1' appears twice \(first on line 8\)"),
+        (_entry("1, 1", 1, 1, 0.001), r":10: cache entry '1, 1' holds the config of entry '1,1' \(line 8\)"),
+    ],
+)
+def test_a_kernel_tuner_cache_with_a_repeated_key_is_one_line(
+        tmp_path: Path, name: str, planted: str, message: str) -> None:
+    entries = [_entry("1,1", 1, 1, 2.0), _entry("1,2", 1, 2, 3.0), planted]
+    path = _kernel_tuner_cache(tmp_path, entries, name)
+    with pytest.raises(InputFormatError, match=message):
+        read_kernel_tuner_cache(path)
+    target = tmp_path / "t.db"
+    code, out = run("tables", "import", str(path), "--db", str(target))
+    assert code == 2 and re.search(message, one_error(out)) and str(path) in one_error(out)
+    assert not target.exists()
+
+
+def test_a_repeated_key_inside_a_cache_entry_is_one_line(tmp_path: Path) -> None:
+    twice = '"2,2": {"a": 2, "b": 2, "time": 5.0, "time": 0.001}'
+    path = _kernel_tuner_cache(tmp_path, [_entry("1,1", 1, 1, 2.0), twice])
+    with pytest.raises(InputFormatError, match=r":9: key 'time' of cache entry '2,2' appears twice"):
+        read_kernel_tuner_cache(path)
+
+
+@pytest.mark.parametrize("time", ["fast", "", "runtimefailedconfig", None, True, [1.0], {"ms": 1.0}])
+def test_a_kernel_tuner_time_that_is_no_number_nor_failure_is_one_line(tmp_path: Path, time: Any) -> None:
+    path = _kernel_tuner_cache(tmp_path, [_entry("1,1", 1, 1, 2.0), _entry("1,2", 1, 2, time)])
+    message = f":9: cache entry '1,2' has time {time!r}"
+    with pytest.raises(InputFormatError, match=re.escape(message)):
+        read_kernel_tuner_cache(path)
+    target = tmp_path / "t.db"
+    code, out = run("tables", "import", str(path), "--db", str(target))
+    assert code == 2 and message in one_error(out)
+    assert not target.exists()
+
+
+def test_an_unknown_kernel_tuner_error_name_is_one_line(tmp_path: Path) -> None:
+    failed = '"1,2": {"a": 1, "b": 2, "__error__": "Melted", "compile_time": 1.0}'
+    path = _kernel_tuner_cache(tmp_path, [_entry("1,1", 1, 1, 2.0), failed])
+    code, out = run("tables", "import", str(path), "--db", str(tmp_path / "t.db"))
+    assert code == 2 and ":9: cache entry '1,2' has __error__ 'Melted'" in one_error(out)
 
 
 def test_a_failed_block_removes_the_database_it_created_but_keeps_one_that_existed(tmp_path: Path) -> None:
@@ -153,14 +221,14 @@ def _experiment(tmp_path: Path, samplers: str = '[[sampler]]\nname = "random"\n'
 def test_bad_values_in_an_experiment_file_are_one_line(tmp_path: Path, experiment: str, sampler: str,
                                                       message: str) -> None:
     path = _experiment(tmp_path, f'[[sampler]]\nname = "random"\n{sampler}\n', head=experiment)
-    code, out = run("compare", str(path))
+    code, out = run("compare", str(path), "--out", str(tmp_path / "out"))
     assert code == 2 and message in one_error(out)
     assert not (tmp_path / "out").exists()
 
 
 def test_an_unknown_sampler_lists_each_known_one_once(tmp_path: Path) -> None:
     path = _experiment(tmp_path, '[[sampler]]\nname = "x"\n')
-    code, out = run("compare", str(path))
+    code, out = run("compare", str(path), "--out", str(tmp_path / "out"))
     known = one_error(out).split("choose one of: ")[1].rstrip(".").split(", ")
     assert code == 2 and "costmodel" in known and len(known) == len(set(known))
 
@@ -170,7 +238,7 @@ def test_a_damaged_results_database_is_named(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "results.db").write_text("not a database\n")
     for extra in ([], ["--report-only"]):
-        code, out = run("compare", str(path), *extra)
+        code, out = run("compare", str(path), "--out", str(tmp_path / "out"), *extra)
         assert code == 2 and "results.db is not a results database" in one_error(out)
 
 
@@ -343,6 +411,27 @@ def test_an_aiter_import_is_all_or_nothing(tmp_path: Path) -> None:
 
 
 @needs_aiter
+@pytest.mark.parametrize("profile", [False, True])
+def test_an_aiter_csv_with_a_repeated_row_is_one_line_and_imports_nothing(
+        tmp_path: Path, profile: bool) -> None:
+    lines = AITER_CSV.read_text().splitlines()
+    planted = lines[5].split(",")
+    planted[13] = "0.001"  # column 13: us; a faster copy of line 6 would become its table's optimum
+    path = tmp_path / "x.csv"
+    path.write_text("\n".join([*lines, ",".join(planted)]) + "\n")
+    record = read_aiter_csv(path)[4]
+    key, table = record_row(record).key, table_name("x", record)
+    message = f"{path}:{len(lines) + 1}: config {key!r} of table {table!r} repeats line 6"
+    reader = read_profile_csv if profile else read_tuned_csv
+    with pytest.raises(InputFormatError, match=re.escape(message)):
+        reader(path)
+    target = tmp_path / "a.db"
+    code, out = run("aiter", "import", str(path), *(["--profile"] if profile else []), "--db", str(target))
+    assert code == 2 and message in one_error(out)
+    assert not target.exists()
+
+
+@needs_aiter
 def test_a_spreadsheets_byte_order_mark_is_not_part_of_the_first_column(tmp_path: Path) -> None:
     path = tmp_path / "bom.csv"
     path.write_bytes(b"\xef\xbb\xbf" + AITER_CSV.read_bytes())
@@ -420,7 +509,7 @@ def test_race_dump_refuses_two_tables_for_one_file_and_an_empty_selection(tmp_pa
 
 def test_a_costmodel_comparison_without_tables_to_train_on_runs_nothing(tmp_path: Path) -> None:
     path = _experiment(tmp_path, '[[sampler]]\nname = "random"\n[[sampler]]\nname = "costmodel"\n')
-    code, out = run("compare", str(path))
+    code, out = run("compare", str(path), "--out", str(tmp_path / "out"))
     assert code == 2 and "add a [[prior_table]] or a second [[table]]" in one_error(out)
     assert not (tmp_path / "out").exists()
 
@@ -452,7 +541,7 @@ def test_study_show_with_a_named_db_that_is_no_table_database_is_one_line(db: st
 
 def test_a_comparison_whose_output_is_a_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("")
-    code, out = run("compare", str(_experiment(tmp_path)))
+    code, out = run("compare", str(_experiment(tmp_path)), "--out", str(tmp_path / "out"))
     assert code == 2 and "cannot be a folder" in one_error(out)
     assert (tmp_path / "out").read_text() == ""
 

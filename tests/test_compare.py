@@ -307,8 +307,10 @@ encoding = "categorical"
         ('[[table]]\nsource = "missing.json.gz"\n[[sampler]]\nname = "tpe"\n', "does not exist"),
     ],
 )
-def test_cli_errors_are_one_line(tmp_path: Path, body: str, message: str) -> None:
+def test_cli_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str,
+                                message: str) -> None:
     path = _write(tmp_path, body)
+    monkeypatch.chdir(tmp_path)  # where the default output folder would be
     result = CliRunner().invoke(main, ["compare", str(path)])
     assert result.exit_code == 2, result.output
     error = [line for line in result.output.splitlines() if line.startswith("Error:")]
@@ -316,7 +318,8 @@ def test_cli_errors_are_one_line(tmp_path: Path, body: str, message: str) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.toml"]  # nothing written
 
 
-def test_cli_missing_file(tmp_path: Path) -> None:
+def test_cli_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["compare", str(tmp_path / "none.toml")])
     assert result.exit_code == 2 and "does not exist" in result.output
     assert not list(tmp_path.iterdir())
@@ -338,10 +341,10 @@ name = "qmc"
 """,
     )
     runner = CliRunner()
-    first = runner.invoke(main, ["compare", str(path), "--no-plots"])
+    first = runner.invoke(main, ["compare", str(path), "--no-plots", "--out", str(tmp_path / "o")])
     assert first.exit_code == 0, first.output
     assert "2 runs done" in first.output
-    second = runner.invoke(main, ["compare", str(path), "--no-plots"])
+    second = runner.invoke(main, ["compare", str(path), "--no-plots", "--out", str(tmp_path / "o")])
     assert "0 runs done" in second.output and "2 already stored" in second.output
     with sqlite3.connect(tmp_path / "o" / "results.db") as conn:
         assert conn.execute("select count(*) from runs").fetchone()[0] == 2
@@ -354,7 +357,7 @@ def test_key_mistake_matrix_and_one_table_per_kernel(tmp_path: Path) -> None:
     files = [h200 / f"triton_gemm__H200__{s}.table.json.gz" for s in ("1x6144x4096", "4096x4096x4096")]
     head = '[experiment]\nkind = "key_mistake"\noutput = "out"\n'
     path = _write(tmp_path, head + "".join(f'[[table]]\nsource = "{f}"\n' for f in files))
-    result = CliRunner().invoke(main, ["compare", str(path), "--no-plots"])
+    result = CliRunner().invoke(main, ["compare", str(path), "--no-plots", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     rows = [(r.split(",")) for r in (tmp_path / "out" / "key_mistake.csv").read_text().splitlines()[1:]]
     got = {(tuned, runs): float(v) for _k, tuned, runs, v in rows}
@@ -366,6 +369,6 @@ def test_key_mistake_matrix_and_one_table_per_kernel(tmp_path: Path) -> None:
     assert got[("1x6144x4096", "4096x4096x4096")] == pytest.approx(small_on_square) and small_on_square > 1.5
 
     one = _write(tmp_path, head.replace('"out"', '"one"') + f'[[table]]\nsource = "{files[0]}"\n')
-    result = CliRunner().invoke(main, ["compare", str(one)])
+    result = CliRunner().invoke(main, ["compare", str(one), "--out", str(tmp_path / "one")])
     assert result.exit_code == 2 and "one table per kernel (triton_gemm)" in result.output
     assert not (tmp_path / "one").exists()
