@@ -3,7 +3,8 @@
 * A :class:`FlysearchError` (unknown sampler, malformed file, ...) is a usage error: exit code 2.
 * A file the command cannot read or write (a folder given as a file, a missing or read-only folder)
   and a database that is not one (a damaged SQLite file, a text file as Optuna storage) are named
-  in one line: exit code 1.
+  in one line: exit code 1. A database SQLite cannot open or write is said to be unwritable, not
+  damaged.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from flysearch.errors import FlysearchError
 __all__ = ["database_failure", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# What SQLite says of a file it cannot create, open or write (a folder, a read-only file or place):
+# the database may be sound, so it is not called damaged.
+_NOT_WRITABLE = ("unable to open database file", "attempt to write a readonly database")
 
 
 def user_errors(func: F) -> F:
@@ -41,6 +46,8 @@ def user_errors(func: F) -> F:
             first = ("db", "storage") if isinstance(exc, sqlite3.DatabaseError) else ("storage", "db")
             where = next((str(kwargs[k]) for k in first if kwargs.get(k)), None)
             reason = str(getattr(exc, "orig", None) or exc.__cause__ or exc).splitlines()[0]
+            if any(words in reason for words in _NOT_WRITABLE):  # a place, not a damaged file
+                raise click.ClickException(f"{where or 'a database'} cannot be written: {reason}") from None
             raise click.ClickException(
                 f"{where or 'a database'} cannot be used: {reason} (is it a flysearch SQLite file?)"
             ) from None

@@ -5,6 +5,8 @@ over the raw cartesian product would spend trials on configs the constraints rej
 are Optuna's samplers; ``tpe`` and ``gp`` read the constraint each trial sets (a rejected or failed
 config is infeasible), so they learn which regions not to propose. ``tpe-unseen`` is TPE that
 proposes the best of its candidates that is feasible and not tried yet (:mod:`flysearch.tpe_sampler`).
+``cmaes`` is CMA-ES with margin that restarts with a larger population once it stops finding new
+configs (:mod:`flysearch.cma_sampler`).
 
 Example:
     >>> from flysearch.samplers import make_sampler
@@ -207,7 +209,11 @@ def make_sampler(
             raise ValueError("The spreadforest sampler needs the search context (its feasible configs).")
         return SpreadForestSampler(context, seed=seed)
     if name == "cmaes":
-        return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+        from flysearch.cma_sampler import RestartingCmaEsSampler
+
+        # CMA-ES with margin, restarted when it converged: plain CMA-ES on integer parameters ends
+        # up proposing only configs already compiled and the study stops short of its budget.
+        return RestartingCmaEsSampler(context, seed=seed)
     if name == "qmc":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import os
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
@@ -35,7 +36,16 @@ from sqlite_utils import Migrations
 from flysearch.errors import InputFormatError, MissingConfigError, MissingTableError
 from flysearch.evaluators.base import Outcome
 
-__all__ = ["DEFAULT_DB", "RETIME", "GroundTruth", "Row", "TableMeta", "TableStore", "opened_store"]
+__all__ = [
+    "DEFAULT_DB",
+    "RETIME",
+    "GroundTruth",
+    "Row",
+    "TableMeta",
+    "TableStore",
+    "UnwritableDatabaseError",
+    "opened_store",
+]
 
 DEFAULT_DB = "flysearch.db"
 
@@ -218,13 +228,48 @@ class GroundTruth:
             ) from None
 
 
+class UnwritableDatabaseError(OSError):
+    """A table database that cannot be created or opened at the path given (a folder, a path under
+    a file, a read-only place): one line naming the path and the reason. An :class:`OSError`, as
+    any file a command cannot write, not a damaged database."""
+
+
+def _unwritable(path: str, reason: str, *, create: bool = True) -> UnwritableDatabaseError:
+    return UnwritableDatabaseError(f"{path} cannot be {'written' if create else 'read'}: {reason}")
+
+
+def _write_problem(path: Path, exc: BaseException) -> str:
+    """Why a database file cannot be made at *path*, as the file system says it (*exc*, the error
+    that was met, when it cannot be told more precisely)."""
+    if path.is_dir():
+        return "it is a folder, not a file"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is a file, not a folder"
+    try:
+        if path.exists():
+            os.close(os.open(path, os.O_RDWR))
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+            path.unlink()
+    except OSError as err:
+        return err.strerror or str(err)
+    return str(exc)
+
+
 class TableStore:
     """Ground-truth tables in one SQLite file.
 
     Args:
         path: The database file; ``":memory:"`` for a scratch store.
-        create: Create the file if it does not exist; when false, a missing file raises
-            :class:`MissingTableError` and nothing is written.
+        create: Create the file (and its missing folders) if it does not exist; when false, a
+            missing file raises :class:`MissingTableError` and nothing is written.
+
+    Raises:
+        UnwritableDatabaseError: the file cannot be created or opened there (a folder, a path
+            under a file, a read-only place), named with the reason, before anything is written.
     """
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True) -> None:
@@ -235,10 +280,22 @@ class TableStore:
                     f"No table database at {self.path}; import a table first with "
                     "'flysearch tables import FILE'."
                 )
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite_utils.Database(self.path)
-        # Several live workers may write one table database: wait for the lock, do not fail.
-        self.db.execute("PRAGMA busy_timeout = 60000")
+            if Path(self.path).is_dir():
+                raise _unwritable(self.path, "it is a folder, not a file")
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _unwritable(self.path, _write_problem(Path(self.path), exc)) from None
+        try:
+            self.db = sqlite_utils.Database(self.path)
+            # Several live workers may write one table database: wait for the lock, do not fail.
+            self.db.execute("PRAGMA busy_timeout = 60000")
+        except sqlite3.OperationalError as exc:
+            # SQLite says only "unable to open database file": a file it cannot create or open, not
+            # a damaged database (that fails below, once the file is read).
+            if "unable to open" not in str(exc):
+                raise
+            raise _unwritable(self.path, _write_problem(Path(self.path), exc), create=create) from None
         try:
             names = set(self.db.table_names())
             if names and _META not in names and "_sqlite_migrations" not in names:

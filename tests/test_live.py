@@ -141,20 +141,28 @@ def test_compile_workers_that_cannot_start_stop_the_study_in_one_error(tmp_path,
 def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, backend, request):
     storage = (f"sqlite:///{tmp_path}/study.db" if backend == "sqlite"
                else request.getfixturevalue("postgres_url"))
-    # Compiles slow enough (~0.1 s) that the second worker, seconds to start, joins the first.
+    # Compiles slow enough (~0.1 s) that the second worker, seconds to start, usually joins the
+    # first (a late start is allowed, see below).
     job = _job(tmp_path, db, budget=40, storage=storage, scale=0.3,
                live=LiveSettings(compile_workers=1, finalists=3, rounds=2))
     seen: list[int] = []
+    # Both workers ended cleanly: run_workers raises when one fails or its process dies.
     reports = run_workers(job, gpus=["0", "1"], progress=lambda done, total: seen.append(done))
+    # Who compiles what is not asserted: on a loaded machine the second process may start after
+    # the first worker spent the whole budget, and then rightly compile nothing. What must hold
+    # is that together they compiled the budget, each config once.
     compiled = _log(tmp_path)
     assert len(compiled) == len(set(compiled)) == 40
+    assert set(TableStore(db).load(LIVE_TABLE).rows) == set(compiled)
     # The first worker ran in this process (and reported progress), the second in its own.
+    assert len(reports) == 2
     pids = [r.worker.split(":")[1] for r in reports]
     assert pids[0] == str(os.getpid()) != pids[1]
     assert seen and max(seen) <= 40 and seen == sorted(seen)
-    assert sum(r.compiled for r in reports) == 40 and all(r.compiled > 0 for r in reports)
-    assert {"done": 40} in [r.claims for r in reports]  # as the last worker to stop saw them
-    assert len(TableStore(db).load(LIVE_TABLE).rows) == 40
+    assert sum(r.compiled for r in reports) == 40  # the union of their compiles: the budget, once
+    # As the last worker to stop saw them (which one that is, is not asserted either).
+    assert {"done": 40} in [r.claims for r in reports]
+    assert max(r.summary.compiles for r in reports) == 40
     assert sum(1 for r in reports if r.finalists) >= 1  # the last worker to finish re-timed
     study = optuna.load_study(study_name="live", storage=storage)
     assert not [t for t in study.get_trials() if t.state == TrialState.RUNNING]
