@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from optuna.study import Study
     from optuna.trial import FrozenTrial
 
-    from flysearch.samplers import SearchContext
+    from flysearch.search_context import SearchContext
 
 __all__ = ["SpreadForestSampler", "hamming_to_nearest"]
 

@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
-from flysearch import storage_template
-from flysearch.claims import ClaimStore, create_claim_tables
+from flysearch.claims import ClaimStore
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.finalists import retime
@@ -52,9 +51,11 @@ from flysearch.live_pipeline import (
     recover,
     start_pools,
 )
-from flysearch.samplers import SearchContext, make_sampler
+from flysearch.samplers import make_sampler
+from flysearch.search_context import SearchContext
 from flysearch.sqlite_tuning import tune_sqlite
-from flysearch.study import DEFAULT_STORAGE, StudySettings, _open_study, open_storage, summarize
+from flysearch.storage_template import open_shared_storage
+from flysearch.study import DEFAULT_STORAGE, StudySettings, open_study, summarize
 from flysearch.tables import DEFAULT_DB, TableStore
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from flysearch.shapes import Shape
     from flysearch.space import Space
 
-__all__ = ["LiveReport", "LiveSettings", "busy_seconds", "prepare_storage", "run_live_study"]
+__all__ = ["LiveReport", "LiveSettings", "busy_seconds", "run_live_study"]
 
 
 def run_live_study(
@@ -234,14 +235,14 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
 def _open_databases(study_name: str, url: str, db: str, settings: StudySettings, live: LiveSettings,
                     lap: _Laps) -> tuple[optuna.Study, ClaimStore, TableStore]:
     """The shared study, its claims and the table store this worker writes to."""
-    storage_obj = _open_shared_storage(url)
+    storage_obj = open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
         tune_sqlite(storage_obj.engine, immediate=True)
     lap("storage")
     # The shared study (in the database) holds every finished trial; the sampler works on a copy
     # in memory, so that asking costs no database round trips (a trial is one transaction, when it
     # is finished), and other workers' trials are brought in as they land.
-    durable = _open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler())
+    durable = open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler())
     lap("study")
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)
@@ -250,27 +251,6 @@ def _open_databases(study_name: str, url: str, db: str, settings: StudySettings,
     store.use_wal()
     lap("tables")
     return durable, claims, store
-
-
-def _open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:
-    """Open the study storage; workers that start together may race to create its schema, and
-    the loser retries. A new SQLite study starts as a copy of this process's template, if it made
-    one (:mod:`flysearch.storage_template`), opened without Optuna's schema checks."""
-    placed = storage_template.place(url)
-    for i in range(attempts):
-        try:
-            return open_storage(url, current=placed)
-        except FlysearchError:
-            if i == attempts - 1:
-                raise
-            time.sleep(0.5 + i)
-    raise AssertionError("unreachable")
-
-
-def prepare_storage(url: str) -> None:
-    """Create the study storage's tables and the claim tables once, before workers start."""
-    _open_shared_storage(url)
-    create_claim_tables(url)
 
 
 def _run(r: Pipeline) -> str:

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from flysearch.arch import get_arch, table_profile
 from flysearch.errors import FlysearchError, InputFormatError
-from flysearch.evaluators.pool import main_module_hidden
-from flysearch.live import LiveReport, LiveSettings, prepare_storage, run_live_study
+from flysearch.evaluators.worker_process import main_module_hidden
+from flysearch.live import LiveReport, LiveSettings, run_live_study
+from flysearch.storage_template import prepare_storage
 from flysearch.study import DEFAULT_STORAGE, StudySettings
 from flysearch.tables import DEFAULT_DB
 
@@ -41,9 +42,18 @@ if TYPE_CHECKING:
 
     from flysearch.evaluators.pool import WorkerPool
     from flysearch.live_backends import LiveBackend
+    from flysearch.worker_server import WorkerSpec
 
-__all__ = ["EVALUATORS", "LiveJob", "backend_to_serve", "run_jobs", "run_sequence", "run_shapes",
-           "run_workers"]
+__all__ = [
+    "EVALUATORS",
+    "LiveJob",
+    "backend_to_serve",
+    "run_jobs",
+    "run_sequence",
+    "run_shapes",
+    "run_workers",
+    "served_specs",
+]
 
 EVALUATORS = ("triton", "flydsl", "simulated")
 
@@ -587,3 +597,40 @@ def _load_prior(path: str) -> Any:
     from flysearch.costmodel import load_prior
 
     return load_prior(path, reuse=True)
+
+
+def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
+                 gpus: Sequence[str] = (), priors: Sequence[str] = ()) -> list[WorkerSpec]:
+    """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
+    GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
+    the same processes :func:`~flysearch.live_pipeline.start_pools` would start (kinds with no
+    spare are left out). A
+    study's own environment (the compiler's cache) is set when it takes them; the GPU a timer owns
+    must be the study's. A timer handed out is replaced at once (its start-up is seconds of one
+    core), compile processes once the study that took them has closed them (so that a dozen
+    processes importing the compiler do not slow it).
+    A ``study`` process, with the study's machinery imported, runs a command's studies
+    (:func:`run_on_server`).
+
+    With *gpus* (GPU ids), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``:
+    *backend*'s timer with that GPU's variables) instead of *backend*'s, and a study process for
+    each: a study on several GPUs (``--gpus``) runs each worker in a warm study process, with a
+    warm timer. The study processes load the cost-model files *priors* (absolute paths) while they
+    warm up, so that a ``costmodel`` study naming one of them does not load it."""
+    from flysearch.live_backends import GPU_VARS, gpu_env
+    from flysearch.live_pipeline import compile_initializer
+    from flysearch.worker_server import WorkerSpec
+
+    def timer(env: dict[str, str], name: str) -> WorkerSpec:
+        return WorkerSpec(backend.timer_fn, None, env=env, pinned=GPU_VARS, warm=dict(backend.info_payload),
+                          spares=timers, name=name, refill="now")
+
+    timer_specs = [timer({**backend.timer_env, **gpu_env(g)}, f"timer:{g}") for g in gpus]
+    specs = [
+        WorkerSpec(served_study, warm_study, warm={"priors": list(priors)} if priors else None,
+                   spares=max(1, len(gpus)), name="study", refill="now"),
+        *(timer_specs or [timer(dict(backend.timer_env), "timer")]),
+        WorkerSpec(backend.compile_fn, compile_initializer(backend), spares=compile_workers, name="compile",
+                   refill="after"),
+    ]
+    return [spec for spec in specs if spec.spares > 0]

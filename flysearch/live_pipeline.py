@@ -14,7 +14,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
@@ -27,20 +27,19 @@ from flysearch.claims import ClaimRow, ClaimStore
 from flysearch.errors import FlysearchError
 from flysearch.evaluators.base import Outcome
 from flysearch.evaluators.pool import TaskResult, WorkerPool
-from flysearch.live_backends import GPU_VARS, compile_worker_init, gpu_env
-from flysearch.samplers import SearchContext
+from flysearch.live_backends import compile_worker_init
+from flysearch.search_context import SearchContext
 from flysearch.study import (
-    _ATTR,
     CONSTRAINT_AWARE,
+    RECORD_ATTR,
+    History,
     StudySettings,
     StudySummary,
     TrialRecord,
-    _History,
-    _tell,
+    tell_record,
 )
 from flysearch.tables import Row, TableMeta, TableStore
 from flysearch.trial_writer import add_finished_trial, add_finished_trials
-from flysearch.worker_server import WorkerSpec
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -48,7 +47,8 @@ if TYPE_CHECKING:
     from flysearch.live_backends import LiveBackend
     from flysearch.space import Config, Space
 
-__all__ = ["LiveReport", "LiveSettings", "Pipeline", "busy_seconds", "recover", "served_specs", "start_pools"]
+__all__ = ["LiveReport", "LiveSettings", "Pipeline", "busy_seconds", "compile_initializer", "recover",
+           "start_pools"]
 
 _WORKER = "flysearch_worker"
 _PULL_MARGIN_S = 10.0
@@ -244,47 +244,14 @@ def start_pools(backend: LiveBackend, live: LiveSettings, *,
     # A compile process holds its next config in its pipe too (see LiveSettings.in_flight). Its
     # initializer lives in a light module: unpickling it must not import the study's machinery.
     compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
-                          env=env, initializer=_compile_init(backend), prefetch=1, server=live.server)
+                          env=env, initializer=compile_initializer(backend), prefetch=1, server=live.server)
     compiler.start()
     return compiler, timer
 
 
-def _compile_init(backend: LiveBackend) -> Callable[[], None]:
+def compile_initializer(backend: LiveBackend) -> Callable[[], None]:
+    """What a compile process of *backend* runs once before its first compile (its warm-up)."""
     return functools.partial(compile_worker_init, backend.warmup)
-
-
-def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
-                 gpus: Sequence[str] = (), priors: Sequence[str] = ()) -> list[WorkerSpec]:
-    """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
-    GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
-    the same processes :func:`start_pools` would start (kinds with no spare are left out). A
-    study's own environment (the compiler's cache) is set when it takes them; the GPU a timer owns
-    must be the study's. A timer handed out is replaced at once (its start-up is seconds of one
-    core), compile processes once the study that took them has closed them (so that a dozen
-    processes importing the compiler do not slow it).
-    A ``study`` process, with the study's machinery imported, runs a command's studies
-    (:func:`~flysearch.live_launch.run_on_server`).
-
-    With *gpus* (GPU ids), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``:
-    *backend*'s timer with that GPU's variables) instead of *backend*'s, and a study process for
-    each: a study on several GPUs (``--gpus``) runs each worker in a warm study process, with a
-    warm timer. The study processes load the cost-model files *priors* (absolute paths) while they
-    warm up, so that a ``costmodel`` study naming one of them does not load it."""
-    from flysearch.live_launch import served_study, warm_study
-
-    def timer(env: dict[str, str], name: str) -> WorkerSpec:
-        return WorkerSpec(backend.timer_fn, None, env=env, pinned=GPU_VARS, warm=dict(backend.info_payload),
-                          spares=timers, name=name, refill="now")
-
-    timer_specs = [timer({**backend.timer_env, **gpu_env(g)}, f"timer:{g}") for g in gpus]
-    specs = [
-        WorkerSpec(served_study, warm_study, warm={"priors": list(priors)} if priors else None,
-                   spares=max(1, len(gpus)), name="study", refill="now"),
-        *(timer_specs or [timer(dict(backend.timer_env), "timer")]),
-        WorkerSpec(backend.compile_fn, _compile_init(backend), spares=compile_workers, name="compile",
-                   refill="after"),
-    ]
-    return [spec for spec in specs if spec.spares > 0]
 
 
 def ask_device(timer: WorkerPool, backend: LiveBackend) -> None:
@@ -320,7 +287,7 @@ class Pipeline:
         self.target = min(settings.budget, n_feasible)
         self.progress = progress
         self._writing = False  # in flush's transaction: progress is reported after its commit
-        self.history = _History()
+        self.history = History()
         self.unsaved: list[FrozenTrial] = []
         self.items: dict[str, _Item] = {}
         self.ready: collections.deque[str] = collections.deque()
@@ -385,12 +352,12 @@ class Pipeline:
         :meth:`finish`); trials answered without a compile (duplicates, rejections) go with it or
         at the end of the loop's pass, several in one transaction (a worker killed before then
         loses no measurement: a rerun asks again)."""
-        trial.set_user_attr(_ATTR, record.as_dict())
+        trial.set_user_attr(RECORD_ATTR, record.as_dict())
         trial.set_user_attr(_WORKER, self.claims.worker)
         if self.uses_constraints:
-            trial.set_constraint(_ATTR, record.violation)
+            trial.set_constraint(RECORD_ATTR, record.violation)
         self.history.add(trial.number, record)
-        _tell(self.study, trial.number, self.history, record)
+        tell_record(self.study, trial.number, self.history, record)
         self.unsaved.append(self.study.get_trials(deepcopy=False)[trial.number])
         if self.progress is not None and not self._writing:
             self.progress(self.history.compiles, self.target)
@@ -793,7 +760,7 @@ def _trial_of(live: Pipeline, row: ClaimRow) -> FrozenTrial:
     return optuna.trial.create_trial(
         params=dict(row.params), distributions={k: live.context.distributions[k] for k in row.params},
         value=value if done else None, state=TrialState.COMPLETE if done else TrialState.FAIL,
-        user_attrs={_ATTR: record.as_dict(), _WORKER: row.worker},
+        user_attrs={RECORD_ATTR: record.as_dict(), _WORKER: row.worker},
     )
 
 

@@ -69,6 +69,7 @@ suggestions are random, then the forest on the features alone takes over.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -89,19 +90,17 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
     from flysearch.costmodel import Prior
-    from flysearch.samplers import SearchContext
+    from flysearch.search_context import SearchContext
 
-__all__ = ["CostModelSampler", "implied_rank", "prior_kriging", "source_weights"]
+__all__ = ["CostModelOptions", "CostModelSampler", "implied_rank", "prior_kriging", "source_weights"]
 
 
 
-class CostModelSampler(CandidateSampler):
-    """Proposes the unevaluated feasible config with the best corrected score.
+@dataclass(frozen=True)
+class CostModelOptions:
+    """The knobs of :class:`CostModelSampler`; the defaults are the sampler flysearch ships.
 
-    Args:
-        context: The space, its feasible configs, shape and arch.
-        prior: A trained prior, or ``None`` for a cold start.
-        seed: Seed of the exploration draws and of the forest.
+    Attributes:
         epsilon: Share of suggestions drawn uniformly at random among unevaluated configs.
         kappa: Weight of the forest's spread in the lower confidence bound.
         n_startup: Random suggestions before the forest is used (cold start only).
@@ -148,13 +147,45 @@ class CostModelSampler(CandidateSampler):
             them choose in the whole space.
     """
 
+    epsilon: float = 0.05
+    kappa: float = 1.0
+    n_startup: int = 8
+    n_trees: int = 32
+    prior_weight: float = 32.0
+    local: bool = True
+    patience: int = 16
+    n_diverse: int = 6
+    diverse_distance: int = 3
+    top_region: float = 4.0
+    min_source_obs: int = 3
+    source_rounds: int = 2
+    source_margin: float = 0.01
+    walk: bool = True
+    walk_first: int = 8
+    walk_cover: int = 16
+    length_scale: float = 1.5
+    radius: int = 2
+
+
+class CostModelSampler(CandidateSampler):
+    """Proposes the unevaluated feasible config with the best corrected score.
+
+    Args:
+        context: The space, its feasible configs, shape and arch.
+        prior: A trained prior, or ``None`` for a cold start.
+        seed: Seed of the exploration draws and of the forest.
+        options: The sampler's knobs (:class:`CostModelOptions`; its defaults when ``None``).
+    """
+
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
-                 epsilon: float = 0.05, kappa: float = 1.0, n_startup: int = 8, n_trees: int = 32,
-                 prior_weight: float = 32.0, local: bool = True, patience: int = 16,
-                 n_diverse: int = 6, diverse_distance: int = 3, top_region: float = 4.0,
-                 min_source_obs: int = 3, source_rounds: int = 2, source_margin: float = 0.01,
-                 walk: bool = True, walk_first: int = 8, walk_cover: int = 16,
-                 length_scale: float = 1.5, radius: int = 2) -> None:
+                 options: CostModelOptions | None = None) -> None:
+        o = options or CostModelOptions()
+        epsilon, kappa, n_startup, n_trees = o.epsilon, o.kappa, o.n_startup, o.n_trees
+        prior_weight, local, patience = o.prior_weight, o.local, o.patience
+        n_diverse, diverse_distance, top_region = o.n_diverse, o.diverse_distance, o.top_region
+        min_source_obs, source_rounds, source_margin = o.min_source_obs, o.source_rounds, o.source_margin
+        walk, walk_first, walk_cover = o.walk, o.walk_first, o.walk_cover
+        length_scale, radius = o.length_scale, o.radius
         super().__init__(context, seed)
         if prior is not None:  # another kernel's prior would score every config alike
             check_prior_fits(prior, [p.name for p in context.space.params], f"space {context.space.name!r}")

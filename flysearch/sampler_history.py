@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
     from flysearch.features import Columns
-    from flysearch.samplers import SearchContext
+    from flysearch.search_context import SearchContext
 
 __all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_columns", "candidate_features",
            "candidate_ordinals"]

@@ -55,8 +55,8 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
     ``--prior model.joblib`` its study processes keep that cost model loaded for ``costmodel``
     studies that name it (``--sampler costmodel --prior model.joblib``).
     """
-    from flysearch.live_launch import backend_to_serve
-    from flysearch.live_pipeline import LiveSettings, served_specs
+    from flysearch.live_launch import backend_to_serve, served_specs
+    from flysearch.live_pipeline import LiveSettings
     from flysearch.worker_server import WorkerServer, default_socket, server_status
 
     path = path or default_socket()

@@ -22,9 +22,14 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 from multiprocessing.util import Finalize
+from typing import TYPE_CHECKING
 
-__all__ = ["make_template", "place"]
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = ["make_template", "open_shared_storage", "place", "prepare_storage"]
 
 _template: str | None = None
 
@@ -42,8 +47,6 @@ def make_template() -> str:
     """Create this process's template (an empty study database, removed when the process ends)
     and return its path."""
     global _template
-    from flysearch.live import prepare_storage
-
     folder = tempfile.mkdtemp(prefix="flysearch-template-")
     # Removed when this process ends normally, also as a pool's or a server's worker process
     # (which ends through multiprocessing's finalizers, not atexit).
@@ -76,3 +79,29 @@ def place(url: str) -> bool:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     return True
+
+
+def open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:
+    """Open the study storage; workers that start together may race to create its schema, and
+    the loser retries. A new SQLite study starts as a copy of this process's template, if it made
+    one, opened without Optuna's schema checks."""
+    from flysearch.errors import FlysearchError
+    from flysearch.study import open_storage
+
+    placed = place(url)
+    for i in range(attempts):
+        try:
+            return open_storage(url, current=placed)
+        except FlysearchError:
+            if i == attempts - 1:
+                raise
+            time.sleep(0.5 + i)
+    raise AssertionError("unreachable")
+
+
+def prepare_storage(url: str) -> None:
+    """Create the study storage's tables and the claim tables once, before workers start."""
+    from flysearch.claims import create_claim_tables
+
+    open_shared_storage(url)
+    create_claim_tables(url)

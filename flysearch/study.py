@@ -34,7 +34,8 @@ from optuna.trial import TrialState
 
 from flysearch.errors import FlysearchError, InputFormatError, StudyMismatchError
 from flysearch.evaluators.base import Measurement, Outcome
-from flysearch.samplers import SearchContext, make_sampler
+from flysearch.samplers import make_sampler
+from flysearch.search_context import SearchContext
 from flysearch.shared_study import SharedStudy
 from flysearch.sqlite_tuning import tune_sqlite
 
@@ -49,21 +50,25 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORAGE",
     "MAX_SEED",
+    "RECORD_ATTR",
+    "History",
     "StudySettings",
     "StudySummary",
     "TrialRecord",
     "open_storage",
+    "open_study",
     "positive_int_problem",
     "run_study",
     "seed_problem",
     "summarize",
+    "tell_record",
     "trial_records",
 ]
 
 DEFAULT_STORAGE = "sqlite:///flysearch-studies.db"
 # Samplers that learn from trial constraints; the others are spared the extra storage write.
 CONSTRAINT_AWARE = frozenset({"tpe", "tpe-unseen", "gp"})
-_ATTR = "flysearch"
+RECORD_ATTR = "flysearch"  # the user attribute that holds each trial's TrialRecord, and the study's settings
 MAX_SEED = 2**32 - 1  # numpy's and Optuna's samplers take seeds up to this
 
 
@@ -145,7 +150,7 @@ class TrialRecord:
 
     @classmethod
     def from_trial(cls, trial: FrozenTrial) -> TrialRecord | None:
-        return cls.from_dict(trial.user_attrs.get(_ATTR))
+        return cls.from_dict(trial.user_attrs.get(RECORD_ATTR))
 
     @classmethod
     def from_dict(cls, raw: Any) -> TrialRecord | None:
@@ -244,7 +249,7 @@ def _records(study: optuna.Study) -> list[TrialRecord]:
     """The records of *study*'s finished trials, in trial order (one query on an RDB storage)."""
     from flysearch.trial_writer import finished_attr
 
-    found = finished_attr(study, _ATTR)
+    found = finished_attr(study, RECORD_ATTR)
     if found is None:
         return [record for _t, record in trial_records(study)]
     records = (TrialRecord.from_dict(raw) for _n, raw in found)
@@ -261,7 +266,7 @@ def trial_records(study: optuna.Study) -> list[tuple[FrozenTrial, TrialRecord]]:
     return out
 
 
-class _History:
+class History:
     """The study's own memory: what each config key already answered, and what was spent."""
 
     def __init__(self) -> None:
@@ -288,7 +293,9 @@ class _History:
         return self.worst_ok_ms if self.worst_ok_ms is not None else math.nan
 
 
-def _tell(study: optuna.Study, trial_number: int, history: _History, record: TrialRecord) -> None:
+def tell_record(study: optuna.Study, trial_number: int, history: History, record: TrialRecord) -> None:
+    """Finish trial *trial_number* with *record*'s objective value (:meth:`History.value`), or as
+    failed when no time was measured yet to stand for a rejection or failure."""
     value = history.value(record)
     if math.isnan(value):
         _finish(study, trial_number, None, TrialState.FAIL)
@@ -328,7 +335,7 @@ def _recover_abandoned(study: optuna.Study) -> None:
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     if not running:
         return
-    history = _History()
+    history = History()
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         record = TrialRecord.from_trial(t)
         if record is not None:
@@ -340,22 +347,25 @@ def _recover_abandoned(study: optuna.Study) -> None:
                 study.tell(t.number, state=TrialState.FAIL)
             else:
                 history.add(t.number, record)
-                _tell(study, t.number, history, record)
+                tell_record(study, t.number, history, record)
 
 
-def _open_study(
+def open_study(
     study_name: str,
     storage: optuna.storages.BaseStorage,
     settings: StudySettings,
     sampler: optuna.samplers.BaseSampler,
 ) -> optuna.Study:
+    """Create or load the study *study_name* in *storage*: a new one stores *settings*; an existing
+    one must have been started with the same identity (:meth:`StudySettings.identity`, else
+    :class:`StudyMismatchError`), and a grown budget is stored."""
     study = optuna.create_study(
         study_name=study_name, storage=storage, sampler=sampler, direction="minimize",
         load_if_exists=True,
     )
-    stored = study.user_attrs.get(_ATTR)
+    stored = study.user_attrs.get(RECORD_ATTR)
     if stored is None:
-        study.set_user_attr(_ATTR, asdict(settings))
+        study.set_user_attr(RECORD_ATTR, asdict(settings))
         return study
     mismatched = {
         k: (stored.get(k), v) for k, v in settings.identity().items() if stored.get(k) != v
@@ -367,7 +377,7 @@ def _open_study(
             "settings or give a new study name."
         )
     if settings.budget != stored.get("budget"):
-        study.set_user_attr(_ATTR, asdict(settings))
+        study.set_user_attr(RECORD_ATTR, asdict(settings))
     return study
 
 
@@ -410,10 +420,10 @@ def run_study(
                             problem)
     distributions = context.distributions
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior)
-    durable = _open_study(study_name, open_storage(storage), settings, sampler)
+    durable = open_study(study_name, open_storage(storage), settings, sampler)
     _recover_abandoned(durable)
     shared = SharedStudy(durable, sampler)
-    history = _History()
+    history = History()
     n_feasible = len(enumeration.feasible)
     target = min(settings.budget, n_feasible)
     uses_constraints = settings.sampler in CONSTRAINT_AWARE
@@ -434,11 +444,11 @@ def run_study(
                 config = space.decode(trial.params, settings.encoding)
                 record = _answer(config, space, evaluator, history, shape, arch)
                 idle = 0 if record.compile_index is not None else idle + 1
-                trial.set_user_attr(_ATTR, record.as_dict())
+                trial.set_user_attr(RECORD_ATTR, record.as_dict())
                 if uses_constraints:
-                    trial.set_constraint(_ATTR, record.violation)
+                    trial.set_constraint(RECORD_ATTR, record.violation)
                 history.add(trial.number, record)
-                _tell(study, trial.number, history, record)
+                tell_record(study, trial.number, history, record)
                 turn.finished.append(trial.number)
                 asked += 1
                 reached = reached or _reaches(record, target_ms)
@@ -470,7 +480,7 @@ def _answer(
     config: Config,
     space: Space,
     evaluator: Evaluator,
-    history: _History,
+    history: History,
     shape: Shape | None,
     arch: ArchProfile | None,
 ) -> TrialRecord:
@@ -502,7 +512,7 @@ def _answer(
 
 def summarize(study: optuna.Study) -> StudySummary:
     """Counts and best config of a stored study, read from its trials' flysearch records."""
-    summary = StudySummary(study.study_name, settings=dict(study.user_attrs.get(_ATTR, {})),
+    summary = StudySummary(study.study_name, settings=dict(study.user_attrs.get(RECORD_ATTR, {})),
                            finalists=study.user_attrs.get("flysearch_finalists"))
     for record in _records(study):
         summary.trials += 1

@@ -126,7 +126,7 @@ def _exit_cleanly(_signum: int, _frame: Any) -> None:
 
 def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
     """A spare: warm up, say so, then wait to be handed a client's socket and serve it."""
-    from flysearch.evaluators.pool import _worker_main
+    from flysearch.evaluators.worker_process import worker_main
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the server's terminal is the server's
     signal.signal(signal.SIGTERM, _exit_cleanly)  # the server stopping it while it warms up
@@ -152,7 +152,7 @@ def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
     for k, v in inherited.items():
         if k not in msg and os.environ.get(k) == v:
             del os.environ[k]
-    _worker_main(Connection(fd), spec.func, msg, None)
+    worker_main(Connection(fd), spec.func, msg, None)
 
 
 @dataclass
@@ -235,7 +235,7 @@ class WorkerServer:
     def _start_spare(self, spec: WorkerSpec) -> _Spare:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(target=_spare_main, args=(child, spec), daemon=False)
-        from flysearch.evaluators.pool import main_module_hidden
+        from flysearch.evaluators.worker_process import main_module_hidden
 
         with main_module_hidden(spec.func, spec.initializer):
             proc.start()

@@ -466,7 +466,7 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
 
     from flysearch.costmodel import table_arch, table_target
     from flysearch.kernels import space_for_table
-    from flysearch.model_sampler import CostModelSampler, prior_kriging
+    from flysearch.model_sampler import CostModelOptions, CostModelSampler, prior_kriging
     from flysearch.samplers import SearchContext
 
     held = next(t for t in h200_tables if t.name.endswith("/16x4096x14336"))
@@ -475,7 +475,8 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
     feasible = space.enumerate(held.meta.shape(), table_arch(held)).shuffled(0)
     shape, problem = held.meta.shape(), held.meta.problem
     context = SearchContext(space, "ordinal", feasible, shape, table_arch(held), problem)
-    sampler = CostModelSampler(context, prior, seed=0, epsilon=0.0, patience=64)  # no stall here
+    no_stall = CostModelOptions(epsilon=0.0, patience=64)
+    sampler = CostModelSampler(context, prior, seed=0, options=no_stall)
     sharp = prior.at(table_target(held)).score([c.as_dict() for c in feasible], problem, table_arch(held))
     assert np.array_equal(sampler._prior_score, sharp)
     everything = np.arange(len(feasible))
@@ -509,7 +510,8 @@ def test_a_prior_from_the_studys_arch_is_walked_in_its_order(h200_tables: list[G
         sampler._observed[pick] = math.log(row.time_ms) if row.ok and row.time_ms else math.nan
         sampler._seen.add(pick)
     assert walked >= 6 and kriged >= 6 and covered == 4
-    plain = CostModelSampler(context, prior, seed=0, walk_cover=0)  # the top eight in order
+    # the top eight in order
+    plain = CostModelSampler(context, prior, seed=0, options=CostModelOptions(walk_cover=0))
     for k in range(8):
         free = np.setdiff1d(everything, np.fromiter(plain._seen, dtype=int))
         pick = plain._choose(free, set(plain._seen), 0)
@@ -591,13 +593,13 @@ def test_costmodel_sampler_searches_globally_once_the_prior_stalls(
     import math
 
     from flysearch.kernels import space_for_table
-    from flysearch.model_sampler import CostModelSampler
+    from flysearch.model_sampler import CostModelOptions, CostModelSampler
     from flysearch.samplers import SearchContext
 
     prior = fit_prior([conv_mi250x], max_iter=30)
     space = space_for_table(conv_a100)
     context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
-    sampler = CostModelSampler(context, prior, seed=0, patience=8)
+    sampler = CostModelSampler(context, prior, seed=0, options=CostModelOptions(patience=8))
     everything = np.arange(len(context.feasible))
     stalled_picks = 0
     for _ in range(60):
@@ -699,13 +701,13 @@ def test_costmodel_sampler_follows_the_source_its_measurements_resemble(
     prior's score is the weighted blend of the three (no portfolio start here; the next test has
     one)."""
     from flysearch.kernels import space_for_table
-    from flysearch.model_sampler import CostModelSampler
+    from flysearch.model_sampler import CostModelOptions, CostModelSampler
     from flysearch.samplers import SearchContext
 
     prior = fit_prior([conv_a100, conv_mi250x], max_iter=30)
     space = space_for_table(conv_a100)
     context = SearchContext(space, "ordinal", space.enumerate().shuffled(0), problem=conv_a100.meta.problem)
-    sampler = CostModelSampler(context, prior, seed=0, source_rounds=0)
+    sampler = CostModelSampler(context, prior, seed=0, options=CostModelOptions(source_rounds=0))
     assert sampler._sources is not None and sampler._sources.shape == (3, len(context.feasible))
     _replay_choices(sampler, conv_a100, 3)
     assert sampler._source_weights is None  # too few measurements: the pooled prior alone
@@ -723,7 +725,7 @@ def test_costmodel_sampler_portfolio_start_follows_the_source_whose_picks_run_fa
     more than the margin, the search follows that source's model alone; when none does, the
     sources are weighed by their ordering of the measurements instead."""
     from flysearch.kernels import space_for_table
-    from flysearch.model_sampler import CostModelSampler
+    from flysearch.model_sampler import CostModelOptions, CostModelSampler
     from flysearch.samplers import SearchContext
 
     prior = fit_prior([conv_a100, conv_mi250x], max_iter=30)
@@ -753,7 +755,7 @@ def test_costmodel_sampler_portfolio_start_follows_the_source_whose_picks_run_fa
     assert even._followed is None and even._source_weights is not None
     assert np.allclose(even._prior_score, even._source_weights @ even._sources)
     # Turned off: no round robin, the pooled prior's order first.
-    off = CostModelSampler(context, prior, seed=0, source_rounds=0, n_diverse=0)
+    off = CostModelSampler(context, prior, seed=0, options=CostModelOptions(source_rounds=0, n_diverse=0))
     assert _replay_choices(off, conv_a100, 1) == [int(np.argsort(sources[0], kind="stable")[0])]
     assert off._proposed_by == {}
 

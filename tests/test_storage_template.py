@@ -9,7 +9,7 @@ import pytest
 
 from flysearch import storage_template
 from flysearch.claims import ClaimStore
-from flysearch.live import _open_shared_storage, prepare_storage
+from flysearch.storage_template import open_shared_storage, prepare_storage
 
 
 def _schema(path) -> list[tuple]:
@@ -34,7 +34,7 @@ def test_a_placed_database_is_the_one_a_study_creates_and_holds_a_study(tmp_path
     with monkeypatch.context() as m:
         m.setattr(storage_template, "_template", None)
         prepare_storage(f"sqlite:///{fresh}")  # created, statement by statement
-    storage = _open_shared_storage(f"sqlite:///{placed}")  # copied into place, then opened
+    storage = open_shared_storage(f"sqlite:///{placed}")  # copied into place, then opened
     assert placed.exists() and _schema(placed) == _schema(fresh)
     study = optuna.create_study(storage=storage, study_name="s")
     study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
@@ -70,6 +70,6 @@ def test_only_a_placed_copy_skips_optunas_schema_checks(tmp_path, template, monk
 
     monkeypatch.setattr(optuna.storages, "RDBStorage", spy)
     url = f"sqlite:///{tmp_path / 's.db'}"
-    _open_shared_storage(url)  # placed: the template's schema is this Optuna's
-    _open_shared_storage(url)  # exists already: another process may have made it
+    open_shared_storage(url)  # placed: the template's schema is this Optuna's
+    open_shared_storage(url)  # exists already: another process may have made it
     assert opened == [True, False]

@@ -155,8 +155,7 @@ def test_one_server_per_socket_and_a_stale_socket_is_replaced(sock):
 def test_a_live_study_takes_its_timer_and_compile_processes_from_the_server(tmp_path, db):  # noqa: F811
     from flysearch.live import LiveSettings
     from flysearch.live_backends import simulated_backend
-    from flysearch.live_launch import LiveJob, run_workers
-    from flysearch.live_pipeline import served_specs
+    from flysearch.live_launch import LiveJob, run_workers, served_specs
     from flysearch.tables import TableStore
 
     sock = str(tmp_path / "w.sock")
@@ -206,8 +205,7 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
     from flysearch.errors import FlysearchError
     from flysearch.live import LiveSettings
     from flysearch.live_backends import simulated_backend
-    from flysearch.live_launch import LiveJob, run_on_server
-    from flysearch.live_pipeline import served_specs
+    from flysearch.live_launch import LiveJob, run_on_server, served_specs
     from flysearch.tables import TableStore
 
     sock = str(tmp_path / "w.sock")
@@ -235,8 +233,7 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
 
 def test_a_study_on_two_gpus_takes_a_warm_timer_for_each_from_the_server(tmp_path, db, monkeypatch):  # noqa: F811
     from flysearch.live import LiveSettings
-    from flysearch.live_launch import LiveJob, backend_to_serve, run_on_server
-    from flysearch.live_pipeline import served_specs
+    from flysearch.live_launch import LiveJob, backend_to_serve, run_on_server, served_specs
 
     sock = str(tmp_path / "w.sock")
     specs = served_specs(backend_to_serve("simulated", gpu="0", table=TABLE, db=db), 2, gpus=["0", "1"])
@@ -257,8 +254,7 @@ def test_a_study_on_two_gpus_takes_a_warm_timer_for_each_from_the_server(tmp_pat
 def test_a_served_costmodel_study_uses_the_prior_the_server_loaded(tmp_path, db, monkeypatch):  # noqa: F811
     from flysearch.costmodel import fit_prior
     from flysearch.live import LiveSettings
-    from flysearch.live_launch import LiveJob, backend_to_serve, run_on_server
-    from flysearch.live_pipeline import served_specs
+    from flysearch.live_launch import LiveJob, backend_to_serve, run_on_server, served_specs
     from flysearch.tables import TableStore
 
     store = TableStore(db)

@@ -27,21 +27,18 @@ Thread safety: a pool is driven by one thread of the process that created it.
 from __future__ import annotations
 
 import collections
-import contextlib
-import functools
 import multiprocessing as mp
 import os
-import sys
 import time
-import traceback
-import types
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
 from flysearch.errors import FlysearchError
+from flysearch.evaluators.worker_process import Retire, main_module_hidden, worker_main
 
+# Retire and main_module_hidden are worker_process's (shared with the worker server), offered here too.
 __all__ = ["MAX_STARTUP_FAILURES", "Retire", "TaskResult", "WorkerPool", "WorkerStartupError",
            "main_module_hidden"]
 
@@ -82,89 +79,6 @@ class TaskResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-
-def _worker_main(
-    conn: Connection, func: Callable[[Any], Any], env: Mapping[str, str],
-    initializer: Callable[[], None] | None,
-) -> None:
-    os.environ.update(env)
-    if initializer is not None:
-        try:
-            initializer()
-        except (Exception, SystemExit) as exc:
-            # Answer the first task with the failure (the parent reads answers only), then exit.
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            with contextlib.suppress(EOFError, OSError, KeyboardInterrupt):
-                msg = conn.recv()
-                if msg is not None:
-                    now = time.monotonic()
-                    detail = f"worker start-up failed: {last}"[:500]
-                    conn.send((msg[0], "startup", None, detail, True, (now, now)))
-            return
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, KeyboardInterrupt):
-            return
-        if msg is None:
-            return
-        task_id, payload = msg
-        start = time.monotonic()
-        try:
-            value = func(payload)
-        except Exception as exc:  # a task's failure is data for the parent
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            conn.send((task_id, "error", None, last[:500], False, (start, time.monotonic())))
-            continue
-        retire = isinstance(value, Retire)
-        conn.send((task_id, "ok", value.value if retire else value, "", retire, (start, time.monotonic())))
-        if retire:
-            return
-
-
-def _defined_in_main(*objs: Any) -> bool:
-    """Whether any of *objs* (functions, partials of them) lives in the ``__main__`` module."""
-    for obj in objs:
-        while isinstance(obj, functools.partial):
-            if _defined_in_main(*obj.args, *obj.keywords.values()):
-                return True
-            obj = obj.func
-        if callable(obj) and getattr(obj, "__module__", None) == "__main__":
-            return True
-    return False
-
-
-@contextlib.contextmanager
-def main_module_hidden(*needed: Any) -> Iterator[None]:
-    """Start spawned processes inside this block without re-running the parent's main module.
-
-    A spawned child imports the parent's ``__main__`` script before anything else (the ``flysearch``
-    CLI, a benchmark): seconds of imports (Optuna, scikit-learn) that a compile worker or a GPU timer
-    never uses, paid by every process of a pool at start-up. Inside this block the children see a
-    blank main module. When any of *needed* (the target, its arguments) is defined in ``__main__``,
-    the children need it, and nothing is hidden.
-    """
-    if _defined_in_main(*needed):
-        yield
-        return
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
-
-
-@dataclass(frozen=True)
-class Retire:
-    """Return ``Retire(value)`` from a task function to answer *value* and then end the worker.
-
-    For a worker whose state a task may have spoilt (a CUDA context after a failed launch): the
-    pool starts a fresh worker for the next task.
-    """
-
-    value: Any
 
 
 @dataclass
@@ -238,7 +152,7 @@ class WorkerPool:
                 return _Slot(*served)
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
-            target=_worker_main, args=(child, self.func, self.env, self.initializer), daemon=True
+            target=worker_main, args=(child, self.func, self.env, self.initializer), daemon=True
         )
         with main_module_hidden(self.func, self.initializer):
             proc.start()

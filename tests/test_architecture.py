@@ -1,0 +1,132 @@
+"""The package's import graph, read with ``ast``: no import cycles, and no module takes another
+module's private names (nor a private module of another package).
+
+Every import counts, inside functions and under ``if TYPE_CHECKING:`` too: a cycle closed at call
+time, or by a type annotation, is still a cycle in the design.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "flysearch"
+
+
+def _module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _imports(modules: dict[str, Path]) -> Iterator[tuple[str, str, str | None]]:
+    """``(importer, imported module, name)`` for every flysearch import (name ``None`` for
+    ``import flysearch.x``)."""
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("flysearch"):
+                        yield module, alias.name, None
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(module, path.name == "__init__.py", node)
+                if not target.startswith("flysearch"):
+                    continue
+                for alias in node.names:
+                    submodule = f"{target}.{alias.name}"
+                    if submodule in modules:  # ``from flysearch.pkg import module``
+                        yield module, submodule, None
+                    else:
+                        yield module, target, alias.name
+
+
+def _owner(module: str, modules: dict[str, Path]) -> str:
+    """The package a module belongs to (itself, for a package's ``__init__``)."""
+    return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def test_no_module_takes_another_modules_private_names() -> None:
+    modules = _modules()
+    found = []
+    for importer, imported, name in _imports(modules):
+        if imported not in modules or imported == importer:
+            continue
+        if name is not None and name.startswith("_") and not name.startswith("__"):
+            found.append(f"{importer} imports {name} from {imported}")
+        private = [part for part in imported.split(".") if part.startswith("_") and not part.startswith("__")]
+        if private and not importer.startswith(_owner(imported, modules)):
+            found.append(f"{importer} imports the private module {imported}")
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    modules = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for importer, imported, _name in _imports(modules):
+        if imported in modules and imported != importer:
+            graph[importer].add(imported)
+    cycles = _cycles(graph)
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_checks_see_a_cycle_and_a_private_import(tmp_path: Path) -> None:
+    """The checks can fail: two modules that import each other, one of them a private name."""
+    graph = {"a": {"b"}, "b": {"a"}, "c": {"a"}}
+    assert _cycles(graph) == [["a", "b"]]
+    (tmp_path / "flysearch").mkdir()
+    (tmp_path / "flysearch" / "a.py").write_text("from flysearch.b import _hidden\n")
+    (tmp_path / "flysearch" / "b.py").write_text("if TYPE_CHECKING:\n    from flysearch import a\n")
+    modules = {_module_name(p, tmp_path / "flysearch"): p for p in (tmp_path / "flysearch").glob("*.py")}
+    assert sorted(_imports(modules)) == [("flysearch.a", "flysearch.b", "_hidden"),
+                                         ("flysearch.b", "flysearch.a", None)]
