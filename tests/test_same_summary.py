@@ -30,7 +30,7 @@ def test_the_committed_reruns_on_other_cpus_differ_only_in_timing(tmp_path: Path
     compare run told to write there) does not fail it."""
     folders = sorted(same.COMPARE.glob("*_repro_*"))
     files = sorted(path for folder in folders for path in folder.glob("*.csv"))
-    assert len(folders) >= 2 and files
+    assert folders and files
     for i, path in enumerate(files):
         committed = committed_file(same.COMPARE / path.stem / "summary.csv", tmp_path / f"{i}.csv")
         _, _, diffs = same.differing_columns(committed, committed_file(path, tmp_path / f"{i}.rerun.csv"))
