@@ -64,6 +64,8 @@ class SharedStudy:
     def __init__(self, durable: optuna.Study, sampler: optuna.samplers.BaseSampler) -> None:
         self.durable = durable
         self._rdb = rdb_storage(durable)
+        if self._rdb is not None and self._rdb.engine.url.database in (None, "", ":memory:"):
+            self._rdb = None  # an in-memory SQLite database: one connection, one process
         self._seen = 0  # trials of the working study that the storage holds too
         self._started = False
         if self._rdb is None:  # one process, straight into the storage it was given

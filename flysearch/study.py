@@ -214,7 +214,8 @@ def open_storage(
                 time.sleep(0.2 * (attempt + 1))
                 continue
             raise FlysearchError(f"Cannot open study storage {url!r}: {str(exc).splitlines()[0]}.") from None
-        tune_sqlite(rdb.engine)
+        if rdb.engine.url.database not in (None, "", ":memory:"):  # a file: WAL, no waiting on the disk
+            tune_sqlite(rdb.engine)
         return rdb
     raise AssertionError("unreachable")
 

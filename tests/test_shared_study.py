@@ -61,3 +61,15 @@ def test_three_processes_on_one_sqlite_study_compile_each_config_once(table_db: 
 def test_three_processes_on_one_postgresql_study_compile_each_config_once(table_db: Path,
                                                                          postgres_url: str) -> None:
     _three_processes_share_one_budget(table_db, postgres_url)
+
+
+def test_an_in_memory_sqlite_url_is_one_process_study(conv_mi250x) -> None:
+    """``sqlite:///:memory:`` is one database per connection: it is used directly, not shared."""
+    from flysearch.evaluators import ReplayEvaluator
+    from flysearch.kernels import space_for_table
+    from flysearch.study import StudySettings, run_study
+
+    space = space_for_table(conv_mi250x)
+    settings = StudySettings("random", 20, 0, space=space.name, table=conv_mi250x.name)
+    summary = run_study("m", space, ReplayEvaluator(conv_mi250x), settings, storage="sqlite:///:memory:")
+    assert summary.compiles == 20 and summary.new_trials == summary.trials
