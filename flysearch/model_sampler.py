@@ -180,31 +180,25 @@ class CostModelSampler(CandidateSampler):
     def __init__(self, context: SearchContext, prior: Prior | None = None, *, seed: int | None = None,
                  options: CostModelOptions | None = None) -> None:
         o = options or CostModelOptions()
-        epsilon, kappa, n_startup, n_trees = o.epsilon, o.kappa, o.n_startup, o.n_trees
-        prior_weight, local, patience = o.prior_weight, o.local, o.patience
-        n_diverse, diverse_distance, top_region = o.n_diverse, o.diverse_distance, o.top_region
-        min_source_obs, source_rounds, source_margin = o.min_source_obs, o.source_rounds, o.source_margin
-        walk, walk_first, walk_cover = o.walk, o.walk_first, o.walk_cover
-        length_scale, radius = o.length_scale, o.radius
         super().__init__(context, seed)
         if prior is not None:  # another kernel's prior would score every config alike
             check_prior_fits(prior, [p.name for p in context.space.params], f"space {context.space.name!r}")
         self._prior = prior
-        self._epsilon, self._kappa = epsilon, kappa
-        self._n_startup = n_startup if prior is None else 0
-        self._n_trees = n_trees
-        self._prior_weight = prior_weight
-        self._local = local
-        self._patience = patience
-        self._n_diverse, self._diverse_distance = n_diverse, diverse_distance
-        self._top_region = top_region
-        self._length_scale, self._radius = length_scale, radius
+        self._epsilon, self._kappa = o.epsilon, o.kappa
+        self._n_startup = o.n_startup if prior is None else 0
+        self._n_trees = o.n_trees
+        self._prior_weight = o.prior_weight
+        self._local = o.local
+        self._patience = o.patience
+        self._n_diverse, self._diverse_distance = o.n_diverse, o.diverse_distance
+        self._top_region = o.top_region
+        self._length_scale, self._radius = o.length_scale, o.radius
         # A prior that measured this space on this arch transfers across shapes; one from other
         # archs (or other kernels) only guides.
         target = None if context.arch is None else target_key(context.space.name, context.arch.name)
-        self._walk = walk and prior is not None and target is not None and (
+        self._walk = o.walk and prior is not None and target is not None and (
             target in prior.provenance.get("targets", ()))
-        self._walk_first, self._walk_cover = walk_first, walk_cover
+        self._walk_first, self._walk_cover = o.walk_first, o.walk_cover
         self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'
         self._X = candidate_features(context, columns)
@@ -221,11 +215,11 @@ class CostModelSampler(CandidateSampler):
         if prior is not None and prior.provenance.get("objective") == "rank":
             # A confident prior's top region is sharp: diversify over at most as many picks as
             # the number of configs it expects to beat its own best one.
-            self._n_diverse = min(n_diverse, max(1, math.ceil(implied_rank(
+            self._n_diverse = min(o.n_diverse, max(1, math.ceil(implied_rank(
                 float(self._prior_score.min()), len(self._keys)))))
         self._source_weights: np.ndarray | None = None
-        self._min_source_obs = min_source_obs
-        self._source_rounds, self._source_margin = source_rounds, source_margin
+        self._min_source_obs = o.min_source_obs
+        self._source_rounds, self._source_margin = o.source_rounds, o.source_margin
         self._proposed_by: dict[int, int] = {}  # candidate -> source that proposed it (portfolio)
         self._followed: int | None = None  # the source followed alone after the portfolio start
         self._weighed_at = -1

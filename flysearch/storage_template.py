@@ -22,7 +22,6 @@ import os
 import shutil
 import sqlite3
 import tempfile
-import time
 from multiprocessing.util import Finalize
 from typing import TYPE_CHECKING
 
@@ -81,22 +80,13 @@ def place(url: str) -> bool:
     return True
 
 
-def open_shared_storage(url: str, attempts: int = 5) -> optuna.storages.BaseStorage:
-    """Open the study storage; workers that start together may race to create its schema, and
-    the loser retries. A new SQLite study starts as a copy of this process's template, if it made
-    one, opened without Optuna's schema checks."""
-    from flysearch.errors import FlysearchError
+def open_shared_storage(url: str) -> optuna.storages.BaseStorage:
+    """Open the study storage that several workers share. A new SQLite study starts as a copy of
+    this process's template, if it made one, opened without Optuna's schema checks; workers that
+    create a new storage together are sorted out by :func:`flysearch.study.open_storage`."""
     from flysearch.study import open_storage
 
-    placed = place(url)
-    for i in range(attempts):
-        try:
-            return open_storage(url, current=placed)
-        except FlysearchError:
-            if i == attempts - 1:
-                raise
-            time.sleep(0.5 + i)
-    raise AssertionError("unreachable")
+    return open_storage(url, current=place(url))
 
 
 def prepare_storage(url: str) -> None:
