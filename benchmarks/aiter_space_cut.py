@@ -13,12 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from flysearch.aiter_csv import read_aiter_csv
-from flysearch.arch import get_arch
-from flysearch.kernels.aiter_cut import format_cuts, space_cuts
-from flysearch.kernels.aiter_hgemm import aiter_hgemm_space
-from flysearch.kernels.aiter_names import parse_kernel_name
-from flysearch.shapes import Shape
+from flysearch.kernels import aiter_hgemm_space, parse_kernel_name
+from flysearch.kernels._aiter_cut import format_cuts, space_cuts
+from flysearch.space import Shape, get_arch
+from flysearch.tables import read_aiter_csv
 
 ARCHS = ("gfx942", "gfx950")
 

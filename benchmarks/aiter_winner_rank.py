@@ -7,7 +7,7 @@ Data: the gfx950 (MI355X, 256 CUs) FlyDSL rows of aiter's tuned CSVs in ../share
 from there). Each shape's winner parses into a config of the ``aiter_flydsl_hgemm`` space; its
 feasible set is that space pruned by the constraints at the shape. 10-fold cross-validation over
 shapes (seeded): a gradient-boosted classifier learns winner vs. 40 random feasible non-winners of
-each training shape, from the analytic features (flysearch.features); it then ranks every feasible
+each training shape, from the analytic features (flysearch.costmodel); it then ranks every feasible
 config of each held-out shape. Random ranking would put the winner at (n + 1) / 2 on average.
 """
 
@@ -25,13 +25,12 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 
-from flysearch.aiter_csv import read_aiter_csv  # noqa: E402
-from flysearch.arch import get_arch  # noqa: E402
-from flysearch.features import columns_matrix, feature_columns  # noqa: E402
-from flysearch.kernels.aiter_cut import _survivors  # noqa: E402
-from flysearch.kernels.aiter_hgemm import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space  # noqa: E402
-from flysearch.kernels.aiter_names import parse_kernel_name  # noqa: E402
-from flysearch.shapes import Shape  # noqa: E402
+from flysearch.costmodel import columns_matrix, feature_columns  # noqa: E402
+from flysearch.kernels import parse_kernel_name  # noqa: E402
+from flysearch.kernels._aiter_cut import _survivors  # noqa: E402
+from flysearch.kernels._aiter_hgemm import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space  # noqa: E402
+from flysearch.space import Shape, get_arch  # noqa: E402
+from flysearch.tables import read_aiter_csv  # noqa: E402
 
 AITER = ROOT.parent / "shared" / "data" / "aiter"
 

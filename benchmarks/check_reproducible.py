@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from flysearch.compare import RESULTS_DB, load_runs, load_table_infos, run_experiment
-from flysearch.compare_report import _fmt_csv, summary_rows
-from flysearch.experiment import load_experiment
+from flysearch.compare import load_experiment
+from flysearch.compare._report import _fmt_csv, summary_rows
+from flysearch.compare._run import RESULTS_DB, load_runs, load_table_infos, run_experiment
 
 SPENT = {"ms_per_trial", "trials", "compiles"}
 

@@ -24,12 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.arch import get_arch  # noqa: E402
-from flysearch.evaluators.pool import WorkerPool  # noqa: E402
-from flysearch.evaluators.triton import compile_payload, compile_task  # noqa: E402
+from flysearch.evaluators import WorkerPool, compile_payload, compile_task  # noqa: E402
+from flysearch.evaluators._live_backends import warm_triton  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
-from flysearch.live_backends import warm_triton  # noqa: E402
-from flysearch.shapes import parse_shape  # noqa: E402
+from flysearch.space import get_arch, parse_shape  # noqa: E402
 
 
 def topology() -> dict[str, str]:

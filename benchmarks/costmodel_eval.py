@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import glob
-import json
 import platform
 import re
 import shlex
@@ -56,14 +55,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))  # retime_top.within_retimed, also when imported
 
 import optuna  # noqa: E402
 
+from flysearch.compare import (  # noqa: E402
+    evaluate_test_set,
+    format_compiles,
+    held_out_section,
+    leave_one_out,
+    retime_top_keys,
+)
 from flysearch.costmodel import OCCUPANCY_WAVES  # noqa: E402
-from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
-from flysearch.model_eval import HeldOut, evaluate_test_set, leave_one_out  # noqa: E402
-from flysearch.tables import GroundTruth, TableStore, read_table_file  # noqa: E402
+from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache, read_table_file  # noqa: E402
 
 HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
 
@@ -105,57 +108,7 @@ def report(lines: list[str], out: str | None) -> None:
         Path(out).write_text(text + "\n")
 
 
-def _fmt(value: float | None, budget: int) -> str:
-    return "-" if value is None else (f">{budget}" if value == float("inf") else f"{value:g}")
-
-
-def retimed_keys(path: str) -> dict[str, list[str]]:
-    """Table name -> the keys within 1% of its re-timed optimum, from a ``retime_top.py`` result
-    file (tables with nothing re-timed left out)."""
-    from retime_top import within_retimed
-
-    tables = json.loads(Path(path).read_text())["tables"]
-    return {table["table"]: keys for table in tables if (keys := within_retimed(table))}
-
-
-def _per_seed(runs: Sequence[int | None]) -> str:
-    return ", ".join("-" if v is None else str(v) for v in runs)
-
-
-def _mid_and_worst(values: list[float], budget: int) -> str:
-    values = sorted(values)
-    mid = values[len(values) // 2] if len(values) % 2 else sum(values[len(values) // 2 - 1:][:2]) / 2
-    return f"{_fmt(mid, budget)}; worst: {_fmt(max(values), budget)}"
-
-
-def _section(title: str, results: list[HeldOut], budget: int) -> list[str]:
-    retimed = any(r.retimed for r in results)
-    lines = [f"## {title}", "",
-             "| held-out table | configs | random search to 1% (expected) | prior rank to 1% | "
-             "prior rank to 5% | hit@16 | sampler compiles to 1% (median; per seed) | "
-             "sampler to 5% (median) |" + (" sampler to 1% of the re-timed optimum (median; per seed) |"
-                                           if retimed else ""),
-             "|---|---:|---:|---:|---:|---|---|---:|" + ("---|" if retimed else "")]
-    for r in results:
-        row = (f"| {r.table} | {r.configs} | {r.random_expected[0.01]:.0f} | {r.prior_rank[0.01]} | "
-               f"{r.prior_rank[0.05]} | "
-               f"{'yes' if r.hit16 else 'no'} | {_fmt(r.sampler_median(0.01), budget)} "
-               f"({_per_seed(r.sampler[0.01])}) | {_fmt(r.sampler_median(0.05), budget)} |")
-        if retimed:
-            row += (f" {_fmt(r.retimed_median(), budget)} ({_per_seed(r.retimed)}) |" if r.retimed
-                    else " not re-timed |")
-        lines.append(row)
-    lines += ["", "Median over tables of the sampler's median compiles to 1%: "
-              f"{_mid_and_worst([r.sampler_median(0.01) or float('inf') for r in results], budget)}."]
-    if retimed:
-        again = [r for r in results if r.retimed]
-        lines.append(f"To 1% of the re-timed optimum, on the {len(again)} re-timed tables: "
-                     f"{_mid_and_worst([r.retimed_median() or float('inf') for r in again], budget)}; "
-                     f"within 8 compiles on {sum((r.retimed_median() or 1e9) <= 8 for r in again)} "
-                     f"(by the race's times, on those tables: "
-                     f"{sum((r.sampler_median(0.01) or 1e9) <= 8 for r in again)}).")
-    lines.append("")
-    return lines
+_fmt = format_compiles  # the name benchmarks/top_weight.py imports
 
 
 def main() -> None:
@@ -190,7 +143,7 @@ def main() -> None:
     retimed: dict[str, list[str]] = {}  # a table in several files: the last one's
     for path in args.retimed:
         try:
-            retimed |= retimed_keys(path)
+            retimed |= retime_top_keys(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             parser.error(f"--retimed {path}: not a readable retime_top.py result file ({exc!r})")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -221,7 +174,7 @@ def main() -> None:
             source = {"hub": f"--hub {args.hub}", "h200": "--h200 " + " --h200 ".join(args.h200),
                       "holdout": f"--holdout {args.holdout}"}[kind]
             parser.error(f"too few tables for the {kind} part ({source})")
-        lines += _section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
+        lines += held_out_section(f"{title} (budget {budget}, {args.seeds} seeds)", results, budget)
         lines.append(f"({time.perf_counter() - start:.0f} s)")
         lines.append("")
     report(lines, args.out)

@@ -9,11 +9,11 @@
   under two device names: this times the sources' portfolio start and then weighing them, or
   following one, each suggestion; not their quality), and
   with the prior walked (its provenance made to name the held-out table's space and arch, so every
-  other suggestion is :func:`flysearch.model_sampler.prior_kriging`'s; again timing, not quality).
+  other suggestion is :func:`flysearch.samplers._costmodel.prior_kriging`'s; again timing, not quality).
 * **Set-up**: the sampler's work before its first suggestion on the same 11,130 candidates
   (the features of every candidate and the prior's score of each), nine times, median, as the
   first study of these candidates in a process; again for another seed's order of them (the
-  process keeps their features); and the features alone (:func:`flysearch.features.feature_columns`).
+  process keeps their features); and the features alone (:func:`flysearch.costmodel.feature_columns`).
 * **Training**: trains a prior (:func:`flysearch.costmodel.fit_prior`, default settings) on 20
   tables of 4,000 configs each, drawn (seeded, without replacement within a table) from the four
   benchmark_hub tables, five from each; three times, printing each time and the median.
@@ -38,15 +38,13 @@ sys.path.insert(0, str(ROOT))
 import optuna  # noqa: E402
 from costmodel_eval import hub_tables  # noqa: E402  (this folder is on sys.path)
 
-from flysearch import sampler_history  # noqa: E402
-from flysearch.costmodel import Prior, fit_prior, table_arch, target_key  # noqa: E402
+from flysearch.costmodel import Prior, feature_columns, fit_prior, table_arch, target_key  # noqa: E402
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
-from flysearch.features import feature_columns  # noqa: E402
-from flysearch.kernels import space_for_table  # noqa: E402
-from flysearch.model_sampler import CostModelSampler  # noqa: E402
 from flysearch.samplers import SearchContext  # noqa: E402
-from flysearch.study import StudySettings, run_study  # noqa: E402
-from flysearch.tables import GroundTruth  # noqa: E402
+from flysearch.samplers import _history as sampler_history  # noqa: E402
+from flysearch.samplers._costmodel import CostModelSampler  # noqa: E402
+from flysearch.study import StudySpec, run_study  # noqa: E402
+from flysearch.tables import GroundTruth, space_for_table  # noqa: E402
 
 
 def _training_tables(sources: list[GroundTruth], n_tables: int = 20,
@@ -106,7 +104,7 @@ def setup_ms(held: GroundTruth, prior: Prior, repeats: int = 9) -> tuple[float, 
     space = space_for_table(held)
     arch = table_arch(held)
     enumeration = space.enumerate(held.meta.shape(), arch)
-    encoding = StudySettings("costmodel", 1, 0).encoding
+    encoding = StudySpec(sampler="costmodel", budget=1, seed=0).encoding
     context = SearchContext(space, encoding, enumeration.feasible, None, arch, held.meta.problem)
     reordered = SearchContext(space, encoding, enumeration.shuffled(1), None, arch, held.meta.problem)
     params = [c.as_dict() for c in enumeration.feasible]
@@ -141,7 +139,8 @@ def suggestion_ms(held: GroundTruth, prior: Prior) -> list[float]:
     CostModelSampler.sample_relative = timed  # type: ignore[method-assign]
     try:
         space = space_for_table(held)
-        run_study("speed", space, ReplayEvaluator(held), StudySettings("costmodel", 100, 0, space=space.name),
+        spec = StudySpec(sampler="costmodel", budget=100, seed=0, space=space.name)
+        run_study("speed", space, ReplayEvaluator(held), spec,
                   arch=table_arch(held), storage=":memory:", prior=prior, problem=held.meta.problem)
     finally:
         CostModelSampler.sample_relative = original  # type: ignore[method-assign]

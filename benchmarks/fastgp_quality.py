@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from flysearch.compare import load_runs, load_table_infos, run_experiment
-from flysearch.compare_report import summary_rows
-from flysearch.experiment import Experiment, SamplerSpec, TableSpec
+from flysearch.compare._experiment import Experiment, SamplerSpec, TableSpec
+from flysearch.compare._report import summary_rows
+from flysearch.compare._run import load_runs, load_table_infos, run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO.parent / "shared" / "data" / "benchmark_hub"

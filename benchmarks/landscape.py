@@ -17,7 +17,8 @@ value list (*adjacent*) or by any value (*Hamming*). For each table and each nei
 A table whose optimum sits in a small basin, with near-optimal traps beside it, needs a search that
 leaves good regions on purpose; a prior from another GPU that points at a trap does not help there.
 The benchmark_hub tables come from ``../shared/data/benchmark_hub`` (``--hub DIR``: a clone's
-``cachefiles/``, six GPUs per kernel), the H200 tables from ``benchmarks/data/h200``.
+``cachefiles/``, six GPUs per kernel), the H200 tables from ``benchmarks/data/h200``. The counting
+and the markdown sections are :func:`flysearch.compare.landscape_section`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import argparse
 import datetime as dt
 import platform
 import shlex
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,104 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from costmodel_eval import H200, HUB, hub_tables, load_tables, report  # noqa: E402
 
-from flysearch.kernels import space_for_table  # noqa: E402
-from flysearch.tables import GroundTruth  # noqa: E402
-
-NEIGHBOURHOODS = ("adjacent", "Hamming")
-
-
-def value_indices(table: GroundTruth) -> dict[tuple[int, ...], float]:
-    """The configs that ran, as tuples of value indices of the space's free parameters -> time (ms)."""
-    params = space_for_table(table).free_params()
-    index_of = [(p.name, {value: i for i, value in enumerate(p.values)}) for p in params]
-    return {tuple(index[row.params[name]] for name, index in index_of): float(row.time_ms)
-            for row in table.ok_rows()}
-
-
-def neighbours(node: tuple[int, ...], sizes: tuple[int, ...], kind: str) -> list[tuple[int, ...]]:
-    """The configs one parameter away from *node*: one value step (``"adjacent"``) or any other
-    value (``"Hamming"``), whether or not they ran.
-
-    Example:
-        >>> neighbours((0, 1), (2, 3), "adjacent")
-        [(1, 1), (0, 0), (0, 2)]
-        >>> len(neighbours((0, 1), (2, 3), "Hamming"))
-        3
-    """
-    out = []
-    for p, size in enumerate(sizes):
-        values = (node[p] - 1, node[p] + 1) if kind == "adjacent" else range(size)
-        out += [(*node[:p], v, *node[p + 1:]) for v in values if 0 <= v < size and v != node[p]]
-    return out
-
-
-def descents(times: dict[tuple[int, ...], float], kind: str) -> dict[tuple[int, ...], tuple[int, ...]]:
-    """Each config's steepest-descent end: the local minimum reached by always moving to the fastest
-    neighbour that ran while it is faster.
-
-    Example:
-        >>> ends = descents({(0,): 3.0, (1,): 2.0, (2,): 2.5, (3,): 1.0}, "adjacent")
-        >>> [ends[(i,)] for i in range(4)]
-        [(1,), (1,), (3,), (3,)]
-    """
-    sizes = tuple(max(node[p] for node in times) + 1 for p in range(len(next(iter(times)))))
-    step: dict[tuple[int, ...], tuple[int, ...]] = {}
-    for node, t in times.items():
-        ran = [n for n in neighbours(node, sizes, kind) if n in times]
-        best = min(ran, key=times.__getitem__, default=node)
-        step[node] = best if times[best] < t else node
-    ends: dict[tuple[int, ...], tuple[int, ...]] = {}
-    for start in times:
-        path = [start]
-        while path[-1] not in ends and step[path[-1]] != path[-1]:
-            path.append(step[path[-1]])
-        end = ends.get(path[-1], path[-1])
-        for node in path:
-            ends[node] = end
-    return ends
-
-
-def landscape(table: GroundTruth) -> dict[str, object]:
-    """One table's row: its size, its needles and, per neighbourhood, minima, basin share and trap."""
-    times = value_indices(table)
-    best = min(times.values())
-    row: dict[str, object] = {"table": table.name, "configs": len(times),
-                              "within 1%": sum(t <= 1.01 * best for t in times.values()),
-                              "within 5%": sum(t <= 1.05 * best for t in times.values())}
-    for kind in NEIGHBOURHOODS:
-        ends = descents(times, kind)
-        minima = set(ends.values())
-        traps = [times[m] / best for m in minima if times[m] > 1.01 * best]
-        row[f"{kind} minima"] = len(minima)
-        row[f"{kind} to 1%"] = sum(times[e] <= 1.01 * best for e in ends.values()) / len(times)
-        row[f"{kind} trap"] = min(traps, default=None)
-    return row
-
-
-def _cells(row: dict[str, object]) -> str:
-    cells = [str(row["table"]), f"{row['configs']:,}", str(row["within 1%"]), str(row["within 5%"])]
-    for kind in NEIGHBOURHOODS:
-        trap = row[f"{kind} trap"]
-        cells += [str(row[f"{kind} minima"]), f"{100 * float(row[f'{kind} to 1%']):.1f}%",  # type: ignore[arg-type]
-                  "-" if trap is None else f"{trap:.3f}x"]
-    return "| " + " | ".join(cells) + " |"
-
-
-def section(title: str, tables: list[GroundTruth]) -> list[str]:
-    """A markdown table of :func:`landscape` rows, with the medians of the descent shares."""
-    rows = [landscape(t) for t in tables]
-    lines = [f"## {title}", "",
-             "| table | configs that ran | within 1% | within 5% | adjacent: local minima | adjacent: "
-             "descents to 1% | adjacent: best trap | Hamming: local minima | Hamming: descents to 1% | "
-             "Hamming: best trap |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [_cells(r) for r in rows]
-    for kind in NEIGHBOURHOODS:
-        shares = [float(r[f"{kind} to 1%"]) for r in rows]  # type: ignore[arg-type]
-        lowest = rows[shares.index(min(shares))]["table"]
-        lines.append(f"\nMedian share of {kind} descents that reach 1%: "
-                     f"{100 * statistics.median(shares):.1f}% (lowest {100 * min(shares):.1f}%, {lowest}).")
-    return [*lines, ""]
+from flysearch.compare import landscape_section  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -153,9 +56,9 @@ def main(argv: list[str] | None = None) -> None:
              "local minima, the share of configs whose steepest descent ends within 1% of the optimum, "
              "and the fastest local minimum beyond 1% as a multiple of the optimum.", ""]
     if args.only != "h200":
-        lines += section("benchmark_hub", hub_tables(args.hub))
+        lines += landscape_section("benchmark_hub", hub_tables(args.hub))
     if args.only != "hub":
-        lines += section("Triton GEMM on H200", load_tables("h200", h200=args.h200))
+        lines += landscape_section("Triton GEMM on H200", load_tables("h200", h200=args.h200))
     lines.append(f"({time.monotonic() - started:.0f} s)")
     report(lines, args.out)
 

@@ -11,7 +11,8 @@ machine), so a row is not one lucky pick of shapes. Per run: how many of the 27 
 cost-model sampler gets within 1% of the optimum in at most 8 compiles (median over ``--seeds``
 seeds, budget 64), the median and the worst over tables, the sum of the medians (a table whose
 median is beyond the budget counts as budget + 1), and how many tables the prior alone ranks a
-config within 1% at most 8th.
+config within 1% at most 8th (:mod:`flysearch.compare`: ``training_subsets``,
+``learning_curve_row``, ``learning_curve_lines``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import platform
-import random
 import shlex
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,38 +32,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import optuna  # noqa: E402
 from costmodel_eval import EXTRA, H200, load_tables, report  # noqa: E402
 
-from flysearch.model_eval import HeldOut, leave_one_out  # noqa: E402
+from flysearch.compare import (  # noqa: E402
+    learning_curve_lines,
+    learning_curve_row,
+    leave_one_out,
+    training_subsets,
+)
 from flysearch.tables import GroundTruth  # noqa: E402
 
 BUDGET = 64
-
-
-def subsets(names: list[str], sizes: list[int], draws: int, seed: int = 0) -> list[tuple[int, list[str]]]:
-    """For each size, *draws* seeded random subsets of *names* (one for size 0 and for all of them).
-
-    Example:
-        >>> [(k, len(s)) for k, s in subsets(["a", "b", "c"], [0, 2, 3], draws=2)]
-        [(0, 0), (2, 2), (2, 2), (3, 3)]
-    """
-    rng = random.Random(seed)
-    out = []
-    for k in sizes:
-        if not 0 <= k <= len(names):
-            raise ValueError(f"size {k} is not between 0 and {len(names)}")
-        for _ in range(1 if k in (0, len(names)) else draws):
-            out.append((k, sorted(rng.sample(names, k))))
-    return out
-
-
-def row(k: int, chosen: list[str], results: list[HeldOut]) -> dict[str, object]:
-    """One run's summary over the held-out tables."""
-    medians = [r.sampler_median(0.01) for r in results]
-    counted = [BUDGET + 1 if m is None or m == float("inf") else m for m in medians]
-    worst = max(range(len(results)), key=lambda i: counted[i])
-    return {"k": k, "tables": chosen, "within8": sum(m <= 8 for m in counted),
-            "median": statistics.median(counted), "worst": counted[worst],
-            "worst_table": results[worst].table.rsplit("/", 1)[1], "sum": sum(counted),
-            "prior8": sum((r.prior_rank[0.01] or BUDGET + 1) <= 8 for r in results), "n": len(results)}
 
 
 def main() -> None:
@@ -85,7 +61,7 @@ def main() -> None:
     if not tables or not extra:
         ap.error("the H200 tables (benchmarks/data/h200, benchmarks/data/h200_extra) are missing")
     try:
-        runs = subsets(sorted(extra), sizes, args.draws)
+        runs = training_subsets(sorted(extra), sizes, args.draws)
     except ValueError as exc:
         ap.error(str(exc))
     start = time.perf_counter()
@@ -93,7 +69,7 @@ def main() -> None:
     for k, chosen in runs:
         results = leave_one_out(tables, seeds=range(args.seeds), budget=BUDGET, workers=args.workers,
                                 extra=[extra[n] for n in chosen])
-        rows.append(row(k, chosen, results))
+        rows.append(learning_curve_row(k, chosen, results, BUDGET))
         r = rows[-1]
         print(f"k={k:2d}: {r['within8']}/{r['n']} within 8, median {r['median']:g}, worst {r['worst']:g} "
               f"({r['worst_table']}), sum {r['sum']:g}", file=sys.stderr)
@@ -104,19 +80,10 @@ def main() -> None:
 
 
 def _lines(rows: list[dict[str, object]], n_tables: int, n_extra: int, seeds: int) -> list[str]:
-    """The markdown report of the runs in *rows*."""
+    """The markdown report of the runs in *rows*, under this run's title and command line."""
     title = f"# Learning curve of the cost model — {dt.date.today()}, {platform.machine()} CPU, replayed"
-    lines = [title, "", "`python benchmarks/learning_curve.py " + shlex.join(sys.argv[1:]) + "`", "",
-             f"Leave-one-shape-out on the {n_tables} H200 tables; each prior also trains on k of the "
-             f"{n_extra} training-only tables (budget {BUDGET}, {seeds} seeds; a median beyond the "
-             f"budget counts as {BUDGET + 1}).", "",
-             "| k | training-only tables | within 8 compiles | median | worst (table) | sum of medians | "
-             "prior alone: rank <= 8 |", "|---:|---|---:|---:|---|---:|---:|"]
-    for r in rows:
-        names = ", ".join(n.rsplit("/", 1)[1] for n in r["tables"]) or "none"  # type: ignore[attr-defined]
-        lines.append(f"| {r['k']} | {names} | {r['within8']} of {r['n']} | {r['median']:g} | "
-                     f"{r['worst']:g} ({r['worst_table']}) | {r['sum']:g} | {r['prior8']} |")
-    return lines
+    return [title, "", "`python benchmarks/learning_curve.py " + shlex.join(sys.argv[1:]) + "`", "",
+            *learning_curve_lines(rows, n_tables=n_tables, n_extra=n_extra, seeds=seeds, budget=BUDGET)]
 
 
 if __name__ == "__main__":

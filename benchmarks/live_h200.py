@@ -1,4 +1,4 @@
-"""Live studies on the H200 through the pipelined, claim-based runner (``flysearch.live``).
+"""Live studies on the H200 through the pipelined, claim-based runner (``flysearch.study``).
 
     python benchmarks/live_h200.py --budget 48 --out benchmarks/results/live_h200.json     # one GPU
     python benchmarks/live_h200.py --skip-part-one --two-gpu 256x1536x7168 --two-gpu-budget 1200 \
@@ -39,10 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.claims import ClaimStore  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.live import LiveSettings  # noqa: E402
-from flysearch.live_launch import LiveJob, run_jobs, run_workers  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec  # noqa: E402
+from flysearch.study._claims import ClaimStore  # noqa: E402
+from flysearch.study._live_launch import run_jobs, run_workers  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -56,7 +56,7 @@ def _tables() -> TableStore:
 def _race_wall(shape_text: str, workers: int) -> dict:
     from flysearch.kernels import get_space
     from flysearch.race import RaceSettings, RaceShape, run_race
-    from flysearch.shapes import parse_shape
+    from flysearch.space import parse_shape
 
     with tempfile.TemporaryDirectory() as tmp:
         store = TableStore(os.path.join(tmp, "race.db"))
@@ -82,11 +82,12 @@ def part_one(args: argparse.Namespace, store: TableStore, save: Callable[[list[d
                 if sampler == "costmodel":
                     prior_path = os.path.join(tmp, "prior.joblib")
                     fit_prior([store.load(n) for n in store.names() if n != name]).save(prior_path)
-                job = LiveJob(f"live-{sampler}-{text}", "triton", sampler, budget, 0, shape=text,
-                              storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", prior=prior_path,
-                              cache_dir=os.path.join(tmp, "cache"),
-                              live=LiveSettings(compile_workers=args.compile_workers,
-                                                timer_queue=args.timer_queue))
+                job = StudySpec(name=f"live-{sampler}-{text}", evaluator="triton", sampler=sampler,
+                                budget=budget, shape=text, storage=f"sqlite:///{tmp}/study.db",
+                                db=f"{tmp}/tables.db", prior=prior_path,
+                                live=LiveSettings(compile_workers=args.compile_workers,
+                                                  timer_queue=args.timer_queue,
+                                                  cache_dir=os.path.join(tmp, "cache")))
                 start = time.perf_counter()
                 (rep,) = run_workers(job, ["0"])
                 wall = time.perf_counter() - start
@@ -129,7 +130,7 @@ def _storage(args: argparse.Namespace, tmp: str, name: str) -> str:
 
 
 def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budget: int,
-               seed: int = 0) -> LiveJob:
+               seed: int = 0) -> StudySpec:
     prior_path = None
     if sampler == "costmodel":
         store = _tables()
@@ -138,12 +139,12 @@ def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budg
         if not os.path.exists(prior_path):
             fit_prior([store.load(n) for n in store.names() if n != table]).save(prior_path)
     # A study's own Triton cache: separate studies must not load each other's binaries.
-    return LiveJob(name, "triton", sampler, budget, seed, shape=args.two_gpu,
-                   storage=_storage(args, tmp, name), db=f"{tmp}/tables.db", prior=prior_path,
-                   cache_dir=os.path.join(tmp, f"cache-{name}"),
-                   live=LiveSettings(compile_workers=args.compile_workers, depth=args.depth, finalists=0,
-                                     timer_queue=args.timer_queue,
-                                     table=f"live/{name}"))
+    return StudySpec(name=name, evaluator="triton", sampler=sampler, budget=budget, seed=seed,
+                     shape=args.two_gpu, storage=_storage(args, tmp, name), db=f"{tmp}/tables.db",
+                     prior=prior_path,
+                     live=LiveSettings(compile_workers=args.compile_workers, depth=args.depth, finalists=0,
+                                       timer_queue=args.timer_queue, table=f"live/{name}",
+                                       cache_dir=os.path.join(tmp, f"cache-{name}")))
 
 
 def _median(values: list) -> float | None:

@@ -24,8 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.live import LiveSettings  # noqa: E402
-from flysearch.live_launch import LiveJob, run_workers  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -47,9 +46,9 @@ def main() -> None:
             store = TableStore(f"{tmp}/tables.db")
             store.write(meta, rows)
             store.close()
-            job = LiveJob(f"sim-{sampler}", "simulated", sampler, args.budget, 0, table=meta.name,
-                          storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", scale=1.0,
-                          live=LiveSettings(compile_workers=args.compile_workers))
+            job = StudySpec(name=f"sim-{sampler}", evaluator="simulated", sampler=sampler, budget=args.budget,
+                            table=meta.name, storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
+                            live=LiveSettings(compile_workers=args.compile_workers, scale=1.0))
             (rep,) = run_workers(job)
         results.append({
             "sampler": sampler, "compiles": rep.summary.compiles, "trials": rep.summary.trials,

@@ -24,8 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.live import LiveSettings  # noqa: E402
-from flysearch.live_launch import LiveJob, run_workers  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -34,9 +33,11 @@ def _run(storage: str, sampler: str, workers: int, args: argparse.Namespace, met
         store = TableStore(f"{tmp}/tables.db")
         store.write(meta, rows)
         store.close()
-        job = LiveJob(f"scale-{sampler}-{workers}-{time.time_ns()}", "simulated", sampler, args.budget, 0,
-                      table=meta.name, storage=storage or f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
-                      scale=args.scale, live=LiveSettings(compile_workers=args.compile_workers, finalists=0))
+        job = StudySpec(name=f"scale-{sampler}-{workers}-{time.time_ns()}", evaluator="simulated",
+                        sampler=sampler, budget=args.budget, table=meta.name,
+                        storage=storage or f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
+                        live=LiveSettings(compile_workers=args.compile_workers, finalists=0,
+                                          scale=args.scale))
         start = time.perf_counter()
         reports = run_workers(job, [str(i) for i in range(workers)])
         wall = time.perf_counter() - start

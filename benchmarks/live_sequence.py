@@ -1,5 +1,5 @@
 """Several shapes, one study each: separate runs (pools started per study) against one sequence
-(`flysearch.live_launch.run_sequence`: one compile pool and one GPU timer for all of them).
+(`flysearch.study._live_launch.run_sequence`: one compile pool and one GPU timer for all of them).
 
     python benchmarks/live_sequence.py --out benchmarks/results/live_sequence_h200.json     # a GPU host
     OMP_NUM_THREADS=1 python benchmarks/live_sequence.py --evaluator simulated --scale 0.2 \\
@@ -27,23 +27,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.live import LiveSettings  # noqa: E402
-from flysearch.live_launch import LiveJob, run_sequence  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec  # noqa: E402
+from flysearch.study._live_launch import run_sequence  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
-def _jobs(args: argparse.Namespace, tmp: str, tag: str) -> list[LiveJob]:
+def _jobs(args: argparse.Namespace, tmp: str, tag: str) -> list[StudySpec]:
     jobs = []
     for shape in args.shapes.split(","):
         table = f"triton_gemm/H200/{shape}"
-        common = {"sampler": args.sampler, "budget": args.budget, "seed": 0,
-                  "storage": f"sqlite:///{tmp}/{tag}.db", "db": f"{tmp}/tables.db",
-                  "live": LiveSettings(compile_workers=args.compile_workers)}
+        common = {"name": f"{tag}-{shape}", "sampler": args.sampler, "budget": args.budget, "seed": 0,
+                  "storage": f"sqlite:///{tmp}/{tag}.db", "db": f"{tmp}/tables.db"}
         if args.evaluator == "simulated":
-            jobs.append(LiveJob(f"{tag}-{shape}", "simulated", table=table, scale=args.scale, **common))
+            live = LiveSettings(compile_workers=args.compile_workers, scale=args.scale)
+            jobs.append(StudySpec(evaluator="simulated", table=table, live=live, **common))
         else:
-            jobs.append(LiveJob(f"{tag}-{shape}", "triton", shape=shape,
-                                cache_dir=os.path.join(tmp, f"cache-{tag}"), **common))
+            live = LiveSettings(compile_workers=args.compile_workers,
+                                cache_dir=os.path.join(tmp, f"cache-{tag}"))
+            jobs.append(StudySpec(evaluator="triton", shape=shape, live=live, **common))
     return jobs
 
 

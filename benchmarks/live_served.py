@@ -21,7 +21,8 @@ its overhead (the share of it during which no compile or timing ran, as the pool
 measured it), when the GPU was ready, the processes taken from the server, and the re-timed winner
 against the exhaustive table's optimum. The server's own environment points Triton's cache at a
 directory of its own; the benchmark checks that nothing was compiled there, so the served
-processes compiled into each study's cache, as the study's own would have.
+processes compiled into each study's cache, as the study's own would have. The summary and the
+``--report`` markdown are :func:`flysearch.compare.served_summary`'s and ``served_report``'s.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import glob
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,9 +41,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from flysearch.compare import served_report, served_summary  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
+from flysearch.evaluators._worker_server import wait_warm  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
-from flysearch.worker_server import wait_warm  # noqa: E402
 
 TABLE_GLOB = str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz")
 
@@ -103,84 +104,6 @@ def _row(shape: str, sampler: str, budget: int, mode: str, waited: float, run: d
     }
 
 
-def _pairs(rows: list[dict]) -> dict[tuple, dict[str, dict]]:
-    """The studies by (shape, budget, sampler), each with its row per mode (``own``, ``served``)."""
-    out: dict[tuple, dict[str, dict]] = {}
-    for r in rows:
-        out.setdefault((r["shape"], r["budget"], r["sampler"]), {})[r["mode"]] = r
-    return out
-
-
-def summarize(rows: list[dict]) -> dict:
-    """Per mode and budget: the median and range of the overhead and of the command's wall-clock,
-    and the served studies' walls against their ``own`` twins."""
-    out: dict = {}
-    for budget in sorted({r["budget"] for r in rows}):
-        for mode in ("own", "served"):
-            sel = [r for r in rows if r["budget"] == budget and r["mode"] == mode]
-            if not sel:
-                continue
-            ov = [r["overhead"] for r in sel]
-            out[f"{mode}_{budget}"] = {
-                "studies": len(sel), "overhead_median": statistics.median(ov), "overhead_min": min(ov),
-                "overhead_max": max(ov), "timer_ready_s_max": max(r["timer_ready_s"] for r in sel),
-                "command_wall_s_median": statistics.median(r["command_wall_s"] for r in sel),
-                "wall_s_median": statistics.median(r["wall_s"] for r in sel),
-            }
-        ratios = [m["served"]["command_wall_s"] / m["own"]["command_wall_s"]
-                  for (_shape, b, _sampler), m in _pairs(rows).items()
-                  if b == budget and {"own", "served"} <= set(m)]
-        if ratios:
-            out[f"command_wall_ratio_{budget}"] = statistics.median(ratios)
-    return out
-
-
-def report(doc: dict) -> str:
-    """A markdown summary of a result file: per study, the command with its own processes against
-    the command served by the worker server, and the overhead ranges."""
-    out = [
-        f"# Live studies as separate commands, with and without a worker server ({doc['date']})",
-        "",
-        f"`{doc['command']}` (commit {doc.get('code_commit', '?')}; {doc['evaluator']} evaluator, "
-        f"{doc['compile_workers']} compile processes, {doc['cpus']} CPUs; the server was warm after "
-        f"{doc['server_warm_s']} s). Regenerate this file with `python benchmarks/live_served.py "
-        "--report FILE`.",
-        "",
-        "| shape | sampler | budget | command s: own | served | study s: own | served | overhead: own "
-        "| served | GPU ready s: own | served | winner / optimum: own | served |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-
-    def ratio(r: dict) -> str:
-        x = r.get("winner_vs_optimum_in_table")
-        return f"{x:.3f}" if x is not None else "-"
-
-    for (shape, budget, sampler), by_mode in sorted(_pairs(doc["studies"]).items()):
-        o, s = by_mode.get("own"), by_mode.get("served")
-        if o is None or s is None:
-            continue
-        out.append(
-            f"| {shape} | {sampler} | {budget} | {o['command_wall_s']:.1f} | {s['command_wall_s']:.1f} | "
-            f"{o['wall_s']:.1f} | {s['wall_s']:.1f} | "
-            f"{100 * o['overhead']:.1f}% | {100 * s['overhead']:.1f}% | "
-            f"{o['timer_ready_s']:.1f} | {s['timer_ready_s']:.3f} | {ratio(o)} | {ratio(s)} |")
-    out.append("")
-    summary = summarize(doc["studies"])
-    for budget in sorted({r["budget"] for r in doc["studies"]}):
-        parts = []
-        for mode in ("own", "served"):
-            m = summary.get(f"{mode}_{budget}")
-            if m:
-                parts.append(f"{mode} {100 * m['overhead_min']:.1f}-{100 * m['overhead_max']:.1f}% "
-                             f"(median {100 * m['overhead_median']:.1f}%)")
-        line = f"- Budget {budget}: overhead " + ", ".join(parts)
-        if f"command_wall_ratio_{budget}" in summary:
-            line += f"; served commands took {summary[f'command_wall_ratio_{budget}']:.2f}x as long (median)"
-        out.append(line + ".")
-    out.append(f"- Files compiled into the server's own cache: {doc.get('files_in_server_cache', '?')}.")
-    return "\n".join(out) + "\n"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -196,7 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         try:
-            print(report(json.loads(Path(args.report).read_text())), end="")
+            print(served_report(json.loads(Path(args.report).read_text())), end="")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             parser.error(f"{args.report} is not a live_served result file: {exc}")
         return
@@ -230,7 +153,7 @@ def main() -> None:
 
     def save() -> None:
         doc["studies"] = rows
-        doc["summary"] = summarize(rows)
+        doc["summary"] = served_summary(rows)
         if args.out:
             Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
 

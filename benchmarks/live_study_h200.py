@@ -25,12 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
 
-from flysearch.arch import get_arch  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.evaluators.triton import TritonEvaluator  # noqa: E402
+from flysearch.evaluators._triton import TritonEvaluator  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
-from flysearch.shapes import parse_shape  # noqa: E402
-from flysearch.study import StudySettings, run_study  # noqa: E402
+from flysearch.space import get_arch, parse_shape  # noqa: E402
+from flysearch.study import StudySpec, run_study  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -59,7 +58,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as cache, TritonEvaluator(arch="sm_90", cache_dir=cache) as ev:
                 start = time.perf_counter()
                 summary = run_study(f"live-{sampler}-{text}", space, ev,
-                                    StudySettings(sampler, args.budget, 0, space=space.name),
+                                    StudySpec(sampler=sampler, budget=args.budget, seed=0, space=space.name),
                                     shape=shape, arch=arch, storage=":memory:", problem=shape.as_dict(),
                                     prior=prior if sampler == "costmodel" else None)
                 wall = time.perf_counter() - start

@@ -4,7 +4,7 @@
 
 For each benchmark_hub table (``--hub DIR``: a benchmark_hub ``cachefiles/`` folder for six GPUs per
 kernel), draw *n* feasible configs uniformly at random, fit a model on their measured log times
-(the samplers' analytic features: :func:`flysearch.sampler_history.candidate_features`), and order
+(the samplers' analytic features: :func:`flysearch.samplers._history.candidate_features`), and order
 the configs not drawn by its prediction. The cell is the compiles a search would spend to reach
 within 1% of the table's optimum that way: the *n* random ones, plus the rank, in the model's order,
 of the first unmeasured config within 1% (only *n* when the random draw already holds one). It is the
@@ -13,6 +13,8 @@ spreadforest samplers refit at each suggestion (32 trees, mean prediction), and 
 ``HistGradientBoostingRegressor`` (defaults: with 20 samples per leaf at least, it cannot split
 fewer than 40 measurements and then predicts one value). No model here sees another table: this is the table's
 own evidence about where its optimum lies, against which a prior from other GPUs can be weighed.
+The draws, the fits and the cells are :func:`flysearch.compare.needle_row`'s; this script reads the
+tables and their features.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,38 +32,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from costmodel_eval import HUB, hub_tables, report  # noqa: E402
-from sklearn.ensemble import HistGradientBoostingRegressor  # noqa: E402
 
 from flysearch import space_for_table  # noqa: E402
+from flysearch.compare import needle_row  # noqa: E402
 from flysearch.costmodel import table_arch  # noqa: E402
-from flysearch.extra_trees import fit_extra_trees, tree_predictions  # noqa: E402
-from flysearch.sampler_history import candidate_features  # noqa: E402
 from flysearch.samplers import SearchContext  # noqa: E402
+from flysearch.samplers._history import candidate_features  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)
-
-
-def predict(model: str, X: np.ndarray, y: np.ndarray, X_new: np.ndarray, seed: int) -> np.ndarray:
-    """Predicted log times of *X_new* from a *model* (``"forest"`` or ``"boosting"``) fitted on X, y."""
-    if model == "forest":
-        trees = fit_extra_trees(X, y, n_trees=32, max_features=0.7, seed=seed)
-        return tree_predictions(trees, X_new).mean(axis=0)
-    return HistGradientBoostingRegressor(random_state=seed).fit(X, y).predict(X_new)
-
-
-def compiles_to_1pct(n: int, model: str, seed: int, X: np.ndarray, log_t: np.ndarray,
-                     within: np.ndarray) -> int:
-    """Compiles to reach within 1%: *n* random configs, then the model's order of the others."""
-    rng = np.random.default_rng(seed)
-    drawn = rng.choice(len(X), size=n, replace=False)
-    if within[drawn].any():
-        return n
-    ok = drawn[np.isfinite(log_t[drawn])]
-    rest = np.setdiff1d(np.arange(len(X)), drawn)
-    pred = predict(model, X[ok], log_t[ok], X[rest], seed)
-    order = rest[np.lexsort((rest, pred))]
-    return n + 1 + int(np.argmax(within[order]))
 
 
 def table_data(table: GroundTruth) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -75,22 +53,6 @@ def table_data(table: GroundTruth) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     log_t = np.array([np.log(r.time_ms) if r is not None and r.ok else np.nan for r in rows])
     within = np.isfinite(log_t) & (log_t <= np.nanmin(log_t) + np.log(1.01))
     return candidate_features(context), log_t, within
-
-
-def table_row(name: str, data: tuple[np.ndarray, np.ndarray, np.ndarray], sizes: list[int], draws: int,
-              model: str) -> list[str]:
-    X, log_t, within = data
-    best = np.nanmin(log_t)
-    cells = []
-    for n in sizes:
-        if n >= len(X):
-            cells.append("")
-            continue
-        runs = [compiles_to_1pct(n, model, seed, X, log_t, within) for seed in range(draws)]
-        cells.append(f"{statistics.median(runs):g}")
-    outside = log_t[np.isfinite(log_t) & ~within]
-    gap = f"{np.exp(outside.min() - best):.3f}" if outside.size else ""
-    return [name, f"{len(X)}", f"{int(within.sum())}", gap, *cells]
 
 
 def _sizes(text: str) -> list[int]:
@@ -134,7 +96,7 @@ def main() -> int:
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |",
                   "|---|" + "---:|" * (len(header) - 1)]
         for table, data in zip(tables, datas, strict=True):
-            lines.append("| " + " | ".join(table_row(table.name, data, sizes, args.draws, model)) + " |")
+            lines.append("| " + " | ".join(needle_row(table.name, data, sizes, args.draws, model)) + " |")
         lines.append("")
     lines.append(f"({time.perf_counter() - start:.0f} s)")
     report(lines, args.out)

@@ -6,7 +6,7 @@ main module re-run in every worker.
 The parent imports what the ``flysearch`` CLI imports (scikit-learn through the cost model, Optuna,
 rich), as a live study started from the CLI or a benchmark does. A spawned child re-imports the
 parent's main module (this script) before anything else, unless the pool starts it inside
-:func:`flysearch.evaluators.pool.main_module_hidden` (what ``WorkerPool`` does when its function does
+:func:`flysearch.evaluators.main_module_hidden` (what ``WorkerPool`` does when its function does
 not live in ``__main__``). Reports the median over a few repeats of the seconds from starting the pool
 to the first task's start, measured by the workers themselves. With ``--warm triton --workers 14``
 (where Triton is installed) it also times the pool of a live Triton study, whose workers import
@@ -30,14 +30,14 @@ sys.path.insert(0, str(ROOT))
 
 import flysearch.cli  # noqa: E402  (the CLI's imports, as under `flysearch study run`)
 import flysearch.costmodel  # noqa: E402,F401
-from flysearch.evaluators import pool as pool_module  # noqa: E402
-from flysearch.evaluators.pool import WorkerPool  # noqa: E402
+from flysearch.evaluators import WorkerPool  # noqa: E402
+from flysearch.evaluators import _pool as pool_module  # noqa: E402
 
 
 def first_task_s(workers: int, hide: bool, warm: str | None = None) -> float:
     initializer = None
     if warm == "triton":  # what a live Triton study's compile processes import before their first task
-        from flysearch.live_backends import warm_triton
+        from flysearch.evaluators._live_backends import warm_triton
 
         initializer = warm_triton
     guard = (contextlib.nullcontext() if hide

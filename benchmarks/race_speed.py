@@ -25,11 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flysearch.arch import get_arch
-from flysearch.evaluators.triton import TritonEvaluator
-from flysearch.kernels.triton_gemm import make_space
+from flysearch.evaluators._triton import TritonEvaluator
+from flysearch.kernels._triton_gemm import make_space
 from flysearch.race import RaceSettings, RaceShape, run_race
-from flysearch.shapes import parse_shape
+from flysearch.space import get_arch, parse_shape
 from flysearch.tables import TableStore
 
 

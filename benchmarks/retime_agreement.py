@@ -3,135 +3,38 @@
     python benchmarks/retime_agreement.py --out benchmarks/results/retime_agreement.md
 
 Every committed H200 table carries the rounds that ``flysearch race run`` re-timed its top with
-(:mod:`flysearch.retime`: the configs within 5% of the race's best, at least 8, at most 32, 10
+(:mod:`flysearch.evaluators`: the configs within 5% of the race's best, at least 8, at most 32, 10
 interleaved rounds; ``benchmarks/results/race_retime_h200/``). Before that, the top of the same
 tables had been re-timed once already by ``benchmarks/retime_top.py`` (the configs within 10%, at
 least 16, at most 48, 10 rounds, in another session: ``benchmarks/results/retime_top_<set>.json``).
 Per table this prints where the race's best lands once re-timed, whether the two re-timings name
 the same best config, how far each one's best sits in the other's medians, and the size and
-overlap of their 1% sets. Reads only committed files; no GPU.
+overlap of their 1% sets (:func:`flysearch.compare.retime_agreement`). Reads only committed files;
+no GPU.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
-import json
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
+from flysearch.compare import retime_agreement_report, retime_agreement_rows  # noqa: E402
 
 SETS = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
 
 
-def agreement(table: GroundTruth, earlier: dict[str, float]) -> dict[str, object]:
-    """One table: its own rounds (``table.retimed_ms()``) against the race's times and against
-    *earlier*, another re-timing's medians by config key (empty when there is none)."""
-    rounds = table.retimed_ms()
-    race_best, confirmed = table.best().key, table.confirmed_best().key
-    race_ms = table.best().time_ms or 0.0
-    own_best = min(rounds.values())
-    out: dict[str, object] = {
-        "table": table.name.rsplit("/", 1)[-1], "retimed": len(rounds),
-        "race_best_confirmed": race_best == confirmed,
-        "race_best_x": rounds[race_best] / own_best if race_best in rounds else None,
-        "within_race": sum(1 for r in table.ok_rows() if (r.time_ms or 0) <= race_ms * 1.01),
-        "within_rounds": len(table.within_retimed(0.01)),
-    }
-    if earlier:
-        other_best_key = min(earlier, key=lambda k: (earlier[k], k))
-        other_best = earlier[other_best_key]
-        mine = set(table.within_retimed(0.01))
-        theirs = {k for k, v in earlier.items() if v <= other_best * 1.01}
-        shared = [k for k in rounds if k in earlier]
-        out.update({
-            "same_best": other_best_key == confirmed,
-            "own_best_in_earlier_x": earlier[confirmed] / other_best if confirmed in earlier else None,
-            "earlier_best_in_own_x": rounds[other_best_key] / own_best if other_best_key in rounds else None,
-            "within_earlier": len(theirs), "overlap": len(mine & theirs),
-            "scale": statistics.median(rounds[k] / earlier[k] for k in shared) if shared else None,
-        })
-    return out
-
-
-def _earlier(path: Path) -> dict[str, dict[str, float]]:
-    if not path.is_file():
-        return {}
-    doc = json.loads(path.read_text())
-    return {t["table"]: {c["key"]: c["median_ms"] for c in t["configs"] if c["median_ms"]}
-            for t in doc["tables"]}
-
-
-def _x(value: object) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else "-"
-
-
-def report(rows: list[dict[str, object]], command: str) -> str:
-    n = len(rows)
-    lines = [
-        "# Each H200 table's optimum: the race's single timing against two re-timings", "",
-        f"`{command}` (reads the committed tables and `benchmarks/results/retime_top_<set>.json`).", "",
-        "| table | re-timed | race's best confirmed | race's best, x confirmed best |"
-        " within 1%: race / rounds |"
-        " same best as retime_top | confirmed best in retime_top (x) | retime_top's best in the rounds (x) |"
-        " 1% sets: retime_top / shared | scale (rounds / retime_top) |",
-        "|---|---:|---|---:|---|---|---:|---:|---|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['table']} | {r['retimed']} | {'yes' if r['race_best_confirmed'] else 'no'} |"
-            f" {_x(r['race_best_x'])} | {r['within_race']} / {r['within_rounds']} |"
-            f" {'yes' if r.get('same_best') else ('no' if 'same_best' in r else '-')} |"
-            f" {_x(r.get('own_best_in_earlier_x'))} | {_x(r.get('earlier_best_in_own_x'))} |"
-            f" {r.get('within_earlier', '-')} / {r.get('overlap', '-')} | {_x(r.get('scale'))} |")
-    both = [r for r in rows if "same_best" in r]
-    worst = max((max(r["own_best_in_earlier_x"] or 1.0, r["earlier_best_in_own_x"] or 1.0)  # type: ignore[type-var]
-                 for r in both), default=1.0)
-    lines += [
-        "",
-        f"- The race's best is the confirmed best on {sum(bool(r['race_best_confirmed']) for r in rows)}"
-        f" of {n} tables; where it is not, it re-times at most {max(_f(r['race_best_x']) for r in rows):.4f}x"
-        " the confirmed best.",
-        f"- Tables whose 1% set is a single config: {sum(r['within_race'] == 1 for r in rows)} by the race,"
-        f" {sum(r['within_rounds'] == 1 for r in rows)} by the rounds.",
-    ]
-    if both:
-        lines += [
-            f"- The two re-timings name the same best config on {sum(bool(r['same_best']) for r in both)}"
-            f" of {len(both)} tables; where they differ, each one's best is at most {worst:.4f}x the"
-            " other's best in the other's medians.",
-            f"- Their 1% sets share a config on {sum(_f(r['overlap']) > 0 for r in both)} of {len(both)}"
-            " tables.",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _f(value: object) -> float:
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
 def agreement_rows(data: Path = ROOT / "benchmarks" / "data") -> list[dict[str, object]]:
-    """:func:`agreement` of every table of the five sets under *data*, against the committed
-    ``retime_top_<set>.json`` of its set.
+    """:func:`flysearch.compare.retime_agreement` of every table of the five sets under *data*,
+    against the committed ``retime_top_<set>.json`` of its set (paper/build.py reads these rows).
 
     Raises:
         ValueError: a table carries no rounds.
     """
-    rows = []
-    for name in SETS:
-        earlier = _earlier(ROOT / "benchmarks" / "results" / f"retime_top_{name}.json")
-        for path in sorted(glob.glob(f"{data}/{name}/*.table.json.gz")):
-            meta, table_rows = read_table_file(path)
-            table = GroundTruth(meta, {r.key: r for r in table_rows})
-            if not table.retimed_ms():
-                raise ValueError(f"{path} carries no re-timed rounds (race it with flysearch race run)")
-            rows.append(agreement(table, earlier.get(table.name, {})))
-    return rows
+    return retime_agreement_rows(data, ROOT / "benchmarks" / "results", SETS)
 
 
 def main() -> None:
@@ -146,7 +49,7 @@ def main() -> None:
         parser.error(str(exc))
     if not rows:
         parser.error(f"no table under {args.data}/{{{','.join(SETS)}}}")
-    text = report(rows, "python benchmarks/retime_agreement.py " + " ".join(sys.argv[1:]))
+    text = retime_agreement_report(rows, "python benchmarks/retime_agreement.py " + " ".join(sys.argv[1:]))
     if args.out:
         Path(args.out).write_text(text)
     else:

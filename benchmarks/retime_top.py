@@ -8,13 +8,14 @@ An exhaustive race times each config once (the median of a few short batches), o
 other. At the top of a table, where the configs differ by 1-3%, that single measurement decides
 which config is "the optimum" and therefore what "within 1% of the optimum" means for every sampler
 comparison. This script checks that decision the way a live study checks its finalists
-(:mod:`flysearch.finalists`): for each table it takes the configs within ``--within`` of the table's
+(:mod:`flysearch.evaluators`): for each table it takes the configs within ``--within`` of the table's
 best (at least ``--min-k``, at most ``--max-k``), compiles them, and times each once per round for
 ``--rounds`` rounds, in a fresh random order each round, with the race's own timing protocol. It
 writes, per table and config, the race's time and every round's time; it changes no table.
 ``flysearch race run`` now does the same after each shape it races (and re-times tables loaded
-into its database), storing the medians in the table (:mod:`flysearch.retime`); this script keeps
-the result files of the tables raced before that.
+into its database), storing the medians in the table (:mod:`flysearch.evaluators`); this script keeps
+the result files of the tables raced before that. The files are read, and ``--report`` written, by
+:mod:`flysearch.compare` (``retime_top_report`` and the other ``retime_top_*`` functions).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import glob
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,26 +35,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.evaluators.pool import WorkerPool  # noqa: E402
-from flysearch.evaluators.triton import compile_task, timer_task  # noqa: E402
-from flysearch.kernels.triton_gemm import spec_key  # noqa: E402
-from flysearch.retime import interleaved_rounds, top_rows  # noqa: E402
-from flysearch.shapes import Shape  # noqa: E402
+from flysearch.compare import code_commit, retime_top_report, retime_top_summary  # noqa: E402
+from flysearch.evaluators import WorkerPool, compile_task, interleaved_rounds, timer_task, top_rows  # noqa: E402
+from flysearch.kernels import spec_key  # noqa: E402
+from flysearch.space import Shape  # noqa: E402
 from flysearch.tables import GroundTruth, Row, read_table_file  # noqa: E402
-
-
-def code_commit(root: Path) -> str:
-    """The commit of the checkout at *root* that ran this, ``"<commit>+changes"`` when its files
-    differ from that commit (a copy whose git HEAD is older than its tree), ``""`` without a .git
-    of its own (a snapshot must not name an outer checkout's commit)."""
-    if not (root / ".git").exists():
-        return ""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=root).stdout.strip()
-
-    commit = git("rev-parse", "--short", "HEAD")
-    return f"{commit}+changes" if commit and git("status", "--porcelain") else commit
 
 
 def load_tables(pattern: str) -> list[GroundTruth]:
@@ -68,7 +53,7 @@ def load_tables(pattern: str) -> list[GroundTruth]:
 def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, timer: WorkerPool,
                  rounds: int, seed: int) -> dict[str, Any]:
     """Compile *rows*' configs, then time each once per round in a fresh order per round
-    (:func:`flysearch.retime.interleaved_rounds`, as ``flysearch race`` confirms a shape's top)."""
+    (:func:`flysearch.evaluators.interleaved_rounds`, as ``flysearch race`` confirms a shape's top)."""
     shape = Shape(**table.meta.problem)
     spec, arch = spec_key(shape), table.meta.arch or "sm_90"
     protocol = json.loads(table.meta.notes or "{}").get("protocol")
@@ -98,59 +83,7 @@ def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, time
     return {"table": table.name, "configs": configs}
 
 
-def within_retimed(table: dict[str, Any], eps: float = 0.01) -> list[str]:
-    """The keys of one result-file table's configs whose re-timed median is within *eps* of the
-    re-timed best (the table's 1% set by the better measurement; empty if nothing was re-timed)."""
-    timed = [c for c in table["configs"] if c["median_ms"]]
-    best = min((c["median_ms"] for c in timed), default=0.0)
-    return [c["key"] for c in timed if c["median_ms"] <= best * (1 + eps)]
-
-
-def summarize(table: dict[str, Any]) -> dict[str, Any] | None:
-    """One table of a result file: where the race's best lands once re-timed (``place``, 1-based,
-    and ``race_best_x``, its re-timed median over the re-timed best), the re-timed gap from the
-    first to the second, how many configs are within 1% of the best by each measurement, every
-    config's round spread, and the median race / re-timed ratio; ``None`` if nothing was re-timed."""
-    timed = [c for c in table["configs"] if c["median_ms"]]
-    if not timed:
-        return None
-    retimed = sorted(timed, key=lambda c: (c["median_ms"], c["key"]))
-    race_best = min(timed, key=lambda c: (c["race_ms"], c["key"]))
-    best = retimed[0]["median_ms"]
-    return {
-        "configs": len(timed),
-        "place": [c["key"] for c in retimed].index(race_best["key"]) + 1,
-        "race_best_x": race_best["median_ms"] / best,
-        "gap": retimed[1]["median_ms"] / best - 1 if len(retimed) > 1 else float("nan"),
-        "within_race": sum(c["race_ms"] <= race_best["race_ms"] * 1.01 for c in timed),
-        "within_retimed": len(within_retimed(table)),
-        "spreads": [c["spread"] for c in timed],
-        "scale": statistics.median(c["race_ms"] / c["median_ms"] for c in timed),
-    }
-
-
-def report(doc: dict[str, Any]) -> str:
-    """A markdown summary of a result file: does each table's optimum hold under re-timing?"""
-    lines = [
-        f"# The top of each H200 table re-timed: {doc['date']}, {doc['device']}",
-        "",
-        f"`{doc['command']}` (code {doc['code_commit']}; {doc['rounds']} interleaved rounds, the configs"
-        f" within {doc['within']:.0%} of each table's best, {doc['min_k']} to {doc['max_k']} per table,"
-        f" {doc['wall_s']} s). Regenerate this file with `python benchmarks/retime_top.py --report FILE`.",
-        "",
-        "| table | configs | race's best, re-timed: place (x re-timed best) | re-timed gap to the 2nd |"
-        " within 1%: race / re-timed | median round spread | scale (race / re-timed) |",
-        "|---|---:|---|---:|---|---:|---:|",
-    ]
-    for t in doc["tables"]:
-        row = summarize(t)
-        if row is None:
-            lines.append(f"| {t['table']} | 0 | no config re-timed | | | | |")
-            continue
-        lines.append(f"| {t['table']} | {row['configs']} | {row['place']} ({row['race_best_x']:.3f}) |"
-                     f" {row['gap']:.1%} | {row['within_race']} / {row['within_retimed']} |"
-                     f" {statistics.median(row['spreads']):.2%} | {row['scale']:.3f} |")
-    return "\n".join(lines) + "\n"
+summarize = retime_top_summary  # the name paper/build.py imports
 
 
 def main() -> None:
@@ -169,7 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         try:
-            print(report(json.loads(Path(args.report).read_text())), end="")
+            print(retime_top_report(json.loads(Path(args.report).read_text())), end="")
         except (OSError, ValueError, KeyError) as exc:
             parser.error(f"{args.report} is not a retime_top result file: {exc}")
         return

@@ -6,7 +6,8 @@ Each ``<name>.csv`` in the folder (a ``summary.csv`` that another machine wrote 
 ``studies/<name>.toml``) is compared with the committed
 ``benchmarks/results/compare/<name>/summary.csv``. Prints, per file, the rows and cells compared and
 the columns whose cells differ: ``ms_per_trial`` (what a trial took on that machine) is expected to;
-any other column means the runs themselves differ. Exit code 1 when any other column differs.
+any other column means the runs themselves differ (:func:`flysearch.compare.differing_columns`).
+Exit code 1 when any other column differs.
 """
 
 from __future__ import annotations
@@ -16,22 +17,12 @@ import csv
 import sys
 from pathlib import Path
 
-COMPARE = Path(__file__).resolve().parent / "results" / "compare"
-TIMING = {"ms_per_trial"}
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
+from flysearch.compare import TIMING_COLUMNS, differing_columns  # noqa: E402
 
-def differing_columns(committed: Path, other: Path) -> tuple[int, int, dict[str, int]]:
-    """Rows, cells compared, and for each column the number of rows whose cells differ."""
-    with committed.open() as a, other.open() as b:
-        rows_a, rows_b = list(csv.reader(a)), list(csv.reader(b))
-    if not rows_a or rows_a[0] != rows_b[0] or len(rows_a) != len(rows_b):
-        raise ValueError(f"{other} does not have {committed}'s header and rows")
-    header, diffs = rows_a[0], {}
-    for ra, rb in zip(rows_a[1:], rows_b[1:], strict=True):
-        for name, x, y in zip(header, ra, rb, strict=True):
-            if x != y:
-                diffs[name] = diffs.get(name, 0) + 1
-    return len(rows_a) - 1, (len(rows_a) - 1) * len(header), diffs
+COMPARE = ROOT / "benchmarks" / "results" / "compare"
 
 
 def main() -> int:
@@ -49,7 +40,7 @@ def main() -> int:
         except (OSError, ValueError, csv.Error) as exc:
             print(f"same_summary: {exc}", file=sys.stderr)
             return 2
-        other = {k: v for k, v in diffs.items() if k not in TIMING}
+        other = {k: v for k, v in diffs.items() if k not in TIMING_COLUMNS}
         same &= not other
         print(f"{path.stem}: {rows} rows, {cells} cells; differing columns: "
               f"{', '.join(f'{k} ({v} rows)' for k, v in sorted(diffs.items())) or 'none'}"

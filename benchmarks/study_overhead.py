@@ -44,11 +44,9 @@ sys.path.insert(0, str(ROOT))
 import optuna  # noqa: E402
 
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
-from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
-from flysearch.kernels import space_for_table  # noqa: E402
 from flysearch.samplers import SAMPLERS  # noqa: E402
-from flysearch.study import StudySettings, run_study  # noqa: E402
-from flysearch.tables import GroundTruth, TableStore  # noqa: E402
+from flysearch.study import StudySpec, run_study  # noqa: E402
+from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache, space_for_table  # noqa: E402
 
 HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
 TABLES = ("convolution_milo/MI250X", "dedispersion_milo/MI250X")
@@ -67,7 +65,7 @@ def one_run(table: GroundTruth, sampler: str, budget: int, seed: int,
     """Set-up seconds (until the first trial is finished), then loop seconds, trials and compiles
     after it, of one fresh study."""
     space = space_for_table(table)
-    settings = StudySettings(sampler, budget, seed, space=space.name, table=table.name)
+    settings = StudySpec(sampler=sampler, budget=budget, seed=seed, space=space.name, table=table.name)
     marks: list[float] = []
     t0 = time.perf_counter()
     summary = run_study(f"{table.name}:{sampler}:{seed}:{next(_RUNS)}", space, ReplayEvaluator(table),

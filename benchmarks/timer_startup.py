@@ -3,7 +3,7 @@
     python benchmarks/timer_startup.py      # on a GPU host, with torch and Triton
 
 Importing torch, creating the CUDA context, importing Triton and asking ``nvidia-smi`` for the driver
-version (what ``flysearch.evaluators.gpu_bench.device_info`` did before it read
+version (what ``flysearch.evaluators._gpu_bench.device_info`` did before it read
 ``/proc/driver/nvidia/version``), each timed once.
 """
 

@@ -33,8 +33,8 @@ import optuna  # noqa: E402
 from costmodel_eval import H200, HUB, load_tables, report  # noqa: E402  (this folder is on sys.path)
 from costmodel_eval import _fmt as fmt_compiles  # noqa: E402
 
+from flysearch.compare._costmodel_eval import prior_ranks, sampler_compiles  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.model_eval import prior_ranks, sampler_compiles  # noqa: E402
 
 # (top_boost, top_scale); the first is the plain model, the default of fit_prior is (15, 30).
 SETTINGS: list[tuple[float, float]] = [(0.0, 30.0), (5.0, 30.0), (9.0, 30.0), (15.0, 30.0), (30.0, 30.0),

@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/tpe_unseen_live_sim.py > benchmarks/results/tpe_unseen_live_sim.txt
 
-A live study (the claim-based pipeline of ``flysearch.live``, one worker, 2 compile processes)
+A live study (the claim-based pipeline of ``flysearch.study``, one worker, 2 compile processes)
 plays back the committed H200 table of ``--shape`` in real time (``--scale`` times its compile and
 timing seconds) with each sampler, seed 0, budget ``--budget``: suggestions made, compiles, wall
 seconds, seconds spent asking the sampler, and the best time found. On a small space plain TPE
@@ -22,8 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.live import LiveSettings  # noqa: E402
-from flysearch.live_launch import LiveJob, run_workers  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -48,9 +47,10 @@ def main() -> None:
             store = TableStore(f"{tmp}/tables.db")
             store.write(meta, rows)
             store.close()
-            job = LiveJob("sim", "simulated", sampler, args.budget, 0, table=meta.name,
-                          storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db", scale=args.scale,
-                          live=LiveSettings(compile_workers=2, finalists=0, table="live/sim"))
+            job = StudySpec(name="sim", evaluator="simulated", sampler=sampler, budget=args.budget,
+                            table=meta.name, storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
+                            live=LiveSettings(compile_workers=2, finalists=0, table="live/sim",
+                                              scale=args.scale))
             (r,) = run_workers(job)
         print(f"| {sampler} | {r.summary.trials} | {r.summary.compiles} | {r.wall_s:.1f} | "
               f"{r.loop_parts.get('ask', 0.0):.1f} | {r.summary.best_ms:.5f} |", flush=True)

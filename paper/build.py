@@ -23,13 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))  # retime_top.summarize
 
+from flysearch.compare._costmodel_eval import prior_ranks, transfer_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.importers import read_kernel_tuner_cache  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
-from flysearch.model_eval import prior_ranks, transfer_ranks  # noqa: E402
 from flysearch.race import race_summary  # noqa: E402
-from flysearch.shapes import REGIMES  # noqa: E402
-from flysearch.tables import GroundTruth, TableStore, read_table_file  # noqa: E402
+from flysearch.space import REGIMES  # noqa: E402
+from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache, read_table_file  # noqa: E402
 
 TEMPLATE = ROOT / "paper" / "template.md"
 OUT = ROOT / "paper" / "paper.md"

@@ -1,22 +1,9 @@
-"""Load a script of benchmarks/ as a module, for tests of its pure parts."""
+"""Read a committed results file of benchmarks/ as git's HEAD holds it, for tests that check it."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import types
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def benchmark_module(name: str) -> types.ModuleType:
-    """``benchmarks/<name>.py``, imported under the module name *name*."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def committed_file(path: Path, copy: Path) -> Path:

@@ -5,8 +5,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from flysearch.importers import read_kernel_tuner_cache
-from flysearch.tables import GroundTruth, TableStore
+from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

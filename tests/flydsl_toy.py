@@ -7,7 +7,7 @@ No ``from __future__ import annotations`` here: flydsl reads the ``fx.Constexpr`
 from dataclasses import dataclass
 from typing import Any
 
-from flysearch.shapes import Shape
+from flysearch.space import Shape
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from flysearch.atomicfile import atomic_write, write_text_atomic
+from flysearch._atomicfile import atomic_write, write_text_atomic
 from flysearch.tables import GroundTruth, Row, TableMeta, dump_table_file, read_table_file
 
 

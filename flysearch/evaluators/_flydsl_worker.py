@@ -37,9 +37,9 @@ def _compile(request: dict[str, Any]) -> dict[str, Any]:
     import flydsl
     import flydsl.compiler as flyc
 
-    from flysearch.flydsl_config import check_reaches_kernel
-    from flysearch.resources import parse_kernel_metadata
-    from flysearch.shapes import Shape
+    from flysearch.evaluators._resources import parse_kernel_metadata
+    from flysearch.kernels import check_reaches_kernel
+    from flysearch.space import Shape
 
     call = load_factory(request["factory"])(Shape(**request["shape"]), device=request.get("device", "cpu"))
     config = flydsl.Config(num_warps=request.get("num_warps"), waves_per_eu=request.get("waves_per_eu"),

@@ -1,0 +1,406 @@
+"""The ``flysearch`` command: parses, calls one library function, prints.
+
+Every user mistake (unknown sampler or arch, missing table, empty space, malformed file) is one
+line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import replace
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flysearch._atomicfile import atomic_write
+from flysearch.cli._errors import user_errors as _user_errors
+from flysearch.cli._options import db_option, gpu_list, storage_option, writable_file
+from flysearch.samplers import SAMPLERS
+from flysearch.space import ENCODINGS
+from flysearch.study import MAX_SEED, StudySpec, StudySummary, launch, load_study_file
+from flysearch.tables import DEFAULT_DB, TableStore, import_tables
+
+__all__ = ["main"]
+
+console = Console()
+
+
+@click.group()
+@click.version_option(package_name="flysearch")
+def main() -> None:
+    """Search GPU kernel configs with Bayesian optimization, counting compiles."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", message="Constraints have been set")
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+@main.group()
+def tables() -> None:
+    """Ground-truth tables in SQLite: import (every format) and list."""
+
+
+@tables.command("import")
+@click.argument("files", metavar="FILE...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--name", default=None,
+              help="Rename the table of a single one-table file (default: its own name, or <folder>/<file "
+                   "stem> for a Kernel Tuner cache).")
+@click.option("--replace", is_flag=True, help="Overwrite tables of the same name.")
+@click.option("--aiter-profile", is_flag=True,
+              help="The files are aiter tuner profiles (-o2: every candidate), not tuned CSVs.")
+@click.option("--err-ratio", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="With --aiter-profile: the tuner's --errRatio; a candidate above it is a wrong result.")
+@db_option
+@_user_errors
+def tables_import(files: tuple[str, ...], name: str | None, replace: bool, aiter_profile: bool,
+                  err_ratio: float, db: str) -> None:
+    """Import table files, Kernel Tuner caches and aiter CSVs as tables.
+
+    Every FILE is read before any table is written: a bad file, or a table that exists (without
+    --replace), imports none of them. The format is told by the name:
+
+    \b
+      *.table.json.gz  a flysearch table file ('race dump'): one table
+      *.csv            an aiter tuned CSV (or tuner profile, --aiter-profile):
+                       one table per GEMM, <file stem>/<gfx>/cu<CUs>/MxNxK
+      *.json[.gz]      a Kernel Tuner cache: one table, <folder>/<file stem>
+
+    Examples:
+
+    \b
+      flysearch tables import ../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz
+      flysearch tables import --db h200.db benchmarks/data/h200/*.table.json.gz
+      flysearch tables import ../shared/data/aiter/bf16_tuned_gemm.csv
+    """
+    imported = import_tables(files, db=db, name=name, replace=replace, aiter_profile=aiter_profile,
+                             err_ratio_limit=err_ratio)
+    for file in imported:  # soft wrap: a path is never broken over two lines
+        if file.one_table:
+            t = file.tables[0]
+            console.print(f"imported [bold]{escape(t.name)}[/]: {t.rows} rows ({t.ok} ok), "
+                          f"best {t.best_ms:.4g} ms, into {escape(db)}", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"imported {len(file.tables)} tables from {file.path} ({file.format}) into {db}",
+                          markup=False, highlight=False, soft_wrap=True)
+    if len(imported) > 1:
+        total = sum(len(f.tables) for f in imported)
+        console.print(f"imported {total} tables from {len(imported)} files into {db}", markup=False,
+                      highlight=False, soft_wrap=True)
+
+
+@tables.command("list")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
+@_user_errors
+def tables_list(db: str, as_json: bool) -> None:
+    """List the tables of the database with row counts and the best time.
+
+    Example:
+
+        flysearch tables list --db flysearch.db
+    """
+    from flysearch.cli._table import print_name_table
+
+    store = TableStore(db, create=False)
+    try:
+        rows = list(store.summaries())
+    finally:
+        store.close()
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    # The names are what users type next: printed whole, the other columns left out, least useful
+    # first, when the terminal is too narrow for all of them.
+    cells = [
+        [r["name"], r["kernel"], r["arch"], r["device"], r["problem"], r["regime"] or "",
+         str(r["rows"]), str(r["ok"]), f"{r['best_ms']:.4g}" if r["best_ms"] else "-", r["date"]]
+        for r in rows
+    ]
+    print_name_table(
+        console, ["table", "kernel", "arch", "device", "problem", "regime", "rows", "ok", "best ms", "date"],
+        cells, drop=["problem", "date", "device", "kernel", "regime", "arch", "ok", "rows", "best ms"],
+        hint=" (--json prints every field)",
+    )
+
+
+# -- study ----------------------------------------------------------------------------------------
+
+
+@main.group()
+def study() -> None:
+    """Optuna studies that count compiles."""
+
+
+@study.command("run")
+@click.argument("study_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--table", default=None,
+              help="Ground-truth table to replay (live --evaluator simulated: several, comma-separated).")
+@click.option("--kernel", default=None, help="Kernel family (picks the table with --arch/--shape).")
+@click.option("--arch", default=None, help="Arch profile, e.g. gfx942, gfx950, sm_90 (picks the table).")
+@click.option("--shape", default=None,
+              help="GEMM shape MxNxK, e.g. 1x4096x4096 (picks the table). Live: several, comma-separated, "
+                   "run one study each on pools started once.")
+@click.option("--sampler", default=None, help=f"One of: {', '.join(SAMPLERS)} (default tpe).")
+@click.option("--budget", type=int, default=None, help="Unique compiles (default 200).")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="Sampler seed (default 0).")
+@click.option("--encoding", default=None, help=f"One of: {', '.join(ENCODINGS)} (default ordinal).")
+@click.option("--name", default=None, help="Study name (default <table>:<sampler>:seed<seed>).")
+@click.option("--db", default=None, help=f"Ground-truth table database (default {DEFAULT_DB}).")
+@click.option("--prior", default=None, help="Model file for --sampler costmodel ('flysearch model train').")
+@storage_option
+@click.option("--evaluator", default="replay", show_default=True,
+              help="replay (a table, in process), or live: triton, flydsl, simulated (a table in real time).")
+@click.option("--gpus", default=None,
+              help="Live: GPUs to time on (e.g. 0,1): one worker each, sharing the study; with several "
+                   "shapes, the shapes are dealt to them.")
+@click.option("--compile-workers", type=click.IntRange(min=1), default=None,
+              help="Live: compile processes per worker.")
+@click.option("--depth", type=click.IntRange(min=1), default=None, help="Live: trials in flight per worker.")
+@click.option("--finalists", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Live: configs re-timed last.")
+@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Live: re-timing rounds.")
+@click.option("--scale", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Simulated: time scale.")
+@click.option("--noise", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Simulated: log-normal sigma.")
+@click.option("--compile-log", default=None, callback=writable_file,
+              help="Simulated: append each finished compile's key here.")
+@click.option("--json", "json_out", default=None, callback=writable_file,
+              help="Live: write the worker reports to this JSON file.")
+@click.option("--server", is_flag=False, flag_value="", default=None,
+              help="Live: take warm workers from a worker server ('flysearch serve'), at this socket or, "
+                   "given alone, at its default one.")
+@_user_errors
+def study_run(study_file: str | None, **options: Any) -> None:
+    """Run (or resume) a study from a study file or from flags.
+
+    Example:
+
+        flysearch study run studies/quickstart.toml
+
+        flysearch study run --table convolution_milo/MI250X --sampler gp --budget 100
+
+        flysearch study run --kernel convolution_kernel --arch gfx90a --sampler random
+
+        flysearch study run --evaluator triton --shape 1x6144x4096,4096x4096x4096 --sampler tpe-unseen
+    """
+    live_keys = ("gpus", "compile_workers", "depth", "finalists", "rounds", "scale", "noise", "compile_log",
+                 "json_out", "server")
+    live = {k: options.pop(k) for k in live_keys}
+    if study_file is None and options["evaluator"] == "replay" and not any(
+            options[k] for k in ("table", "kernel", "arch", "shape")):
+        raise click.UsageError("Give a study file, --table, or --kernel/--arch/--shape.")
+    base = load_study_file(study_file) if study_file is not None else StudySpec()
+    spec = base.with_overrides(**options)
+    if spec.evaluator != "replay":
+        _run_live(spec, live)
+        return
+    spec.validate()
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
+    ) as bar:
+        task = bar.add_task(spec.study_name, total=spec.budget)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        summary, optimum = launch(spec, progress=progress)
+    _print_summary(summary, optimum)
+
+
+def _run_live(spec: StudySpec, live: dict[str, Any]) -> None:
+    """Run *spec* live: one study per listed shape (or played-back table), on the GPUs given."""
+    from flysearch.study import LiveSettings
+
+    simulated = spec.evaluator == "simulated"
+    listed = (spec.table if simulated else spec.shape) or ""
+    targets = [t.strip() for t in str(listed).split(",") if t.strip()]
+
+    def job_for(target: str | None) -> StudySpec:
+        name = ":".join(str(x) for x in (spec.evaluator, target, spec.sampler, f"seed{spec.seed}") if x)
+        if spec.name:
+            name = spec.name if len(targets) < 2 else f"{spec.name}:{target}"
+        return replace(spec, name=name, shape=None if simulated else target,
+                       table=target if simulated else spec.table, live=settings)
+
+    if live["server"] is not None:
+        from flysearch.evaluators import default_socket
+
+        live["server"] = live["server"] or default_socket()
+    settings = LiveSettings(compile_workers=live["compile_workers"], depth=live["depth"],
+                            finalists=live["finalists"], rounds=live["rounds"], server=live["server"],
+                            scale=live["scale"], noise=live["noise"], compile_log=live["compile_log"])
+    jobs = [job_for(t) for t in targets] or [job_for(None)]
+    gpus = gpu_list(live["gpus"], "--gpus") or None
+    reports = None
+    if live["server"]:
+        from flysearch.study import run_on_server
+
+        with console.status(f"running on the worker server at {live['server']}"):
+            reports = run_on_server(live["server"], jobs, gpus)
+    if reports is None:
+        reports = _run_live_here(jobs, gpus, spec.budget)
+    _print_live(reports, len(jobs), live)
+
+
+def _run_live_here(jobs: list[Any], gpus: list[str] | None, budget: int) -> list[Any]:
+    from flysearch.study import run_shapes, run_workers
+
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
+    ) as bar:
+        # With several shapes the bar follows the first GPU's current study.
+        task = bar.add_task(jobs[0].name if len(jobs) == 1 else f"{len(jobs)} studies", total=budget)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return (run_workers(jobs[0], gpus, progress=progress) if len(jobs) == 1
+                else run_shapes(jobs, gpus, progress=progress))
+
+
+def _print_live(reports: list[Any], n_jobs: int, live: dict[str, Any]) -> None:
+    # One study: the worker that stopped last saw all of it. Several: each report is its study's.
+    shown = reports if n_jobs > 1 else [max(reports, key=lambda rep: rep.ended_at)]
+    for r in shown:
+        _print_summary(r.summary, None)
+    for r in reports:
+        ask = r.loop_parts.get("ask", 0.0)
+        console.print(
+            f"  worker {r.worker}: {r.compiled} compiled, {r.timed} timed in {r.wall_s:.1f} s; "
+            f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%} (the GPU was ready "
+            f"after {r.timer_ready_s:.1f} s; {r.overhead_after_ready:.1%} from then on); "
+            f"asking the sampler {ask:.1f} s; rows in {r.table}"
+            + (f"; {r.served_workers} processes taken warm from the worker server" if live["server"] else "")
+        )
+        if r.wall_s > 0 and ask > 0.25 * r.wall_s:
+            per_compile = r.summary.trials / max(r.summary.compiles, 1)
+            console.print(
+                f"  [yellow]note[/]: asking the sampler took {ask / r.wall_s:.0%} of this worker's time "
+                f"({per_compile:.1f} suggestions per compile): the sampler, not the compile pool or the "
+                "GPU, set the pace (tpe-unseen, costmodel, surrogate and spreadforest make about one "
+                "suggestion per compile)"
+            )
+    if live["json_out"]:
+        with atomic_write(live["json_out"]) as fh:
+            json.dump([r.as_dict() for r in reports], fh, indent=2, default=str)
+
+
+@study.command("show")
+@click.argument("name")
+@storage_option
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="Table database, for the regret.")
+@_user_errors
+def study_show(name: str, storage: str | None, db: str) -> None:
+    """Show a study: best config, compiles used, regret against the table's optimum.
+
+    Example:
+
+        flysearch study show quickstart-h200-256x1536x7168-tpe
+    """
+    from flysearch.study import load_summary
+
+    if click.get_current_context().get_parameter_source("db") is click.core.ParameterSource.COMMANDLINE:
+        TableStore(db, create=False).close()  # a --db named on purpose must be a table database
+    summary, optimum = load_summary(name, storage=storage, db=db)
+    _print_summary(summary, optimum)
+
+
+@study.command("list")
+@storage_option
+@_user_errors
+def study_list(storage: str | None) -> None:
+    """List the studies of a storage.
+
+    Example:
+
+        flysearch study list --storage sqlite:///flysearch-studies.db
+    """
+    from rich.cells import cell_len
+
+    from flysearch.study import list_studies
+
+    studies = list_studies(storage)
+    # The names are what 'study show' takes: never cut. rich narrows the other columns first; on a
+    # terminal narrower than that, the lines run past its edge (the terminal wraps them), not cropped.
+    out = Table()
+    out.add_column("study", no_wrap=True, min_width=max([cell_len(n) for n, _t, _b in studies], default=5))
+    out.add_column("trials")
+    out.add_column("best value")
+    for name, n_trials, best in studies:
+        out.add_row(name, str(n_trials), f"{best:.4g}" if best is not None else "-")
+    console.print(out, crop=False)
+
+
+def _print_summary(summary: StudySummary, optimum: float | None) -> None:
+    s = summary
+    console.print(f"[bold]{s.study_name}[/] ({s.settings.get('sampler')}, seed {s.settings.get('seed')})")
+    console.print(
+        f"  trials {s.trials}: {s.compiles} compiled, {s.duplicates} duplicate suggestions, "
+        f"{s.rejected} rejected by constraints, {s.failed} failed"
+    )
+    if s.n_feasible is not None:
+        console.print(f"  feasible configs {s.n_feasible}; stopped: {s.stopped}")
+    if s.new_trials == 0:
+        console.print("  resumed a finished study: nothing left to do (a larger --budget runs more)")
+    console.print(f"  simulated cost {s.cost_s:.1f} s")
+    if s.best_key is None:
+        console.print("  no successful config yet")
+        return
+    console.print(f"  best {s.best_ms:.5g} ms at compile {s.best_compile_index}: {s.best_key}")
+    if optimum is not None and s.best_ms is not None:
+        regret = s.best_ms / optimum - 1.0
+        console.print(f"  table optimum {optimum:.5g} ms; regret {regret:+.2%}")
+    final = s.finalists
+    if final:
+        console.print(
+            f"  finalists re-timed ({len(final['finalists'])} configs): winner {final['winner_ms']:.5g} ms "
+            f"(spread {final['spread']:.2%}, noise {final['noise']:.2%}) {final['winner']}"
+        )
+        if len(final["tie_set"]) > 1:
+            console.print(f"  tied within the noise: {len(final['tie_set'])} configs")
+
+
+from flysearch.cli._race import race  # noqa: E402
+
+main.add_command(race)
+
+from flysearch.cli._export import export  # noqa: E402
+
+main.add_command(export)
+
+from flysearch.cli._flydsl import doctor, flydsl  # noqa: E402
+
+main.add_command(doctor)
+main.add_command(flydsl)
+
+from flysearch.cli._aiter import aiter  # noqa: E402
+
+main.add_command(aiter)
+
+from flysearch.cli._compare import compare  # noqa: E402
+
+main.add_command(compare)
+
+from flysearch.cli._model import model  # noqa: E402
+
+main.add_command(model)
+
+from flysearch.cli._serve import serve  # noqa: E402
+
+main.add_command(serve)
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

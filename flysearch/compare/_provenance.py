@@ -1,0 +1,27 @@
+"""Which code wrote a result file: the git commit of the checkout that ran it.
+
+A result file that names its commit can be traced back to the code that made it; one whose tree
+differed from that commit must say so, and a copy of the code without a repository of its own (a
+snapshot unpacked inside another checkout) must name none rather than the outer checkout's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+__all__ = ["code_commit"]
+
+
+def code_commit(root: Path) -> str:
+    """The commit of the checkout at *root* that ran this, ``"<commit>+changes"`` when its files
+    differ from that commit (a copy whose git HEAD is older than its tree), ``""`` without a .git
+    of its own (a snapshot must not name an outer checkout's commit)."""
+    if not (root / ".git").exists():
+        return ""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=root).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD")
+    return f"{commit}+changes" if commit and git("status", "--porcelain") else commit

@@ -1,0 +1,90 @@
+"""The evaluator contract: turn a config into a measurement.
+
+Every evaluator (``replay``, ``triton``, ``flydsl-compile``, ``flydsl``) has two steps:
+
+* ``compile(config, shape) -> Compiled``: the expensive step that a search strategy is charged for.
+  It never raises for a config that fails to build; it returns a :class:`Compiled` whose
+  ``outcome`` is :attr:`Outcome.COMPILE_FAILED`.
+* ``time(compiled) -> Measurement``: runs (or replays) the compiled kernel. A launch that fails or
+  a result that is wrong is a :class:`Measurement` with the matching outcome, never an exception.
+
+A failure is an outcome, not an exception: exceptions are kept for user mistakes (a config that is
+not in a replayed table raises :class:`~flysearch.errors.MissingConfigError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from flysearch.tables import Outcome
+
+if TYPE_CHECKING:
+    from flysearch.space import Config, Shape
+
+__all__ = ["Compiled", "Evaluator", "Measurement", "Outcome"]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled config (or the record of its failure to compile).
+
+    Attributes:
+        config: The config that was compiled.
+        shape: The shape it was compiled for (``None`` for tables without a GEMM shape).
+        outcome: ``OK`` or ``COMPILE_FAILED``.
+        compile_s: Seconds the compile took (measured or recorded), ``None`` when unknown.
+        artifact: Whatever the evaluator needs to time it (a kernel handle, a table row).
+        detail: A one-line reason for a failure.
+    """
+
+    config: Config
+    shape: Shape | None
+    outcome: Outcome = Outcome.OK
+    compile_s: float | None = None
+    artifact: Any = field(default=None, repr=False, compare=False)
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The result of timing one compiled config.
+
+    Attributes:
+        outcome: ``OK`` or the failure kind.
+        time_ms: Median kernel time in milliseconds; ``None`` unless ``outcome`` is ``OK``.
+        compile_s: Seconds the compile took, when known.
+        bench_s: Seconds the timing itself took (what a replay charges besides the compile).
+        detail: A one-line reason for a failure.
+        extra: Evaluator-specific numbers (registers, LDS bytes, spread of the repetitions).
+    """
+
+    outcome: Outcome
+    time_ms: float | None = None
+    compile_s: float | None = None
+    bench_s: float | None = None
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cost_s(self) -> float:
+        """Seconds this measurement cost: compile plus timing, unknown parts counted as zero."""
+        return (self.compile_s or 0.0) + (self.bench_s or 0.0)
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Compiles and times configs of one kernel on one (arch, device, shape).
+
+    Thread safety: an evaluator is used by one study loop at a time.
+    """
+
+    name: str
+
+    def compile(self, config: Config, shape: Shape | None) -> Compiled:
+        """Compile *config* for *shape*; a build failure is returned, never raised."""
+        ...
+
+    def time(self, compiled: Compiled) -> Measurement:
+        """Time a compiled config; a launch failure or wrong result is returned, never raised."""
+        ...

@@ -1,0 +1,211 @@
+"""The live Triton evaluator: compile in CPU worker processes, validate and time on the GPU.
+
+Two kinds of process do the work, each behind a :class:`~flysearch.evaluators.WorkerPool`, so
+that a compile or a launch that crashes or hangs is killed after its timeout and recorded as a
+failure while the race goes on:
+
+* **compile workers** (:func:`compile_task`) run ``triton.compile`` for a named target, with no GPU,
+  and leave the binary in the Triton cache directory they share with the timer;
+* **the timer** (:func:`timer_task`, one process that owns the GPU) loads each binary from that cache,
+  checks it against an fp32 torch reference and times it (:mod:`flysearch.evaluators`).
+
+:class:`TritonEvaluator` is the one-config-at-a-time form of the :class:`Evaluator` contract (compile,
+then time); :mod:`flysearch.race` drives the same two task functions as a pipeline.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from flysearch.evaluators._base import Compiled, Measurement
+from flysearch.evaluators._pool import WorkerPool
+from flysearch.evaluators._worker_process import Retire
+from flysearch.tables import Outcome
+
+if TYPE_CHECKING:
+    from flysearch.evaluators._gpu_bench import TimingProtocol
+    from flysearch.space import Config, Shape
+
+__all__ = [
+    "COMPILE_TIMEOUT_S",
+    "LAUNCH_TIMEOUT_S",
+    "TritonEvaluator",
+    "compile_task",
+    "measurement_from_result",
+    "timer_task",
+]
+
+# NOTE(flysearch): the slowest compile seen for this kernel family (256x256 tiles, 4 stages) takes a
+# few seconds; a minute means ptxas or the compiler is stuck. A timing task validates and times one
+# config in well under a second, plus a few seconds of CUDA start-up on a fresh timer.
+COMPILE_TIMEOUT_S = 120.0
+LAUNCH_TIMEOUT_S = 60.0
+
+# The H100/H200 limit Triton checks at load time (227 KiB); a binary over it can never launch.
+_DEFAULT_MAX_SMEM = 227 * 1024
+
+
+def compile_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """Compile one config into the Triton cache (runs in a CPU worker).
+
+    Args:
+        payload: ``{"config": {...}, "spec": str, "arch": "sm_90", "max_smem": int}``.
+
+    Returns:
+        ``{"ok", "compile_s", "detail", "shared", "cache_hit"}``; a compiler exception or a
+        binary that needs more shared memory than the arch has is ``ok=False`` with the reason.
+    """
+    import triton
+
+    from flysearch.kernels import compile_config
+
+    seen: dict[str, bool] = {}
+    triton.knobs.compilation.listener = lambda **kw: seen.update(cache_hit=bool(kw.get("cache_hit")))
+    start = time.perf_counter()
+    try:
+        kernel = compile_config(payload["config"], payload["spec"], payload.get("arch", "sm_90"))
+    except Exception as exc:  # a config the compiler rejects is a result, not an error
+        detail = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+        return {"ok": False, "compile_s": time.perf_counter() - start, "detail": detail[:300], "shared": 0}
+    elapsed = time.perf_counter() - start
+    shared = int(kernel.metadata.shared)
+    limit = int(payload.get("max_smem", _DEFAULT_MAX_SMEM))
+    if shared > limit:
+        return {
+            "ok": False, "compile_s": elapsed, "shared": shared,
+            "detail": f"out of resources: shared memory {shared} > {limit} bytes",
+        }
+    return {"ok": True, "compile_s": elapsed, "detail": "", "shared": shared,
+            "cache_hit": seen.get("cache_hit", False)}
+
+
+def timer_task(payload: dict[str, Any]) -> Any:
+    """Run one GPU operation in the timer process (see :func:`gpu_bench.run_op`).
+
+    A CUDA error can leave the context unusable, so after a failed launch the timer answers and
+    then exits (:class:`Retire`); the pool starts a fresh one for the next task.
+    """
+    from flysearch.evaluators import _gpu_bench as gpu_bench
+
+    start = time.perf_counter()
+    result = gpu_bench.run_op(payload)
+    if payload.get("op") == "info":
+        result = {**result, "bench_s": time.perf_counter() - start}  # the GPU's start-up
+    return Retire(result) if result.get("fatal") else result
+
+
+def measurement_from_result(result: dict[str, Any], compile_s: float | None) -> Measurement:
+    """Turn a timer answer into a :class:`Measurement`."""
+    outcome = Outcome(result["outcome"])
+    return Measurement(
+        outcome, result.get("time_ms") if outcome is Outcome.OK else None, compile_s,
+        result.get("bench_s"), result.get("detail", ""), dict(result.get("extra", {})),
+    )
+
+
+class TritonEvaluator:
+    """Compiles and times configs of the ``triton_gemm_splitk`` space one at a time.
+
+    The compile runs in a worker process and the timing in a GPU timer process, each killed after
+    its timeout; use :func:`flysearch.race.run_race` to race many configs in a pipeline.
+
+    Args:
+        arch: The target (``"sm_90"``).
+        cache_dir: Triton cache directory shared by the workers and the timer (default: Triton's).
+        protocol: The timing protocol (default :class:`gpu_bench.TimingProtocol`).
+        compile_timeout_s: Seconds a compile may take before its worker is killed.
+        launch_timeout_s: Seconds a validate-and-time task may take before the timer is killed.
+    """
+
+    name = "triton"
+
+    def __init__(
+        self, *, arch: str = "sm_90", cache_dir: str | None = None,
+        protocol: TimingProtocol | None = None, compile_timeout_s: float = COMPILE_TIMEOUT_S,
+        launch_timeout_s: float = LAUNCH_TIMEOUT_S,
+    ) -> None:
+        self.arch = arch
+        self.cache_dir = cache_dir
+        self.protocol = protocol
+        self.compile_timeout_s = compile_timeout_s
+        self.launch_timeout_s = launch_timeout_s
+        self._compiler: WorkerPool | None = None
+        self._timer: WorkerPool | None = None
+        self._n = 0
+
+    def _env(self) -> dict[str, str]:
+        return {"TRITON_CACHE_DIR": self.cache_dir} if self.cache_dir else {}
+
+    def _pools(self) -> tuple[WorkerPool, WorkerPool]:
+        if self._compiler is None or self._timer is None:
+            if self.cache_dir:
+                os.makedirs(self.cache_dir, exist_ok=True)
+            self._compiler = WorkerPool(
+                compile_task, workers=1, timeout_s=self.compile_timeout_s, env=self._env()
+            )
+            self._timer = WorkerPool(timer_task, workers=1, timeout_s=self.launch_timeout_s, env=self._env())
+        return self._compiler, self._timer
+
+    def close(self) -> None:
+        for pool in (self._compiler, self._timer):
+            if pool is not None:
+                pool.close()
+        self._compiler = self._timer = None
+
+    def __enter__(self) -> TritonEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def compile(self, config: Config, shape: Shape | None) -> Compiled:
+        from flysearch.kernels import spec_key
+
+        if shape is None:
+            raise ValueError("The Triton evaluator needs a GEMM shape.")
+        compiler, _ = self._pools()
+        self._n += 1
+        spec = spec_key(shape)
+        compiler.submit(self._n, compile_payload(config, shape, self.arch))
+        (res,) = compiler.drain()
+        if not res.ok or not res.value["ok"]:
+            detail = res.value["detail"] if res.ok else f"compile {res.status}: {res.detail}"
+            compile_s = res.value["compile_s"] if res.ok else res.elapsed_s
+            return Compiled(config, shape, Outcome.COMPILE_FAILED, compile_s, spec, detail)
+        return Compiled(config, shape, Outcome.OK, res.value["compile_s"], spec)
+
+    def time(self, compiled: Compiled, *, best_ms: float | None = None) -> Measurement:
+        if compiled.outcome is not Outcome.OK:
+            return Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
+        assert compiled.shape is not None
+        _, timer = self._pools()
+        self._n += 1
+        timer.submit(self._n, timing_payload(compiled.config, compiled.shape, self.arch, self.protocol,
+                                             best_ms))
+        (res,) = timer.drain()
+        if not res.ok:
+            return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, res.elapsed_s,
+                               f"timer {res.status}: {res.detail}")
+        return measurement_from_result(res.value, compiled.compile_s)
+
+
+def compile_payload(config: Config, shape: Shape, arch: str) -> dict[str, Any]:
+    """The compile task that builds *config* for *shape*'s specialization on *arch*."""
+    from flysearch.kernels import spec_key
+
+    return {"config": config.as_dict(), "spec": spec_key(shape), "arch": arch}
+
+
+def timing_payload(
+    config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None
+) -> dict[str, Any]:
+    """The timer task that validates and times *config* on *shape*."""
+    from flysearch.kernels import spec_key
+
+    return {
+        "op": "time", "shape": shape.as_dict(), "config": config.as_dict(), "spec": spec_key(shape),
+        "arch": arch, "protocol": asdict(protocol) if protocol is not None else None, "best_ms": best_ms,
+    }

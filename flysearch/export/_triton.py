@@ -1,0 +1,138 @@
+"""Export the best configs of ground-truth tables: a Triton autotune config list and JSON.
+
+Example:
+    >>> from flysearch.export import triton_configs_source
+    >>> src = triton_configs_source([{"table": "t", "shape": "1x8x8", "time_ms": 0.01,
+    ...     "params": {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}}])
+    >>> print(src.split("CONFIGS = [")[1])
+    <BLANKLINE>
+        # t: 0.01 ms
+        triton.Config(
+            {'BLOCK_M': 16, 'BLOCK_N': 32},
+            num_warps=4, num_stages=3,
+        ),
+    ]
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any
+
+from flysearch._atomicfile import write_text_atomic
+from flysearch.errors import MissingTableError
+from flysearch.tables import TableStore
+
+__all__ = ["best_configs", "export_json", "export_triton", "triton_configs_source"]
+
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def best_configs(store: TableStore, prefix: str = "", top: int = 1, *,
+                 kernel: str = "") -> list[dict[str, Any]]:
+    """The *top* fastest correct configs of every table whose name starts with *prefix* (and whose
+    kernel's name holds *kernel*), by the table's best measurement
+    (:meth:`~flysearch.tables.GroundTruth.ranked`: re-timed medians where its top was re-timed;
+    ``time_ms`` is then the median and ``race_ms`` the race's single time).
+
+    Raises:
+        MissingTableError: no table matches, or none of those matching has a config that ran.
+    """
+    names = [n for n in store.names() if n.startswith(prefix) and kernel in store.meta(n).kernel]
+    if not names:
+        what = f"{kernel} table" if kernel else "table"
+        raise MissingTableError(
+            f"No {what} in {store.path} starts with {prefix!r}; list them with 'flysearch tables list'."
+        )
+    out = []
+    for name in names:
+        table = store.load(name)
+        shape = table.meta.shape()
+        retimed = table.retimed_ms()
+        for rank, row in enumerate(table.ranked()[:top]):
+            entry = {
+                "table": name, "rank": rank + 1, "device": table.meta.device, "date": table.meta.date,
+                "shape": f"{shape.M}x{shape.N}x{shape.K}" if shape else "",
+                "problem": table.meta.problem, "key": row.key, "params": dict(row.params),
+                "time_ms": retimed.get(row.key, row.time_ms),
+            }
+            if row.key in retimed:
+                entry["race_ms"] = row.time_ms
+            out.append(entry)
+    if not out:
+        raise MissingTableError(
+            f"None of the {len(names)} tables starting with {prefix!r} has a config that ran."
+        )
+    return out
+
+
+def _split(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    kwargs = {k: v for k, v in params.items() if k not in _LAUNCH_OPTIONS}
+    options = {k: params[k] for k in _LAUNCH_OPTIONS if k in params}
+    return kwargs, options
+
+
+def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") -> str:
+    """Python source of a ``triton.autotune`` config list, one ``triton.Config`` per distinct config.
+
+    Tile sizes go in the kwargs dict; ``num_warps``/``num_stages`` are keyword arguments. Comments
+    above each config name the tables (shapes) where it won and its time there.
+    """
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        by_key.setdefault(json.dumps(e["params"], sort_keys=True), []).append(e)
+    lines = [
+        f'"""Best configs exported by flysearch on {_dt.date.today().isoformat()}."""',
+        "",
+        "import triton",
+        "",
+        f"{name} = [",
+    ]
+    for key, group in by_key.items():
+        kwargs, options = _split(json.loads(key))
+        lines.extend(f"    # {e['table']}: {e['time_ms']:.4g} ms" for e in group)
+        lines.append("    triton.Config(")
+        lines.append(f"        {kwargs!r},")
+        if options:
+            lines.append("        " + ", ".join(f"{k}={v!r}" for k, v in options.items()) + ",")
+        lines.append("    ),")
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def export_json(entries: list[dict[str, Any]]) -> str:
+    """The entries as a JSON document (``{"format": "flysearch-best/1", "configs": [...]}``)."""
+    return json.dumps({"format": "flysearch-best/1", "configs": entries}, indent=1, sort_keys=True) + "\n"
+
+
+def export_triton(
+    db: str | Path, *, prefix: str = "", top: int = 1, out: str | Path | None = None,
+    json_out: str | Path | None = None,
+) -> str:
+    """The *top* best configs of every Triton table in *db* whose name starts with *prefix*
+    (:func:`best_configs`) as a ``triton.autotune`` config list (:func:`triton_configs_source`),
+    written to *out* when given, and as JSON (:func:`export_json`) to *json_out* when given.
+
+    Both files are written atomically, and only once every table has been read, so a refused export
+    leaves them as they were.
+
+    Returns:
+        The Python source (what *out* holds).
+
+    Raises:
+        MissingTableError: *db* holds no Triton table starting with *prefix*, or none that ran.
+    """
+    store = TableStore(db, create=False)
+    try:
+        entries = best_configs(store, prefix, top, kernel="triton")
+    finally:
+        store.close()
+    source = triton_configs_source(entries)
+    if out is not None:
+        write_text_atomic(out, source)
+    if json_out is not None:
+        write_text_atomic(json_out, export_json(entries))
+    return source

@@ -1,0 +1,18 @@
+"""Table builders: exhaustive races on a GPU, and sweeps of a space with any evaluator.
+"""
+
+from __future__ import annotations
+
+from flysearch.race._flydsl_sweep import compile_sweep, write_sweep_csv
+from flysearch.race._race import RaceSettings, RaceShape, race_summary, run_race
+from flysearch.race._sweep import sweep_to_table
+
+__all__ = [
+    "RaceSettings",
+    "RaceShape",
+    "compile_sweep",
+    "race_summary",
+    "run_race",
+    "sweep_to_table",
+    "write_sweep_csv",
+]

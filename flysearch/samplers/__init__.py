@@ -1,0 +1,16 @@
+"""Samplers by name (:func:`make_sampler`), each in its own module, and the :class:`SearchContext`
+they may read before a search starts.
+"""
+
+from __future__ import annotations
+
+from flysearch.samplers._context import SearchContext
+from flysearch.samplers._registry import SAMPLERS, SamplerRequest, make_sampler, register_sampler
+
+__all__ = [
+    "SAMPLERS",
+    "SamplerRequest",
+    "SearchContext",
+    "make_sampler",
+    "register_sampler",
+]

@@ -1,0 +1,259 @@
+"""Samplers by name, all seeded, plus flysearch's own :class:`FeasibleGridSampler`.
+
+``grid`` is an exhaustive race of the *feasible* candidates, in an order fixed by the seed (a grid
+over the raw cartesian product would spend trials on configs the constraints reject). The others
+are Optuna's samplers; ``tpe`` and ``gp`` read the constraint each trial sets (a rejected or failed
+config is infeasible), so they learn which regions not to propose. ``tpe-unseen`` is TPE that
+proposes the best of its candidates that is feasible and not tried yet (:mod:`flysearch.samplers`).
+``cmaes`` is CMA-ES with margin that restarts with a larger population once it stops finding new
+configs (:mod:`flysearch.samplers`).
+
+Example:
+    >>> from flysearch.samplers import make_sampler
+    >>> type(make_sampler("tpe", seed=0)).__name__
+    'CachedTPESampler'
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.samplers import BaseSampler
+
+from flysearch.errors import UnknownSamplerError
+from flysearch.samplers._context import SearchContext
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+    from optuna.study import Study
+    from optuna.trial import FrozenTrial
+
+
+__all__ = ["SAMPLERS", "FeasibleGridSampler", "SamplerRequest", "SearchContext", "make_sampler",
+           "register_sampler"]
+
+
+_GOLDEN = (5**0.5 - 1) / 2  # successive multiples mod 1 stay evenly spread, for any number of workers
+
+
+def _params_key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+class FeasibleGridSampler(BaseSampler):
+    """Proposes every feasible candidate exactly once, in the order given.
+
+    Args:
+        candidates: Trial parameters (encoded as the study's distributions) of each feasible config.
+        distributions: The study's distributions.
+
+    Candidates that the study already holds (after a resume) are skipped. Once all were proposed,
+    it proposes the first one again; the study loop stops before that, when the space is exhausted.
+    With *start*, the order begins at that candidate and wraps around: workers sharing a study
+    start at different places, instead of all asking for the configs the first one has in flight.
+    """
+
+    def __init__(
+        self,
+        candidates: Sequence[Mapping[str, Any]],
+        distributions: Mapping[str, BaseDistribution],
+        start: int = 0,
+    ) -> None:
+        start = start % len(candidates) if candidates else 0
+        self._candidates = [dict(c) for c in [*candidates[start:], *candidates[:start]]]
+        self._distributions = dict(distributions)
+        self._seen: set[tuple[tuple[str, Any], ...]] = set()
+        self._n_trials_read = 0
+        self._next = 0
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return dict(self._distributions)
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        trials = study.get_trials(deepcopy=False)
+        for t in trials[self._n_trials_read:]:
+            if not t.state.is_finished():
+                break
+            self._n_trials_read += 1
+            if t.params:
+                self._seen.add(_params_key(t.params))
+        # Candidates other trials are evaluating now (a batch, another worker) are skipped too.
+        running = {_params_key(t.params) for t in trials[self._n_trials_read:] if t.params}
+        while self._next < len(self._candidates):
+            candidate = self._candidates[self._next]
+            self._next += 1
+            if _params_key(candidate) not in self._seen | running:
+                return candidate
+        return self._candidates[0] if self._candidates else {}
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        raise RuntimeError(f"FeasibleGridSampler has no value for undeclared parameter {param_name!r}.")
+
+
+@dataclass(frozen=True)
+class SamplerRequest:
+    """What a sampler is built from.
+
+    Attributes:
+        seed: Seed of the sampler's random state (``grid`` takes its order from *context*).
+        context: The space, its feasible configs and the shape/arch (needed by ``grid`` and the
+            model-based samplers).
+        prior: A trained cost model for the model-based samplers (``None``: cold start).
+        batch: Several trials will be asked before the first is told (a live study's pipeline,
+            several workers): TPE then uses its constant liar.
+        worker: This worker's number among the workers of a shared study.
+    """
+
+    name: str
+    seed: int | None = None
+    context: SearchContext | None = None
+    prior: Any = None
+    batch: bool = False
+    worker: int = 0
+
+    def needs_context(self) -> SearchContext:
+        if self.context is None:
+            raise ValueError(f"The {self.name} sampler needs the search context (its feasible configs).")
+        return self.context
+
+
+_BUILDERS: dict[str, Callable[[SamplerRequest], BaseSampler]] = {}
+
+
+def register_sampler(name: str) -> Callable[[Callable[[SamplerRequest], BaseSampler]],
+                                            Callable[[SamplerRequest], BaseSampler]]:
+    """Register the decorated function as the builder of the sampler called *name*."""
+
+    def add(builder: Callable[[SamplerRequest], BaseSampler]) -> Callable[[SamplerRequest], BaseSampler]:
+        _BUILDERS[name] = builder
+        return builder
+
+    return add
+
+
+def make_sampler(
+    name: str,
+    *,
+    seed: int | None = None,
+    context: SearchContext | None = None,
+    prior: Any = None,
+    batch: bool = False,
+    worker: int = 0,
+) -> BaseSampler:
+    """Build the sampler called *name* (one of :data:`SAMPLERS`; see :class:`SamplerRequest` for
+    the rest).
+
+    Raises:
+        UnknownSamplerError: *name* is not a known sampler.
+    """
+    name = name.strip().lower()
+    if name not in _BUILDERS:
+        raise UnknownSamplerError(f"Unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}.")
+    return _BUILDERS[name](SamplerRequest(name, seed, context, prior, batch, worker))
+
+
+# The builders import their sampler's module when first used, so that a study pays for its own.
+
+
+@register_sampler("grid")
+def _grid(r: SamplerRequest) -> BaseSampler:
+    # Workers sharing a study start the feasible configs' order at a golden-ratio fraction of their
+    # number (worker 0 at the beginning), so that they walk different parts of it.
+    context = r.needs_context()
+    start = int(len(context.feasible) * ((r.worker * _GOLDEN) % 1.0))
+    return FeasibleGridSampler(context.encoded(), context.distributions, start=start)
+
+
+@register_sampler("random")
+def _random(r: SamplerRequest) -> BaseSampler:
+    return optuna.samplers.RandomSampler(seed=r.seed)
+
+
+@register_sampler("tpe")
+def _tpe(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._tpe import CachedTPESampler
+
+    # Optuna's TPE (its parameters converted once per trial: the same suggestions, faster).
+    # The constant liar keeps a batch of asks (or several workers) from proposing one config.
+    return CachedTPESampler(seed=r.seed, constant_liar=r.batch)
+
+
+@register_sampler("tpe-unseen")
+def _tpe_unseen(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._tpe import UnseenTPESampler
+
+    feasible = r.context.encoded() if r.context is not None else None
+    return UnseenTPESampler(seed=r.seed, constant_liar=r.batch, feasible=feasible)
+
+
+@register_sampler("gp")
+def _gp(r: SamplerRequest) -> BaseSampler:
+    return optuna.samplers.GPSampler(seed=r.seed)
+
+
+@register_sampler("fastgp")
+def _fastgp(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._gp import FeasibleGPSampler
+
+    return FeasibleGPSampler(r.needs_context(), seed=r.seed)
+
+
+@register_sampler("cmaes")
+def _cmaes(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._cmaes import RestartingCmaEsSampler
+
+    # CMA-ES with margin, restarted when it converged: plain CMA-ES on integer parameters ends
+    # up proposing only configs already compiled and the study stops short of its budget.
+    return RestartingCmaEsSampler(r.context, seed=r.seed)
+
+
+@register_sampler("qmc")
+def _qmc(r: SamplerRequest) -> BaseSampler:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.QMCSampler(seed=r.seed, scramble=True, warn_independent_sampling=False)
+
+
+@register_sampler("costmodel")
+def _costmodel(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._costmodel import CostModelSampler
+
+    context = r.needs_context()
+    if r.prior is None:
+        raise UnknownSamplerError(
+            "The costmodel sampler needs a prior trained on other tables; use 'surrogate' for a "
+            "cold start or train one with 'flysearch model train'."
+        )
+    return CostModelSampler(context, r.prior, seed=r.seed)
+
+
+@register_sampler("surrogate")
+def _surrogate(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._costmodel import CostModelSampler
+
+    return CostModelSampler(r.needs_context(), None, seed=r.seed)
+
+
+@register_sampler("spreadforest")
+def _spreadforest(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._forest import SpreadForestSampler
+
+    return SpreadForestSampler(r.needs_context(), seed=r.seed)
+
+
+SAMPLERS: tuple[str, ...] = tuple(_BUILDERS)
+"""Every sampler's name, in the order the CLI lists them."""

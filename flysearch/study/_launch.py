@@ -1,0 +1,135 @@
+"""Study definitions (TOML files in ``studies/`` or keyword arguments) and their launch.
+
+A study file::
+
+    [study]
+    name = "quickstart"                      # the Optuna study name; running it again resumes
+    table = "convolution_milo/MI250X"        # the ground-truth table to replay
+    import = "../../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz"
+    sampler = "tpe"
+    budget = 200                             # unique compiles
+    seed = 0
+
+Relative paths (``import``, ``db``, a ``sqlite:///`` storage) are read from the study file's folder.
+Unknown keys are rejected with the list of allowed ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from flysearch._tomlfile import read_toml
+from flysearch.errors import InputFormatError, MissingTableError
+from flysearch.evaluators import ReplayEvaluator
+from flysearch.space import get_arch, parse_shape, table_profile
+from flysearch.study._spec import StudySpec
+from flysearch.study._study import StudySummary, run_study
+from flysearch.tables import TableStore, import_table, space_for_table
+
+__all__ = ["launch", "load_study_file"]
+
+
+# The keys of a study file's [study] table: a replayed study's fields (``import`` for ``import_path``).
+_FILE_KEYS = {"table", "kernel", "arch", "shape", "sampler", "budget", "seed", "name", "encoding", "storage",
+              "db", "import", "max_idle", "prior"}
+
+
+def load_study_file(path: str | Path) -> StudySpec:
+    """Read a study file (see the module docstring)."""
+    path = Path(path)
+    doc = read_toml(path, "Study file")
+    raw = doc.get("study")
+    if not isinstance(raw, dict) or set(doc) - {"study"}:
+        raise InputFormatError(f"Study file {path} must hold exactly one [study] table.")
+    unknown = set(raw) - _FILE_KEYS
+    if unknown:
+        raise InputFormatError(
+            f"Study file {path} has unknown keys {sorted(unknown)}; allowed: {sorted(_FILE_KEYS)}."
+        )
+    if not {"table", "kernel", "arch", "shape"} & set(raw):
+        raise InputFormatError(f"Study file {path} does not name a table (or kernel, arch, shape).")
+    here = path.parent
+    values: dict[str, Any] = {k: v for k, v in raw.items() if k != "import"}
+    if "import" in raw:
+        values["import_path"] = str(here / raw["import"])
+    if "db" in raw:
+        values["db"] = str(here / raw["db"])
+    if "prior" in raw:
+        values["prior"] = str(here / raw["prior"])
+    storage = raw.get("storage")
+    if isinstance(storage, str) and storage.startswith("sqlite:///") and not storage.startswith("sqlite:////"):
+        values["storage"] = "sqlite:///" + str(here / storage.removeprefix("sqlite:///"))
+    try:
+        spec = StudySpec(**values)
+    except TypeError as exc:
+        raise InputFormatError(f"Study file {path} is malformed: {exc}.") from None
+    spec.validate()
+    return spec
+
+
+def launch(
+    spec: StudySpec, *, progress: Callable[[int, int], None] | None = None
+) -> tuple[StudySummary, float | None]:
+    """Run (or resume) the study *spec* describes against its replayed table.
+
+    Returns:
+        The study summary and the table's optimum in ms (``None`` if the table has no success).
+    """
+    spec.validate()
+    if spec.import_path is not None:
+        held = False
+        if Path(spec.db).is_file() and spec.table is not None:
+            with contextlib.closing(TableStore(spec.db)) as existing:
+                held = spec.table in existing
+        if not held:  # imported (checked first, so that a bad file leaves no database behind)
+            name = import_table(spec.import_path, db=spec.db, name=spec.table)
+            spec = replace(spec, table=name)
+        store = TableStore(spec.db)
+    else:
+        store = TableStore(spec.db, create=False)
+    try:
+        table = store.load(spec.table or pick_table(store, spec.kernel, spec.arch, spec.shape))
+    finally:
+        store.close()
+    space = space_for_table(table)
+    arch = table_profile(table.meta.arch, table.meta.device)
+    shape = table.meta.shape()
+    settings = replace(spec, space=space.name, table=table.name, arch=arch.name if arch else None,
+                       shape=shape.key if shape else None)
+    if spec.prior:
+        from flysearch.costmodel import load_prior
+
+        prior = load_prior(spec.prior)
+    else:
+        prior = None
+    summary = run_study(
+        spec.study_name, space, ReplayEvaluator(table), settings, shape=shape, arch=arch,
+        storage=spec.storage, progress=progress, problem=table.meta.problem, prior=prior,
+    )
+    ok = table.ok_rows()
+    return summary, (table.best().time_ms if ok else None)
+
+
+def pick_table(store: TableStore, kernel: str | None, arch: str | None, shape: str | None) -> str:
+    """The name of the one table of *store* that matches *kernel*, *arch* and *shape*."""
+    want_shape = parse_shape(shape) if shape else None
+    matches = []
+    for name in store.names():
+        meta = store.meta(name)
+        if (kernel and meta.kernel != kernel) or (arch and meta.arch != get_arch(arch).name):
+            continue
+        if want_shape and meta.shape() != want_shape:
+            continue
+        matches.append(name)
+    asked = ", ".join(f"{k} {v}" for k, v in (("kernel", kernel), ("arch", arch), ("shape", shape)) if v)
+    if not matches:
+        raise MissingTableError(
+            f"No table in {store.path} matches {asked}; 'flysearch tables list' shows them."
+        )
+    if len(matches) > 1:
+        raise MissingTableError(f"Several tables match {asked}: {', '.join(matches)}; name one with --table.")
+    return matches[0]

@@ -1,0 +1,312 @@
+"""Live studies: the sampler asks, a pool of CPU processes compiles ahead, one GPU process times.
+
+A live study runs the same Optuna study as a replayed one (:mod:`flysearch.study`: one trial per
+suggestion, constraint rejections and duplicates answered without a compile, the same trial
+records), but its configs are compiled and timed for real, as a pipeline:
+
+* the sampler is asked for several trials at once (up to ``depth`` in flight, fewer while the GPU
+  is the bottleneck; TPE runs with its constant liar, the model-based and grid samplers skip what
+  running trials evaluate), so the compile pool is never idle while the GPU times;
+* each config is **claimed** before it is compiled (:mod:`flysearch.study`): one row per
+  (study, config) taken atomically in the study's database, so several workers (one per GPU, on one
+  host or many, sharing a PostgreSQL or SQLite storage) never compile one config twice, and the
+  study's budget of compiles is shared exactly;
+* compiled configs are timed one at a time by the timer process that owns this worker's GPU;
+* every measurement is told to Optuna, then written to its claim and its trial (one transaction),
+  then to the ground-truth table (:class:`~flysearch.tables.TableStore`, so live studies grow the
+  data the cost model trains on); what one pass of the loop measured is written together. A worker
+  killed at any point loses no finished trial and no table row: a rerun adds the table rows that
+  stored measurements lack, fails the trials left running, and re-claims (compiles again) only
+  configs whose claim never finished; a config that
+  killed its worker ``max_attempts`` times is recorded as failed. A compile or launch that crashes
+  or hangs only its pool process is a recorded failure at once.
+* When the budget is spent, the worker that finishes last re-times the top configs in interleaved
+  rounds (:mod:`flysearch.evaluators`) and reports the winner with its spread and its tie set.
+
+The report separates what the study cost: wall-clock seconds, seconds during which a compile or a
+timing was running (the union of their intervals), and the rest, the **overhead** of the search
+itself (sampler, database, process start-up).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import optuna
+
+from flysearch.errors import FlysearchError
+from flysearch.evaluators import retime_finalists
+from flysearch.samplers import SearchContext, make_sampler
+from flysearch.study._claims import ClaimStore
+from flysearch.study._live_pipeline import (
+    FINALISTS_ATTR,
+    LiveReport,
+    Pipeline,
+    ask_device,
+    busy_seconds,
+    recover,
+    start_pools,
+)
+from flysearch.study._spec import LiveSettings, StudySpec
+from flysearch.study._sqlite import tune_sqlite
+from flysearch.study._storage_template import open_shared_storage
+from flysearch.study._study import open_study, summarize
+from flysearch.tables import Outcome, TableStore
+
+if TYPE_CHECKING:
+    from flysearch.evaluators import LiveBackend, WorkerPool
+    from flysearch.space import ArchProfile, Shape, Space
+
+__all__ = ["LiveReport", "busy_seconds", "run_live_study"]
+
+
+def run_live_study(
+    study_name: str,
+    space: Space,
+    backend: LiveBackend,
+    settings: StudySpec,
+    *,
+    shape: Shape | None = None,
+    arch: ArchProfile | None = None,
+    storage: str | None = None,
+    db: str | None = None,
+    live: LiveSettings | None = None,
+    problem: dict[str, Any] | None = None,
+    prior: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+    pools: tuple[WorkerPool, WorkerPool] | None = None,
+) -> LiveReport:
+    """Run (or resume, or join) a live study as one worker; see the module docstring.
+
+    Args:
+        study_name: The study; workers that give the same name (and storage) share it.
+        space: The space searched, pruned for (*shape*, *arch*) before anything is compiled.
+        backend: What compiles and times (:mod:`flysearch.evaluators`).
+        settings: Sampler, budget (unique compiles, shared by all workers), seed, encoding.
+        storage: Database URL shared by the workers (``sqlite:///...``, ``postgresql://...``;
+            default ``settings.storage``).
+        db: The ground-truth table database the measurements land in (default ``settings.db``).
+        live: Pool size, pipeline depth, GPU, finalists (default ``settings.live``).
+        problem: The problem sizes the cost model sees (defaults to the shape's).
+        prior: A trained cost model for the ``costmodel`` sampler, or a function that loads one
+            (called once the pools are starting, so that loading overlaps their start-up).
+        progress: Called as ``progress(compiles, budget)`` after each trial.
+        pools: A compile pool and a timer already started for an equivalent backend
+            (:func:`~flysearch.study._live_pipeline.start_pools`, idle), to run this study on instead of
+            starting its own: the caller keeps them (open) for its next study and closes them.
+
+    Raises:
+        EmptySpaceError: the constraints leave no config.
+        FlysearchError: the storage is not a database URL, or the timer cannot start.
+    """
+    live = live or settings.live
+    url = storage or settings.storage
+    db = db or settings.db
+    if "://" not in url:
+        raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
+    t0, started_at = time.monotonic(), time.time()
+    lap = _Laps()
+    own = pools is None
+    if pools is None:
+        pools = start_pools(backend, live)
+    elif any(pool.pending for pool in pools):
+        raise FlysearchError("The pools given to a live study must be idle.")
+    else:
+        ask_device(pools[1], backend)
+    lap("pools")
+    try:
+        enumeration = space.enumerate(shape, arch)
+        lap("enumerate")
+        runner = _setup(study_name, space, backend, settings, enumeration, shape, arch, url, db, live,
+                        problem, prior, progress, pools, lap)
+    except BaseException:
+        if own:
+            for pool in pools:
+                pool.close(grace_s=0.0)
+        raise
+    runner.t0 = t0
+    runner.report.setup_parts = lap.parts
+    claims, store = runner.claims, runner.store
+    try:
+        recover(runner)
+        lap("recover")
+        start = time.monotonic()
+        stopped = _run(runner)
+        runner.report.loop_s = time.monotonic() - start - runner.blocked_s
+        runner.sample()
+        runner.report.pipeline_mean = runner.pipeline_means()
+        runner.save()
+        if own:
+            runner.compiler.close(grace_s=0.0, wait=False)  # nothing left to compile; the finalists time
+        report = runner.report
+        if live.finalists > 0:
+            report.finalists = _finalists(runner)
+    finally:
+        if own:
+            runner.close()
+        loop_end = time.monotonic()
+        claims_counts = claims.counts()
+        claims.close()
+        store.close()
+    report.wall_s = loop_end - t0
+    report.started_at, report.ended_at = started_at, started_at + report.wall_s
+    report.compile_busy_s = busy_seconds(runner.compile_intervals)
+    report.timer_busy_s = busy_seconds(runner.timer_intervals)
+    report.compile_sum_s = sum(b - a for a, b in runner.compile_intervals)
+    spans = runner.compile_intervals + runner.timer_intervals
+    if runner.compile_intervals:
+        report.first_compile_s = min(a for a, _b in runner.compile_intervals) - t0
+    if spans:
+        report.head_s = max(0.0, min(a for a, _b in spans) - t0)
+        report.tail_s = max(0.0, loop_end - max(b for _a, b in spans))
+    report.busy_s = busy_seconds(spans)
+    report.busy_after_ready_s = busy_seconds(spans, since=t0 + report.timer_ready_s)
+    report.claims = claims_counts
+    report.served_workers = runner.compiler.served + runner.timer.served
+    report.stopped = stopped
+    summary = summarize(runner.durable)
+    summary.n_feasible = len(enumeration.feasible)
+    summary.stopped = stopped
+    report.summary = summary
+    return report
+
+
+class _Laps:
+    """Seconds spent in each step of a study's set-up: ``lap(name)`` ends the step *name*."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.parts[name] = self.parts.get(name, 0.0) + now - self._last
+        self._last = now
+
+
+def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudySpec,
+           enumeration: Any, shape: Shape | None, arch: ArchProfile | None, url: str, db: str,
+           live: LiveSettings, problem: dict[str, Any] | None, prior: Any,
+           progress: Callable[[int, int], None] | None, pools: tuple[Any, Any], lap: _Laps) -> Pipeline:
+    """Everything a worker opens before its loop, while its pools start up.
+
+    The sampler is made in a thread while this one opens the databases: a cost model's scoring
+    (scikit-learn's, outside the GIL) overlaps the database work (laps ``prior`` and ``sampler``
+    are the thread's own seconds; ``sampler_wait`` what the databases left to wait for)."""
+    context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
+                            problem)
+    # Workers of one study draw from different random streams (the grid keeps one order).
+    seed = settings.seed if settings.seed is None or not live.worker_index else (
+        settings.seed * 7919 + live.worker_index)
+    sampler_laps = _Laps()
+
+    def make() -> optuna.samplers.BaseSampler:
+        loaded = prior() if callable(prior) else prior
+        sampler_laps("prior")
+        made = make_sampler(settings.sampler, seed=seed, context=context, prior=loaded, batch=True,
+                            worker=live.worker_index)
+        sampler_laps("sampler")
+        return made
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="flysearch-sampler") as making:
+        sampler_future = making.submit(make)  # leaving the block waits for it, whatever is raised
+        durable, claims, store = _open_databases(study_name, url, db, settings, live, lap)
+        try:
+            sampler = sampler_future.result()
+        except BaseException:  # a missing or malformed prior: nothing is left open
+            claims.close()
+            store.close()
+            raise
+        lap("sampler_wait")
+    lap.parts.update(sampler_laps.parts)
+    study = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
+                                direction="minimize", study_name=study_name)
+    lap("study")
+    return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
+                    len(enumeration.feasible), progress, pools)
+
+
+def _open_databases(study_name: str, url: str, db: str, settings: StudySpec, live: LiveSettings,
+                    lap: _Laps) -> tuple[optuna.Study, ClaimStore, TableStore]:
+    """The shared study, its claims and the table store this worker writes to."""
+    storage_obj = open_shared_storage(url)
+    if isinstance(storage_obj, optuna.storages.RDBStorage):
+        tune_sqlite(storage_obj.engine, immediate=True)
+    lap("storage")
+    # The shared study (in the database) holds every finished trial; the sampler works on a copy
+    # in memory, so that asking costs no database round trips (a trial is one transaction, when it
+    # is finished), and other workers' trials are brought in as they land.
+    durable = open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler())
+    lap("study")
+    claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
+                        max_attempts=live.max_attempts)
+    lap("claims")
+    store = TableStore(db)
+    store.use_wal()
+    lap("tables")
+    return durable, claims, store
+
+
+def _run(r: Pipeline) -> str:
+    idle = 0
+    stop = ""
+    while True:
+        r.claims.heartbeat()
+        r.pull()
+        depth = r.in_flight_limit()
+        while not stop and r.in_flight < depth:
+            outcome = r.ask_one()
+            if outcome == "full":
+                stop = "budget spent" if r.target < len(r.context.feasible) else "feasible space exhausted"
+            idle = 0 if outcome in ("compile", "waiting") else idle + 1
+            if not stop and idle >= r.s.max_idle:
+                stop = f"{r.s.max_idle} suggestions in a row needed no compile"
+            # Between suggestions, hand finished compiles to the GPU: a sampler that needs many
+            # suggestions per compile must not leave the GPU (the scarce resource) waiting.
+            if len(r.timing) < r.live.timer_queue and (r.ready or r.compiler.running):
+                r.wait(0.0)
+                r.dispatch_timer()
+        r.save()
+        r.dispatch_timer()
+        if r.waiting and time.monotonic() - r.last_wait_check > 0.5:
+            r.check_waiting()
+            r.last_wait_check = time.monotonic()
+        if stop and not r.items and not r.waiting and not r.timing and r.meta is not None:
+            return stop
+        r.wait(0.25 if r.waiting else 2.0)
+
+
+def _finalists(r: Pipeline) -> dict[str, Any] | None:
+    """Re-time the study's top configs, if this worker finished last; store and return the report."""
+    rows = r.claims.rows()
+    if any(not row.finished for row in rows):
+        return None  # another worker is still measuring; the last one to finish re-times
+    ok = [row for row in rows
+          if row.result and row.result.get("outcome") == Outcome.OK.value and row.result.get("time_ms")]
+    # One lock per state of the study: a study resumed with a larger budget re-times again.
+    if len(ok) < 2 or not r.claims.try_lock(f"finalists@{len(rows)}"):
+        return r.durable.user_attrs.get(FINALISTS_ATTR)
+    ok.sort(key=lambda row: (row.result["time_ms"], row.key))  # type: ignore[index]
+    top = ok[: r.live.finalists]
+    configs = {row.key: r.space.decode(row.params, r.s.encoding) for row in top}
+
+    def time_one(key: str) -> float | None:
+        r.timer.submit(("final", key), r.backend.time_payload(configs[key], r.shape, None))
+        (res,) = r.timer.drain()
+        r.timer_intervals.append(r._interval(res))
+        if not res.ok or res.value.get("outcome") != Outcome.OK.value:
+            return None
+        return float(res.value["time_ms"])
+
+    search = {row.key: float(row.result["time_ms"]) for row in top}  # type: ignore[index]
+    try:
+        report = retime_finalists(list(configs), time_one, rounds=r.live.rounds, seed=r.s.seed,
+                        noise_floor=r.live.noise_floor, search_ms=search)
+    except ValueError:
+        return None
+    doc = report.as_dict()
+    r.durable.set_user_attr(FINALISTS_ATTR, doc)
+    return doc

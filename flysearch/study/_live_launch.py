@@ -1,0 +1,578 @@
+"""Launch live studies: one worker per GPU, the first in this process and each other one in a
+process of its own.
+
+A live study is a :class:`~flysearch.study.StudySpec` (plain data: it crosses process boundaries)
+whose evaluator is ``triton`` (a GEMM shape and a CUDA arch), ``flydsl`` (a GEMM shape, an AMD arch
+and the space's kernel factory) or ``simulated`` (a ground-truth table played back in real time).
+:func:`run_workers` starts one worker per GPU; all of them join the same study through its
+database, so the same job can also be started by hand on several hosts against one PostgreSQL URL.
+
+Example (one H200, three-quarters of the CPU cores compiling)::
+
+    from flysearch.study import StudySpec, run_workers
+    job = StudySpec(name="tpe-4096", evaluator="triton", sampler="tpe", budget=64,
+                    shape="4096x4096x4096", storage="sqlite:///live.db")
+    (report,) = run_workers(job, gpus=["0"])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from queue import Empty
+from typing import TYPE_CHECKING, Any
+
+from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.evaluators import main_module_hidden
+from flysearch.space import get_arch, table_profile
+from flysearch.study._live import run_live_study
+from flysearch.study._live_pipeline import LiveReport
+from flysearch.study._spec import EVALUATORS, StudySpec
+from flysearch.study._storage_template import prepare_storage
+from flysearch.tables import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from flysearch.evaluators import LiveBackend, WorkerPool, WorkerSpec
+
+__all__ = [
+    "EVALUATORS",
+    "backend_to_serve",
+    "prepare_live",
+    "run_jobs",
+    "run_live",
+    "run_sequence",
+    "run_shapes",
+    "run_workers",
+    "served_specs",
+]
+
+
+
+def run_live(spec: StudySpec, gpu: str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> LiveReport:
+    """Run the live study *spec* as one worker, timing on *gpu* (a Triton cache made for it is
+    removed at the end; name ``spec.live.cache_dir`` to keep the binaries)."""
+    backend, kwargs = prepare_live(spec, gpu)
+    try:
+        return run_live_study(backend=backend, progress=progress, **kwargs)
+    finally:
+        if spec.evaluator == "triton" and not spec.live.cache_dir:
+            _remove_cache(backend.env.get("TRITON_CACHE_DIR"))
+
+
+def prepare_live(spec: StudySpec, gpu: str | None = None) -> tuple[LiveBackend, dict[str, Any]]:
+    """The backend that compiles and times *spec* on *gpu*, and the other arguments of
+    :func:`~flysearch.study._live.run_live_study` for it."""
+    from flysearch.evaluators import simulated_backend
+    from flysearch.space import parse_shape
+    from flysearch.tables import TableStore, space_for_table
+
+    spec.validate()
+    if spec.evaluator == "replay":
+        raise InputFormatError("A live study needs a live evaluator: triton, flydsl or simulated.")
+    live = replace(spec.live, gpu=gpu)
+    problem: dict[str, Any] | None = None
+    if spec.evaluator == "simulated":
+        store = TableStore(spec.db, create=False)
+        try:
+            table = store.load(str(spec.table))
+        finally:
+            store.close()
+        space = space_for_table(table)
+        arch = table_profile(table.meta.arch, table.meta.device)
+        shape = table.meta.shape()
+        problem = table.meta.problem
+        backend = simulated_backend(table, scale=live.scale, noise=live.noise,
+                                    compile_log=live.compile_log, gpu=gpu)
+        if live.table is None:
+            live = replace(live, table=f"live/{table.name}")
+    else:
+        shape = parse_shape(str(spec.shape))
+        arch, space = _arch_and_space(spec.evaluator, spec.arch, spec.space)
+        cache = None
+        if spec.evaluator == "triton":
+            cache = live.cache_dir or tempfile.mkdtemp(prefix="flysearch-triton-")
+        backend = _device_backend(spec.evaluator, arch, space, gpu, cache)
+    settings = replace(spec, space=space.name, table=spec.table if spec.evaluator == "simulated" else None,
+                       arch=arch.name if arch else None, shape=shape.key if shape else None, live=live)
+    prior = functools.partial(_load_prior, spec.prior) if spec.prior else None
+    return backend, {"study_name": spec.study_name, "space": space, "settings": settings, "shape": shape,
+                     "arch": arch, "storage": spec.storage, "db": spec.db, "live": live,
+                     "problem": problem, "prior": prior}
+
+
+def _arch_and_space(evaluator: str, arch: str | None, space: str | None) -> tuple[Any, Any]:
+    """A Triton or FlyDSL study's arch profile and space (their defaults when not named); a clear
+    error when the evaluator's package is not installed."""
+    from flysearch.kernels import get_space
+
+    package = "triton" if evaluator == "triton" else "flydsl"
+    if importlib.util.find_spec(package) is None:
+        # Checked first: each compile worker would die importing it, and be started again.
+        raise FlysearchError(
+            f"The {evaluator} evaluator needs the {package} package, which this Python "
+            f"({sys.executable}) lacks; install it, or use --evaluator simulated."
+        )
+    if evaluator == "triton":
+        return get_arch(arch or "sm_90"), get_space(space or "triton_gemm_splitk")
+    if not arch:
+        raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
+    found = get_space(space or "flydsl_gemm")
+    if not found.kernel:
+        raise FlysearchError(f"Space {found.name!r} names no kernel factory.")
+    return get_arch(arch), found
+
+
+def _device_backend(evaluator: str, arch: Any, space: Any, gpu: str | None, cache: str | None) -> LiveBackend:
+    from flysearch.evaluators import flydsl_backend, triton_backend
+
+    if evaluator == "triton":
+        return triton_backend(arch=arch.name, cache_dir=cache, gpu=gpu)
+    return flydsl_backend(space.kernel, arch.name, gpu=gpu)
+
+
+def backend_to_serve(evaluator: str, *, arch: str | None = None, space: str | None = None,
+                     gpu: str | None = None, table: str | None = None, db: str = DEFAULT_DB) -> LiveBackend:
+    """The backend whose workers a worker server (``flysearch serve``) keeps warm: the one a live
+    study of *evaluator* on *gpu* uses (for ``simulated``, *table* from *db*)."""
+    live = [e for e in EVALUATORS if e != "replay"]
+    if evaluator not in live:
+        raise InputFormatError(f"Unknown evaluator {evaluator!r}; choose one of: {', '.join(live)}.")
+    if evaluator == "simulated":
+        from flysearch.evaluators import simulated_backend
+        from flysearch.tables import TableStore
+
+        if not table:
+            raise InputFormatError("A simulated worker server needs --table (the table it plays back).")
+        store = TableStore(db, create=False)
+        try:
+            return simulated_backend(store.load(table), gpu=gpu)
+        finally:
+            store.close()
+    arch_profile, found = _arch_and_space(evaluator, arch, space)
+    return _device_backend(evaluator, arch_profile, found, gpu, None)
+
+
+def run_sequence(jobs: Sequence[StudySpec], gpu: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
+    """Run *jobs* one after another in this process, as one worker timing on *gpu*, on one compile
+    pool and one GPU timer while their backends allow it (studies of one kernel on several shapes).
+
+    A live study's GPU process starts up once (importing torch and creating the device's context
+    took 3.2-5.5 s on the H200 hosts): each study after the first finds it, and the compile
+    processes, ready. Triton jobs without a ``cache_dir`` share one cache, so that their compile
+    processes match; it is removed at the end. *progress* is called for each study in turn.
+    """
+    from flysearch.study._live_pipeline import pools_key, start_pools
+
+    if not jobs:
+        return []
+    cache = None
+    if any(j.evaluator == "triton" and not j.live.cache_dir for j in jobs):
+        cache = tempfile.mkdtemp(prefix="flysearch-triton-")
+        jobs = [replace(j, live=replace(j.live, cache_dir=cache))
+                if j.evaluator == "triton" and not j.live.cache_dir else j for j in jobs]
+    reports: list[LiveReport] = []
+    pools: tuple[WorkerPool, WorkerPool] | None = None
+    key: tuple[Any, ...] | None = None
+    try:
+        for job in jobs:
+            backend, kwargs = prepare_live(job, gpu)
+            needed = pools_key(backend, kwargs["live"])
+            if pools is None or needed != key:
+                for pool in pools or ():
+                    pool.close(grace_s=0.0)
+                # The study asks the timer for its device; its process starts up meanwhile.
+                pools, key = start_pools(backend, kwargs["live"], ask=False), needed
+            reports.append(run_live_study(backend=backend, progress=progress, pools=pools, **kwargs))
+    finally:
+        for pool in pools or ():
+            pool.close(grace_s=0.0)
+        _remove_cache(cache)
+    return reports
+
+
+def _remove_cache(path: str | None) -> None:
+    """Remove a Triton cache folder made for a run (its binaries are in no table)."""
+    if path and os.path.basename(path).startswith("flysearch-triton-"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def warm_study() -> None:
+    """Bring a process up to where a live study starts at once (a worker server's ``study``
+    spare): import the study's machinery (Optuna and its database layer, the samplers, the cost
+    model), run the cost model once, and create a throwaway study database, claim table and table
+    store."""
+    import optuna
+
+    import flysearch.costmodel
+    import flysearch.samplers
+    from flysearch.study._claims import ClaimStore
+    from flysearch.study._storage_template import make_template
+    from flysearch.study._study import open_storage
+    from flysearch.tables import TableStore
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # The cost model's first fit and prediction find the process's thread pools (once).
+    flysearch.costmodel.CostModel(max_iter=1).fit([[0.0], [1.0]], [1.0, 2.0]).predict([[0.5]])
+    template = make_template()  # a new SQLite study starts as a copy of it
+    with tempfile.TemporaryDirectory(prefix="flysearch-warm-") as tmp:
+        url = f"sqlite:///{tmp}/study.db"
+        shutil.copyfile(template, f"{tmp}/study.db")
+        open_storage(url)  # opening an existing study database, as a study does
+        ClaimStore(url, "warm").close()
+        TableStore(os.path.join(tmp, "tables.db")).close()
+
+
+def served_study(payload: dict[str, Any]) -> dict[str, Any]:
+    """Run a command's live studies in a worker server's warm ``study`` process (see
+    :func:`run_on_server`): ``{"reports": [...]}``, or ``{"error": message}`` for a user's mistake.
+
+    The server's warm-up task, ``{"priors": [paths]}``, loads the priors it serves instead, so that
+    a study that names one of them finds it loaded (``flysearch serve --prior``)."""
+    if "priors" in payload:
+        for path in payload["priors"]:
+            _load_prior(path)
+        return {}
+    os.chdir(payload["cwd"])
+    _stop_with(payload["client_pid"])
+    jobs, gpus = payload["jobs"], payload["gpus"]
+    try:
+        reports = run_workers(jobs[0], gpus) if len(jobs) == 1 else run_shapes(jobs, gpus)
+    except FlysearchError as exc:
+        return {"error": str(exc)}
+    return {"reports": reports}
+
+
+_UNWIND_GRACE_S = 10.0
+
+
+def _stop_with(pid: int, grace_s: float = _UNWIND_GRACE_S) -> None:
+    """Stop this process (SIGTERM: a study process unwinds, closing its pools) when process *pid*,
+    the command it runs a study for, has ended: as a study run by the command itself would.
+
+    Nobody else can stop a served study process once its command is gone, so it is its own
+    watchdog: if it has not exited *grace_s* seconds after the SIGTERM (an unwinding that hangs),
+    it prints its threads' stacks to stderr and ends at once. Its study database loses nothing a
+    rerun needs: a trial is one transaction, and a claim held by the lost trial expires."""
+    import faulthandler
+    import signal
+    import sys
+    import threading
+    import time
+
+    from flysearch.evaluators import ServedProcess
+
+    def stop() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s)  # a daemon thread: it ends with the process if the process ends first
+        print(f"flysearch: study process {os.getpid()} did not stop within {grace_s:g} s of its "
+              "command's end; its threads, then exiting:", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        os._exit(1)
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):  # OSError: already gone
+            ServedProcess(pid).join()
+        stop()
+
+    threading.Thread(target=watch, daemon=True, name="flysearch-client-watch").start()
+
+
+def run_on_server(server: str, jobs: Sequence[StudySpec],
+                  gpus: list[str] | None = None) -> list[LiveReport] | None:
+    """Run *jobs* (one study's workers on *gpus*, or one study per job as :func:`run_shapes` does)
+    in a warm study process taken from the worker server at *server*, in this process's working
+    directory and environment; ``None`` when the server has no such process (run them here).
+
+    The study process has its study machinery imported and takes its GPU timer and compile
+    processes from the same server, so a command's study starts without any start-up of its own.
+    A study on several GPUs runs its other workers in more of the server's study processes, when
+    it has them (:func:`run_jobs`).
+
+    Raises:
+        FlysearchError: a study failed, or the study process died.
+    """
+    run = _ServedRun.start(server, jobs, gpus)
+    return None if run is None else run.result()
+
+
+class _ServedRun:
+    """Jobs running in a warm study process of a worker server (:func:`served_study`)."""
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process, self.conn = process, conn
+
+    @classmethod
+    def start(cls, server: str, jobs: Sequence[StudySpec], gpus: list[str] | None) -> _ServedRun | None:
+        """Hand *jobs* to a study process of *server*; ``None`` when it has none."""
+        from flysearch.evaluators import connect_worker
+
+        served = connect_worker(server, served_study, warm_study, dict(os.environ))
+        if served is None:
+            return None
+        run = cls(*served)
+        try:
+            run.conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd(),
+                               "client_pid": os.getpid()}))
+        except OSError:
+            run.conn.close()
+            raise FlysearchError(f"The worker server's study process (pid {run.process.pid}) died.") from None
+        return run
+
+    def result(self) -> list[LiveReport]:
+        """Wait for the reports. Interrupted, the study stops, unwinding (its pools closed, its
+        transaction rolled back); a rerun resumes it.
+
+        Raises:
+            FlysearchError: the study failed, or its process died.
+        """
+        from multiprocessing.connection import wait
+
+        died = f"The worker server's study process (pid {self.process.pid}) died."
+        try:
+            while not self.conn.poll():
+                if self.process.sentinel in wait([self.conn, self.process.sentinel]) and not self.conn.poll():
+                    raise FlysearchError(died)
+            _task, status, value, detail, _retire, _ran = self.conn.recv()
+        except (EOFError, OSError):
+            raise FlysearchError(died) from None
+        except FlysearchError:
+            raise
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            self.conn.close()
+        if status != "ok":
+            raise FlysearchError(f"The study failed on the worker server: {detail}")
+        if "error" in value:
+            raise FlysearchError(value["error"])
+        return value["reports"]
+
+    def stop(self) -> None:
+        """Stop the study (SIGTERM: it unwinds), killing it after 10 s."""
+        self.process.terminate()
+        self.process.join(10.0)
+        if self.process.is_alive():
+            self.process.kill()
+
+
+def _start_served(job: StudySpec | Sequence[StudySpec], gpu: str, queue: Any,
+                  index: int) -> _ServedRun | None:
+    """Start *job* (or a sequence) on *gpu* in a study process of the job's worker server, if it
+    names one that has a spare; a thread puts its result in *queue* as a spawned worker would."""
+    import threading
+
+    first = job if isinstance(job, StudySpec) else job[0]
+    if not first.live.server:
+        return None
+    try:
+        run = _ServedRun.start(first.live.server, [job] if isinstance(job, StudySpec) else job, [gpu])
+    except FlysearchError:
+        return None
+    if run is None:
+        return None
+
+    def wait_for_it() -> None:
+        try:
+            queue.put((index, gpu, run.result(), None))
+        except FlysearchError as exc:
+            queue.put((index, gpu, None, str(exc)))
+
+    threading.Thread(target=wait_for_it, daemon=True, name=f"flysearch-served-worker-{index}").start()
+    return run
+
+
+def _worker_main(job: StudySpec | Sequence[StudySpec], index: int, gpu: str, queue: Any) -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    queue.put((index, gpu, *_run_here(job, gpu, None)))  # the parent reports a failure with its GPU
+
+
+def run_workers(job: StudySpec, gpus: list[str] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
+    """Run *job* with one worker per GPU in *gpus*: the first in this process, the others in
+    processes of their own.
+
+    With several GPUs, each worker gets an equal share of the CPU cores for its compile pool
+    (unless the job sets ``compile_workers``), and *progress* follows the study through the first
+    worker (its count is the study-wide index of its latest compile, so it counts the others'). A
+    worker that fails is reported in one line; set ``FLYSEARCH_DEBUG=1`` to have it print its
+    traceback too.
+
+    Raises:
+        FlysearchError: a worker failed (its error, with its GPU).
+    """
+    job.validate()
+    gpus = list(gpus or [""])
+    if len(gpus) == 1:
+        return [run_live(job, gpus[0] or None, progress)]
+    (job,) = _prepare_processes([job], len(gpus))
+    return run_jobs([(replace(job, live=replace(job.live, worker_index=i)), gpu)
+                     for i, gpu in enumerate(gpus)], progress=progress)
+
+
+def _prepare_processes(jobs: Sequence[StudySpec], n_gpus: int) -> list[StudySpec]:
+    """Before workers start in processes of their own: create the jobs' study storages and table
+    databases once (rather than have the workers race to create them), and give each job without
+    ``compile_workers`` an equal share of the CPU cores per GPU."""
+    from flysearch.tables import TableStore
+
+    for url in sorted({job.storage for job in jobs}):
+        prepare_storage(url)
+    for db in sorted({job.db for job in jobs}):
+        TableStore(db).close()
+    share = max(1, ((os.cpu_count() or 2) - n_gpus) // n_gpus)
+    return [job if job.live.compile_workers is not None
+            else replace(job, live=replace(job.live, compile_workers=share)) for job in jobs]
+
+
+def run_shapes(jobs: Sequence[StudySpec], gpus: list[str] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
+    """Run several studies (one job each, typically one per shape of one kernel) and return their
+    reports in the order of *jobs*.
+
+    On one GPU they run one after another on one compile pool and one timer
+    (:func:`run_sequence`). On several, the jobs are dealt out round-robin and each GPU runs its
+    share in sequence, all GPUs at once, each with an equal share of the CPU cores for compiling
+    (unless the jobs set ``compile_workers``); *progress* follows the first GPU's studies.
+
+    Raises:
+        FlysearchError: a worker failed (its error, with its GPU).
+    """
+    for job in jobs:
+        job.validate()
+    gpus = list(gpus or [""])
+    if len(gpus) == 1:
+        return run_sequence(jobs, gpus[0] or None, progress)
+    jobs = _prepare_processes(jobs, len(gpus))
+    dealt: list[tuple[StudySpec | Sequence[StudySpec], str]] = [
+        (tuple(jobs[g::len(gpus)]), gpu) for g, gpu in enumerate(gpus) if jobs[g::len(gpus)]]
+    # run_jobs returns GPU 0's reports, then GPU 1's...: put each back at its job's place.
+    placed: list[LiveReport | None] = [None] * len(jobs)
+    order = (i for g in range(len(dealt)) for i in range(g, len(jobs), len(gpus)))
+    for i, report in zip(order, run_jobs(dealt, progress=progress), strict=True):
+        placed[i] = report
+    return placed  # type: ignore[return-value]
+
+
+def run_jobs(jobs: list[tuple[StudySpec | Sequence[StudySpec], str]],
+             progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
+    """Run each ``(job, gpu)`` at once: the first in this process (reporting to *progress*), each
+    other one in a process of its own; return their reports in the order given. The jobs may be
+    workers of one study (:func:`run_workers` prepares its storage first) or different studies; a
+    sequence of jobs in place of a job runs them one after another on that GPU
+    (:func:`run_sequence`), each with its report.
+
+    The first job starts as soon as the others' processes are spawned, without waiting for them
+    to import and set up (seconds a study would otherwise spend with no GPU busy).
+
+    Raises:
+        FlysearchError: a worker failed (its error, with its GPU).
+    """
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    served = {i: run for i, (job, gpu) in enumerate(jobs) if i > 0
+              and (run := _start_served(job, gpu, queue, i)) is not None}
+    procs = {i: ctx.Process(target=_worker_main, args=(job, i, gpu, queue))
+             for i, (job, gpu) in enumerate(jobs) if i > 0 and i not in served}
+    with main_module_hidden(jobs[0][0]):
+        for p in procs.values():
+            p.start()
+    results: dict[int, tuple[str, list[LiveReport] | None, str | None]] = {}
+    try:
+        job, gpu = jobs[0]
+        results[0] = (gpu, *_run_here(job, gpu, progress))
+        while len(results) < len(jobs):
+            try:
+                i, gpu, report, err = queue.get(timeout=1.0)
+                results[i] = (gpu, report, err)
+            except Empty:
+                for i, p in procs.items():
+                    if i not in results and not p.is_alive() and queue.empty():
+                        results[i] = (jobs[i][1], None, f"worker died (exit code {p.exitcode})")
+    except BaseException:
+        for p in procs.values():  # interrupted: the other workers stop too (a rerun resumes)
+            p.terminate()
+        for run in served.values():
+            run.stop()
+        raise
+    finally:
+        for p in procs.values():
+            p.join()
+    errors = [f"GPU {gpu}: {err}" for gpu, _r, err in (results[i] for i in sorted(results)) if err]
+    if errors:
+        raise FlysearchError("; ".join(errors))
+    return [report for i in range(len(jobs)) for report in results[i][1] or ()]
+
+
+def _run_here(job: StudySpec | Sequence[StudySpec], gpu: str,
+              progress: Callable[[int, int], None] | None) -> tuple[list[LiveReport] | None, str | None]:
+    """Run *job* (or a sequence of jobs) in this process: the reports, or the failure in one line
+    (a worker process runs its job through this too)."""
+    try:
+        if isinstance(job, StudySpec):
+            return [run_live(job, gpu, progress)], None
+        return run_sequence(job, gpu, progress), None
+    except Exception as exc:
+        if os.environ.get("FLYSEARCH_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def _load_prior(path: str) -> Any:
+    """The prior in *path*, reused while the file is unchanged if this process (a server's study
+    process, or a command running several studies) loaded it before."""
+    from flysearch.costmodel import load_prior
+
+    return load_prior(path, reuse=True)
+
+
+def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
+                 gpus: Sequence[str] = (), priors: Sequence[str] = ()) -> list[WorkerSpec]:
+    """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
+    GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
+    the same processes :func:`~flysearch.study._live_pipeline.start_pools` would start (kinds with no
+    spare are left out). A
+    study's own environment (the compiler's cache) is set when it takes them; the GPU a timer owns
+    must be the study's. A timer handed out is replaced at once (its start-up is seconds of one
+    core), compile processes once the study that took them has closed them (so that a dozen
+    processes importing the compiler do not slow it).
+    A ``study`` process, with the study's machinery imported, runs a command's studies
+    (:func:`run_on_server`).
+
+    With *gpus* (GPU ids), the server keeps *timers* timers for each GPU (kinds ``timer:<GPU>``:
+    *backend*'s timer with that GPU's variables) instead of *backend*'s, and a study process for
+    each: a study on several GPUs (``--gpus``) runs each worker in a warm study process, with a
+    warm timer. The study processes load the cost-model files *priors* (absolute paths) while they
+    warm up, so that a ``costmodel`` study naming one of them does not load it."""
+    from flysearch.evaluators import GPU_VARS, WorkerSpec, gpu_env
+    from flysearch.study._live_pipeline import compile_initializer
+
+    def timer(env: dict[str, str], name: str) -> WorkerSpec:
+        return WorkerSpec(backend.timer_fn, None, env=env, pinned=GPU_VARS, warm=dict(backend.info_payload),
+                          spares=timers, name=name, refill="now")
+
+    timer_specs = [timer({**backend.timer_env, **gpu_env(g)}, f"timer:{g}") for g in gpus]
+    specs = [
+        WorkerSpec(served_study, warm_study, warm={"priors": list(priors)} if priors else None,
+                   spares=max(1, len(gpus)), name="study", refill="now"),
+        *(timer_specs or [timer(dict(backend.timer_env), "timer")]),
+        WorkerSpec(backend.compile_fn, compile_initializer(backend), spares=compile_workers, name="compile",
+                   refill="after"),
+    ]
+    return [spec for spec in specs if spec.spares > 0]

@@ -1,0 +1,234 @@
+"""One description of a study, replayed or live: what it searches, how, and where it is stored.
+
+A :class:`StudySpec` is plain data: a study file (``studies/*.toml``), the command's flags and
+Python code all build one, and it crosses process boundaries to the workers of a live study. Its
+:meth:`~StudySpec.identity` is stored with the study and checked when the study is resumed, so that
+a resumed study cannot silently change sampler, seed, space or table.
+
+Example:
+    >>> from flysearch.study import StudySpec
+    >>> spec = StudySpec(table="convolution_milo/MI250X", sampler="gp", budget=100)
+    >>> spec.study_name
+    'convolution_milo/MI250X:gp:seed0'
+    >>> spec.with_overrides(seed=3, budget=None).study_name
+    'convolution_milo/MI250X:gp:seed3'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from flysearch.errors import FlysearchError, InputFormatError, UnknownSamplerError
+from flysearch.samplers import SAMPLERS
+from flysearch.space import ENCODINGS, Encoding, get_arch, parse_shape
+from flysearch.tables import DEFAULT_DB
+
+__all__ = [
+    "DEFAULT_STORAGE",
+    "EVALUATORS",
+    "MAX_SEED",
+    "LiveSettings",
+    "StudySpec",
+    "positive_int_problem",
+    "seed_problem",
+]
+
+DEFAULT_STORAGE = "sqlite:///flysearch-studies.db"
+MAX_SEED = 2**32 - 1  # numpy's and Optuna's samplers take seeds up to this
+EVALUATORS = ("replay", "triton", "flydsl", "simulated")
+
+
+def seed_problem(seed: Any) -> str | None:
+    """Why *seed* is no sampler seed (``None`` when it is one: ``None`` or 0 to :data:`MAX_SEED`)."""
+    if seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
+        return None
+    return f"A seed must be an integer from 0 to {MAX_SEED}, got {seed!r}."
+
+
+def positive_int_problem(what: str, value: Any) -> str | None:
+    """Why *value* is not a positive integer (``None`` when it is), naming it *what*."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return None
+    return f"{what} must be a positive integer, got {value!r}."
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How one worker of a live study runs: its pools, its GPU, its finalists, its playback.
+
+    Attributes:
+        compile_workers: Compile processes (default: CPU count minus 2, at least 1).
+        depth: Most trials in flight at once (compiling, queued for a compile process, compiled,
+            timing); default :meth:`in_flight`. A worker whose GPU is its bottleneck keeps fewer.
+        timer_queue: Configs sent to the GPU's timer at once: one timing and the rest queued
+            behind it, so that the GPU keeps timing while the study loop stores results, claims
+            configs or asks the sampler (a timing takes milliseconds; one pass of the loop can
+            take tens of them).
+        gpu: The GPU this worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``).
+        table: Name of the table the measurements land in (default ``live/<kernel>/<device>/<MxNxK>``).
+        finalists: Configs re-timed before the winner is named (0: none).
+        rounds: Re-timing rounds of the finalists.
+        noise_floor: Relative noise below which two finalists are tied.
+        lease_s: Another host's worker is dead when its heartbeat is older than this.
+        max_attempts: A config whose claim outlived this many workers is recorded as failed (a
+            backstop: a compile or launch that crashes is a recorded failure at once, since it
+            runs in a pool process; this catches a config that takes the worker itself down).
+        worker_index: This worker's number among the study's workers: its sampler draws from its
+            own random stream (workers with one seed would all propose the same configs).
+        server: Unix socket of a worker server (``flysearch serve``) to take a warm timer and warm
+            compile processes from, instead of starting them.
+        cache_dir: Triton cache directory (default: a fresh one per worker, removed when it ends).
+        scale: ``simulated`` only: time scale of the playback.
+        noise: ``simulated`` only: log-normal sigma of the playback.
+        compile_log: ``simulated`` only: each finished compile appends its key to this file (an
+            audit of what was compiled, across workers and restarts).
+    """
+
+    compile_workers: int | None = None
+    depth: int | None = None
+    timer_queue: int = 8
+    gpu: str | None = None
+    table: str | None = None
+    finalists: int = 5
+    rounds: int = 5
+    noise_floor: float = 0.01
+    lease_s: float = 120.0
+    max_attempts: int = 5
+    worker_index: int = 0
+    server: str | None = None
+    cache_dir: str | None = None
+    scale: float = 1.0
+    noise: float = 0.0
+    compile_log: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.timer_queue < 1:
+            raise FlysearchError(f"timer_queue must be at least 1, got {self.timer_queue}.")
+
+    def workers(self) -> int:
+        return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
+
+    def in_flight(self) -> int:
+        """Trials in flight: one per compile process, half as many again queued behind them (so
+        that a process starts its next compile while the study loop is busy), and two for the
+        GPU."""
+        return self.depth or self.workers() + max(2, self.workers() // 2)
+
+
+# What a study stores about itself, in this order (its settings user attribute).
+_STORED = ("sampler", "budget", "seed", "encoding", "space", "table", "arch", "shape", "max_idle")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudySpec:
+    """One study, replayed or live.
+
+    What is searched:
+        evaluator: ``"replay"`` (a stored table, in process), or live: ``"triton"``, ``"flydsl"``
+            (compiled and timed on a GPU), ``"simulated"`` (a table played back in real time).
+        table: The table replayed or played back; for a replay, when ``None``, the one table
+            that *kernel*, *arch* and *shape* pick.
+        kernel: Kernel family, to pick a replayed table.
+        arch: Arch profile name (picks a replayed table; the target of a live study; default
+            ``sm_90`` for Triton, required for FlyDSL).
+        shape: GEMM shape ``"MxNxK"`` (picks a replayed table; required by a live study).
+        space: Space name (set from the table for a replay; default ``triton_gemm_splitk`` /
+            ``flydsl_gemm`` for a live study).
+
+    How:
+        sampler: Sampler name (see :data:`flysearch.samplers.SAMPLERS`).
+        budget: Unique compiles the study may spend (may grow when a study is resumed; shared by
+            all workers of a live study).
+        seed: Seed of the sampler (and of the grid order).
+        encoding: How integer parameters reach the sampler (``"ordinal"`` or ``"categorical"``).
+        max_idle: Suggestions in a row without a new compile after which the study stops.
+        prior: A model file (``flysearch model train``) for the ``costmodel`` sampler.
+
+    Where:
+        name: Study name; defaults to ``"<table>:<sampler>:seed<seed>"`` (see :attr:`study_name`).
+            Workers with the same name and storage share the study.
+        storage: Optuna storage URL (a SQLite file by default; PostgreSQL for many machines).
+        db: Table database: the replayed table is read from it, live measurements land in it.
+        import_path: A table file imported as *table* when the database lacks it.
+        live: How each worker of a live study runs (:class:`LiveSettings`).
+    """
+
+    evaluator: str = "replay"
+    table: str | None = None
+    kernel: str | None = None
+    arch: str | None = None
+    shape: str | None = None
+    space: str | None = None
+    sampler: str = "tpe"
+    budget: int = 200
+    seed: int | None = 0
+    encoding: Encoding = "ordinal"
+    max_idle: int = 1000
+    prior: str | None = None
+    name: str | None = None
+    storage: str = DEFAULT_STORAGE
+    db: str = DEFAULT_DB
+    import_path: str | None = None
+    live: LiveSettings = field(default_factory=LiveSettings)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget < 1:
+            raise InputFormatError(f"The budget must be a positive number of compiles, got {self.budget!r}.")
+        problem = seed_problem(self.seed) or positive_int_problem("max_idle", self.max_idle)
+        if problem:
+            raise InputFormatError(problem)
+
+    _IDENTITY = ("sampler", "seed", "encoding", "space", "table", "arch", "shape")
+
+    @property
+    def study_name(self) -> str:
+        where = self.table or ":".join(x for x in (self.kernel, self.arch, self.shape) if x)
+        return self.name or f"{where}:{self.sampler}:seed{self.seed}"
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed study must share with the one stored (a missing space reads as ``""``)."""
+        out = {k: getattr(self, k) for k in self._IDENTITY}
+        out["space"] = out["space"] or ""
+        return out
+
+    def stored(self) -> dict[str, Any]:
+        """What is stored with the study: its identity, budget and ``max_idle``."""
+        out = {k: getattr(self, k) for k in _STORED}
+        out["space"] = out["space"] or ""
+        return out
+
+    def with_overrides(self, **overrides: Any) -> StudySpec:
+        """This spec with the given fields replaced (``None`` values are ignored)."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def validate(self) -> None:
+        """Check the spec without touching any table or study; raise a one-line error on a mistake."""
+        if self.evaluator not in EVALUATORS:
+            raise InputFormatError(
+                f"Unknown evaluator {self.evaluator!r}; choose one of: {', '.join(EVALUATORS)}.")
+        if self.sampler not in SAMPLERS:
+            raise UnknownSamplerError(
+                f"Unknown sampler {self.sampler!r}; choose one of: {', '.join(SAMPLERS)}.")
+        if self.encoding not in ENCODINGS:
+            raise InputFormatError(
+                f"Unknown encoding {self.encoding!r}; choose one of: {', '.join(ENCODINGS)}.")
+        if self.name is not None and not isinstance(self.name, str):
+            raise InputFormatError(f"A study name must be a string, got {self.name!r}.")
+        if self.shape is not None:
+            parse_shape(self.shape)  # a malformed shape fails here, before any study of a list runs
+        if self.evaluator == "replay":
+            if self.arch is not None:
+                get_arch(self.arch)
+            if self.table is None and not (self.kernel or self.arch or self.shape):
+                raise InputFormatError("Name a table, or a kernel, arch and shape that pick one.")
+            return
+        if self.evaluator in ("triton", "flydsl") and not self.shape:
+            raise InputFormatError(f"A live {self.evaluator} study needs --shape MxNxK.")
+        if self.evaluator == "flydsl" and not self.arch:
+            raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
+        if self.prior and not os.path.isfile(self.prior):
+            raise InputFormatError(f"Model file {self.prior} does not exist.")  # before any study is made
+        if self.evaluator == "simulated" and not self.table:
+            raise InputFormatError("A simulated live study needs --table (the table it plays back).")

@@ -1,0 +1,474 @@
+"""Optuna studies that count compiles.
+
+The objective maps a trial's parameters onto a config and answers it in one of three ways:
+
+* **rejected**: an analytic constraint rejects it; nothing is compiled. The trial is recorded as
+  infeasible (``trial.set_constraint``, violation 1, which TPE and GP learn from) and counted apart.
+* **duplicate**: the study already evaluated this config; the answer is copied from history and
+  nothing is compiled again.
+* **compiled**: the evaluator compiles and times it; this is the only case a strategy is charged for.
+
+Each trial stores one user attribute, ``"flysearch"``, with the config key, outcome, time, its
+unique-compile index, the trial it duplicates or the constraint that rejected it, and the
+cumulative simulated cost. The study runs until its budget of *unique compiles* is spent, the
+feasible space is exhausted, or the sampler keeps proposing configs that need no compile.
+
+Running the same study again resumes it: finished trials are kept, a trial that was interrupted
+after its measurement was stored is completed from that record, and a trial interrupted before
+is marked failed (nothing of it was measured, so nothing is lost).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.trial import TrialState
+
+from flysearch.errors import FlysearchError, StudyMismatchError
+from flysearch.evaluators import Measurement
+from flysearch.samplers import SearchContext, make_sampler
+from flysearch.study._shared import SharedStudy
+from flysearch.study._spec import DEFAULT_STORAGE, StudySpec
+from flysearch.study._sqlite import tune_sqlite
+from flysearch.tables import Outcome
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+    from flysearch.evaluators import Evaluator
+    from flysearch.space import ArchProfile, Config, Shape, Space
+
+__all__ = [
+    "RECORD_ATTR",
+    "History",
+    "StudySummary",
+    "TrialRecord",
+    "open_storage",
+    "open_study",
+    "run_study",
+    "summarize",
+    "tell_record",
+    "trial_records",
+]
+
+# Samplers that learn from trial constraints; the others are spared the extra storage write.
+CONSTRAINT_AWARE = frozenset({"tpe", "tpe-unseen", "gp"})
+RECORD_ATTR = "flysearch"  # the user attribute that holds each trial's TrialRecord, and the study's settings
+
+
+@dataclass
+class TrialRecord:
+    """What one trial did; stored as the trial's ``"flysearch"`` user attribute."""
+
+    key: str
+    outcome: str
+    time_ms: float | None = None
+    compile_index: int | None = None
+    duplicate_of: int | None = None
+    rejected_by: str | None = None
+    cost_s: float = 0.0
+    compile_s: float | None = None
+    detail: str = ""
+
+    @property
+    def violation(self) -> float:
+        """1 for a rejected or failed config (infeasible to the sampler), 0 otherwise."""
+        return 0.0 if self.outcome == Outcome.OK.value else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as a trial's user attribute (``dataclasses.asdict`` of its flat fields, built
+        without its recursive copy: one per trial)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def from_trial(cls, trial: FrozenTrial) -> TrialRecord | None:
+        return cls.from_dict(trial.user_attrs.get(RECORD_ATTR))
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> TrialRecord | None:
+        """The record stored as a trial's user attribute (``None`` if *raw* is not one)."""
+        if not isinstance(raw, dict):
+            return None
+        return cls(**{k: raw.get(k) for k in cls.__dataclass_fields__ if k in raw})
+
+
+@dataclass
+class StudySummary:
+    """Counts and the best config of a study."""
+
+    study_name: str
+    trials: int = 0
+    compiles: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    failed: int = 0
+    best_key: str | None = None
+    best_ms: float | None = None
+    best_compile_index: int | None = None
+    cost_s: float = 0.0
+    n_feasible: int | None = None
+    stopped: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    finalists: dict[str, Any] | None = None
+    new_trials: int | None = None
+
+
+def open_storage(
+    storage: str | optuna.storages.BaseStorage | None, *, create: bool = True, current: bool = False
+) -> optuna.storages.BaseStorage:
+    """An Optuna storage from a URL (``sqlite:///file.db``, ``postgresql://...``) or ``":memory:"``.
+
+    With *create* false, a SQLite file that does not exist raises instead of being created. With
+    *current*, the caller knows the database has this Optuna's schema already (a copy of a template
+    this process made, :mod:`flysearch.study`): Optuna's table creation and version
+    check, some 30 ms of queries, are skipped.
+    """
+    if isinstance(storage, optuna.storages.BaseStorage):
+        return storage
+    if storage in (None, ""):
+        storage = DEFAULT_STORAGE
+    if storage == ":memory:":
+        return optuna.storages.InMemoryStorage()
+    url = str(storage)
+    if url.startswith("sqlite:///") and not create and not Path(url.removeprefix("sqlite:///")).is_file():
+        raise FlysearchError(f"No study storage at {url}; run a study first with 'flysearch study run'.")
+    if url.startswith("sqlite:///") and not current and _holds_tables_only(url.removeprefix("sqlite:///")):
+        raise FlysearchError(
+            f"{url} is not an Optuna study storage (a table or results database?); give --storage another "
+            "file."
+        )
+    for attempt in range(5):
+        try:
+            rdb = optuna.storages.RDBStorage(url, skip_compatibility_check=current,
+                                             skip_table_creation=current)
+        except (ImportError, ValueError, sqlalchemy_errors()) as exc:
+            if attempt < 4 and _lost_schema_race(exc):
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            raise FlysearchError(f"Cannot open study storage {url!r}: {str(exc).splitlines()[0]}.") from None
+        if rdb.engine.url.database not in (None, "", ":memory:"):  # a file: WAL, no waiting on the disk
+            tune_sqlite(rdb.engine)
+        return rdb
+    raise AssertionError("unreachable")
+
+
+def _lost_schema_race(exc: Exception) -> bool:
+    """Whether *exc* is another process creating the same new storage's tables at the same time."""
+    text = str(exc)
+    signs = ("already exists", "database is locked", "duplicate key", "UNIQUE constraint")
+    return any(sign in text for sign in signs)
+
+
+def _holds_tables_only(path: str) -> bool:
+    """Whether the SQLite file *path* holds tables but no Optuna schema (a table database of
+    :mod:`flysearch.tables`, a compare results database): Optuna must not add its schema to it."""
+    if not Path(path).is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            names = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+    except sqlite3.DatabaseError:
+        return False  # not SQLite at all: Optuna's own error says so
+    return bool(names) and "studies" not in names
+
+
+def sqlalchemy_errors() -> type[Exception]:
+    import sqlalchemy.exc
+
+    return sqlalchemy.exc.SQLAlchemyError
+
+
+def _records(study: optuna.Study) -> list[TrialRecord]:
+    """The records of *study*'s finished trials, in trial order (one query on an RDB storage)."""
+    from flysearch.study._trial_writer import finished_attr
+
+    found = finished_attr(study, RECORD_ATTR)
+    if found is None:
+        return [record for _t, record in trial_records(study)]
+    records = (TrialRecord.from_dict(raw) for _n, raw in found)
+    return [r for r in records if r is not None]
+
+
+def trial_records(study: optuna.Study) -> list[tuple[FrozenTrial, TrialRecord]]:
+    """The finished trials of *study* that carry a flysearch record, in trial order."""
+    out = []
+    for t in study.get_trials(deepcopy=False):
+        record = TrialRecord.from_trial(t)
+        if record is not None and t.state in (TrialState.COMPLETE, TrialState.FAIL):
+            out.append((t, record))
+    return out
+
+
+class History:
+    """The study's own memory: what each config key already answered, and what was spent."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, tuple[int, TrialRecord]] = {}
+        self.compiles = 0
+        self.cost_s = 0.0
+        self.worst_ok_ms: float | None = None
+        self.best_ok_ms: float | None = None
+
+    def add(self, number: int, record: TrialRecord) -> None:
+        if record.duplicate_of is None:
+            self.by_key.setdefault(record.key, (number, record))
+        if record.compile_index is not None:
+            self.compiles = max(self.compiles, record.compile_index)
+        self.cost_s = max(self.cost_s, record.cost_s)
+        if record.outcome == Outcome.OK.value and record.time_ms is not None:
+            self.worst_ok_ms = max(self.worst_ok_ms or 0.0, record.time_ms)
+            self.best_ok_ms = min(self.best_ok_ms or math.inf, record.time_ms)
+
+    def value(self, record: TrialRecord) -> float:
+        """The objective value: the time, or for anything else the worst time seen (NaN if none)."""
+        if record.outcome == Outcome.OK.value and record.time_ms is not None:
+            return record.time_ms
+        return self.worst_ok_ms if self.worst_ok_ms is not None else math.nan
+
+
+def tell_record(study: optuna.Study, trial_number: int, history: History, record: TrialRecord) -> None:
+    """Finish trial *trial_number* with *record*'s objective value (:meth:`History.value`), or as
+    failed when no time was measured yet to stand for a rejection or failure."""
+    value = history.value(record)
+    if math.isnan(value):
+        _finish(study, trial_number, None, TrialState.FAIL)
+    else:
+        _finish(study, trial_number, value, None)
+
+
+def _optuna_tell() -> Callable[..., Any] | None:
+    """What ``Study.tell`` calls, when Optuna still has it with the same leading parameters."""
+    import inspect
+
+    try:
+        from optuna.study._tell import _tell_with_warning
+    except ImportError:  # pragma: no cover - a later Optuna: Study.tell is used
+        return None
+    names = list(inspect.signature(_tell_with_warning).parameters)[:4]
+    return _tell_with_warning if names == ["study", "trial", "value_or_values", "state"] else None
+
+
+_TELL = _optuna_tell()
+
+
+def _finish(study: optuna.Study, number: int, value: float | None, state: TrialState | None) -> None:
+    """``study.tell(number, value, state=state)`` without the deep copy of the finished trial that
+    ``Study.tell`` returns: a replayed study tells thousands of trials and reads none of them."""
+    if _TELL is None:  # pragma: no cover
+        study.tell(number, value, state=state)
+    else:
+        _TELL(study, number, value, state)
+
+
+def _recover_abandoned(study: optuna.Study) -> None:
+    """Finish the trials a killed run left RUNNING: complete one whose record was stored from that
+    record, fail one interrupted before (nothing of it was measured). Shared studies write only
+    finished trials (:mod:`flysearch.study`), so a RUNNING trial of the storage belongs to no
+    live process of this study; another process may finish one first, which is fine."""
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    if not running:
+        return
+    history = History()
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        record = TrialRecord.from_trial(t)
+        if record is not None:
+            history.add(t.number, record)
+    for t in running:
+        record = TrialRecord.from_trial(t)
+        with contextlib.suppress(RuntimeError, ValueError):  # finished by another process meanwhile
+            if record is None:
+                study.tell(t.number, state=TrialState.FAIL)
+            else:
+                history.add(t.number, record)
+                tell_record(study, t.number, history, record)
+
+
+def open_study(
+    study_name: str,
+    storage: optuna.storages.BaseStorage,
+    settings: StudySpec,
+    sampler: optuna.samplers.BaseSampler,
+) -> optuna.Study:
+    """Create or load the study *study_name* in *storage*: a new one stores *settings*; an existing
+    one must have been started with the same identity (:meth:`StudySpec.identity`, else
+    :class:`StudyMismatchError`), and a grown budget is stored."""
+    study = optuna.create_study(
+        study_name=study_name, storage=storage, sampler=sampler, direction="minimize",
+        load_if_exists=True,
+    )
+    stored = study.user_attrs.get(RECORD_ATTR)
+    if stored is None:
+        study.set_user_attr(RECORD_ATTR, settings.stored())
+        return study
+    mismatched = {
+        k: (stored.get(k), v) for k, v in settings.identity().items() if stored.get(k) != v
+    }
+    if mismatched:
+        diff = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in mismatched.items())
+        raise StudyMismatchError(
+            f"Study {study_name!r} exists with other settings ({diff}); resume it with the same "
+            "settings or give a new study name."
+        )
+    if settings.budget != stored.get("budget"):
+        study.set_user_attr(RECORD_ATTR, settings.stored())
+    return study
+
+
+def run_study(
+    study_name: str,
+    space: Space,
+    evaluator: Evaluator,
+    settings: StudySpec,
+    *,
+    shape: Shape | None = None,
+    arch: ArchProfile | None = None,
+    storage: str | optuna.storages.BaseStorage | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    prior: Any = None,
+    problem: dict[str, Any] | None = None,
+    target_ms: float | None = None,
+) -> StudySummary:
+    """Run (or resume) a study until its budget of unique compiles is spent.
+
+    Args:
+        study_name: Name of the Optuna study; running the same name again resumes it.
+        space: The space searched; pruned for (*shape*, *arch*) before anything is compiled.
+        evaluator: Compiles and times configs (a replayed table or a live GPU).
+        settings: Sampler, budget, seed and encoding.
+        shape: The GEMM shape, if the space's constraints need one.
+        arch: The arch profile, if the constraints need one.
+        storage: Optuna storage URL or object; ``None`` means :data:`DEFAULT_STORAGE`.
+        progress: Called as ``progress(compiles, budget)`` after each trial.
+        prior: A trained cost model, for the model-based samplers.
+        problem: The problem sizes a cost model sees (defaults to the shape's).
+        target_ms: Stop as soon as a successful time at most this is found (a replayed table's
+            optimum: nothing after it can change the best time); ``None`` runs the whole budget.
+
+    Raises:
+        EmptySpaceError: the constraints leave no config (raised before any storage is touched).
+        StudyMismatchError: the stored study was started with other settings.
+    """
+    enumeration = space.enumerate(shape, arch)
+    context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
+                            problem)
+    distributions = context.distributions
+    sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior)
+    durable = open_study(study_name, open_storage(storage), settings, sampler)
+    _recover_abandoned(durable)
+    shared = SharedStudy(durable, sampler)
+    history = History()
+    n_feasible = len(enumeration.feasible)
+    target = min(settings.budget, n_feasible)
+    uses_constraints = settings.sampler in CONSTRAINT_AWARE
+    idle = asked = 0
+    reached = False
+    try:
+        while True:
+            with shared.turn() as turn:
+                for t in turn.arrived:  # this study's earlier trials, and other processes' new ones
+                    record = TrialRecord.from_trial(t)
+                    if record is not None:
+                        history.add(t.number, record)
+                        reached = reached or _reaches(record, target_ms)
+                if history.compiles >= target or idle >= settings.max_idle or reached:
+                    break
+                study = shared.working
+                trial = study.ask(distributions)
+                config = space.decode(trial.params, settings.encoding)
+                record = _answer(config, space, evaluator, history, shape, arch)
+                idle = 0 if record.compile_index is not None else idle + 1
+                trial.set_user_attr(RECORD_ATTR, record.as_dict())
+                if uses_constraints:
+                    trial.set_constraint(RECORD_ATTR, record.violation)
+                history.add(trial.number, record)
+                tell_record(study, trial.number, history, record)
+                turn.finished.append(trial.number)
+                asked += 1
+                reached = reached or _reaches(record, target_ms)
+            if progress is not None:
+                progress(history.compiles, target)
+    finally:
+        shared.close()
+    study = durable
+    summary = summarize(study)
+    summary.n_feasible = n_feasible
+    summary.new_trials = asked
+    if reached:
+        summary.stopped = "target reached"
+    elif history.compiles >= n_feasible:
+        summary.stopped = "feasible space exhausted"
+    elif history.compiles >= settings.budget:
+        summary.stopped = "budget spent"
+    else:
+        summary.stopped = f"{settings.max_idle} suggestions in a row needed no compile"
+    return summary
+
+
+def _reaches(record: TrialRecord, target_ms: float | None) -> bool:
+    return (target_ms is not None and record.outcome == Outcome.OK.value and record.time_ms is not None
+            and record.time_ms <= target_ms)
+
+
+def _answer(
+    config: Config,
+    space: Space,
+    evaluator: Evaluator,
+    history: History,
+    shape: Shape | None,
+    arch: ArchProfile | None,
+) -> TrialRecord:
+    key = config.key
+    if key in history.by_key:
+        number, prior = history.by_key[key]
+        return TrialRecord(
+            key, prior.outcome, prior.time_ms, duplicate_of=number, rejected_by=prior.rejected_by,
+            cost_s=history.cost_s, detail=prior.detail,
+        )
+    reason = space.reject_reason(config, shape, arch)
+    if reason is not None:
+        return TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason, cost_s=history.cost_s)
+    compiled = evaluator.compile(config, shape)
+    if compiled.outcome is Outcome.OK:
+        measurement = evaluator.time(compiled)
+    else:
+        measurement = Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
+    history.compiles += 1
+    history.cost_s += measurement.cost_s
+    # A compiled config whose resources fail (spills, LDS) is rejected like a constraint would.
+    rejected_by = measurement.detail if measurement.outcome is Outcome.REJECTED else None
+    return TrialRecord(
+        key, measurement.outcome.value, measurement.time_ms, compile_index=history.compiles,
+        rejected_by=rejected_by, cost_s=history.cost_s, compile_s=measurement.compile_s,
+        detail=measurement.detail,
+    )
+
+
+def summarize(study: optuna.Study) -> StudySummary:
+    """Counts and best config of a stored study, read from its trials' flysearch records."""
+    summary = StudySummary(study.study_name, settings=dict(study.user_attrs.get(RECORD_ATTR, {})),
+                           finalists=study.user_attrs.get("flysearch_finalists"))
+    for record in _records(study):
+        summary.trials += 1
+        if record.duplicate_of is not None:
+            summary.duplicates += 1
+        elif record.outcome == Outcome.REJECTED.value:
+            summary.rejected += 1
+        elif record.outcome != Outcome.OK.value:
+            summary.failed += 1
+        if record.compile_index is not None:
+            summary.compiles = max(summary.compiles, record.compile_index)
+        summary.cost_s = max(summary.cost_s, record.cost_s)
+        if record.outcome == Outcome.OK.value and record.time_ms is not None and (
+            summary.best_ms is None or record.time_ms < summary.best_ms
+        ):
+            summary.best_ms, summary.best_key = record.time_ms, record.key
+            summary.best_compile_index = record.compile_index
+    return summary

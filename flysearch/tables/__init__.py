@@ -1,0 +1,60 @@
+"""Ground-truth tables: exhaustive races stored in SQLite, every importer (flysearch table files,
+Kernel Tuner caches, aiter CSVs: :func:`import_tables` takes them all), and the space each table
+was measured over.
+"""
+
+from __future__ import annotations
+
+from flysearch.tables._aiter_csv import (
+    TUNED_HEADER,
+    AiterRecord,
+    check_flydsl_records,
+    read_aiter_csv,
+)
+from flysearch.tables._kernel_tuner import read_kernel_tuner_cache
+from flysearch.tables._outcome import Outcome
+from flysearch.tables._read import (
+    ImportedFile,
+    ImportedTable,
+    import_table,
+    import_tables,
+    read_any_table,
+    read_tables,
+)
+from flysearch.tables._spaces import space_for_table
+from flysearch.tables._store import (
+    DEFAULT_DB,
+    RETIME,
+    GroundTruth,
+    Row,
+    TableMeta,
+    TableStore,
+    dump_table_file,
+    opened_store,
+    read_table_file,
+)
+
+__all__ = [
+    "DEFAULT_DB",
+    "RETIME",
+    "TUNED_HEADER",
+    "AiterRecord",
+    "GroundTruth",
+    "ImportedFile",
+    "ImportedTable",
+    "Outcome",
+    "Row",
+    "TableMeta",
+    "TableStore",
+    "check_flydsl_records",
+    "dump_table_file",
+    "import_table",
+    "import_tables",
+    "opened_store",
+    "read_aiter_csv",
+    "read_any_table",
+    "read_kernel_tuner_cache",
+    "read_table_file",
+    "read_tables",
+    "space_for_table",
+]

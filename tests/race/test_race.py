@@ -1,0 +1,150 @@
+"""The race scheduler on the CPU: GPU task functions replaced by tests/_race_fakes.py stand-ins."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flysearch.export import best_configs, export_json, triton_configs_source
+from flysearch.kernels._triton_gemm import make_space
+from flysearch.race._race import RaceSettings, RaceShape, race_summary, run_race, table_name, vendor_ms
+from flysearch.space import Shape
+from flysearch.tables import TableStore, dump_table_file, read_table_file
+from tests import _race_fakes as fakes
+
+SHAPE = Shape(4, 576, 7168)
+NAME = "triton_gemm/H200/4x576x7168"
+
+
+def _settings(**kw) -> RaceSettings:
+    base = dict(workers=3, compile_timeout_s=10.0, launch_timeout_s=30.0, compile_fn=fakes.fake_compile,
+                timer_fn=fakes.fake_timer, batch_rows=7)
+    base.update(kw)
+    return RaceSettings(**base)
+
+
+@pytest.fixture(scope="module")
+def raced(tmp_path_factory) -> tuple[TableStore, object]:
+    db = tmp_path_factory.mktemp("race") / "race.db"
+    store = TableStore(db)
+    report = run_race(make_space(), [RaceShape(SHAPE, "dsv3", "DeepSeek-V3", "kv_a")], store,
+                      _settings(limit=60))
+    return store, report
+
+
+def test_table_name() -> None:
+    assert table_name("triton_gemm", "H200", Shape(1, 4096, 4096)) == "triton_gemm/H200/1x4096x4096"
+
+
+def test_race_records_every_config_with_its_outcome(raced) -> None:
+    store, report = raced
+    table = store.load(NAME)
+    feasible = make_space().enumerate(SHAPE, __import__("flysearch.space").space.get_arch("sm_90")).feasible
+    assert set(table.rows) == {c.key for c in feasible[:60]}
+    assert report.shapes[0].measured == 60
+    by_outcome: dict[str, list] = {}
+    for row in table.rows.values():
+        by_outcome.setdefault(row.outcome, []).append(row)
+    for row in table.rows.values():
+        p = row.params
+        if fakes._matches(p, fakes.CRASH_COMPILE):
+            assert row.outcome == "compile_failed" and "crash" in row.detail
+        elif fakes._matches(p, fakes.HANG_COMPILE):
+            assert row.outcome == "compile_failed" and "timeout" in row.detail
+        elif p["BLOCK_K"] == 256 and p["num_stages"] == 4:
+            assert row.outcome == "compile_failed" and "shared memory" in row.detail
+        elif fakes._matches(p, fakes.CRASH_TIMER):
+            assert row.outcome == "runtime_failed" and "crash" in row.detail
+        elif p["SPLIT_K"] == 16:
+            assert row.outcome == "wrong_result" and row.time_ms is None
+        else:
+            assert row.outcome == "ok" and row.time_ms == pytest.approx(fakes.fake_time_ms(p))
+            assert row.compile_s == pytest.approx(0.001 * p["BLOCK_K"])
+    assert {"ok", "compile_failed", "runtime_failed"} <= set(by_outcome)
+
+
+def test_wrong_results_never_win(raced) -> None:
+    store, _ = raced
+    best = store.load(NAME).best()
+    assert best.params["SPLIT_K"] != 16 and best.outcome == "ok"
+
+
+def test_meta_records_device_versions_and_vendor_time(raced) -> None:
+    store, _ = raced
+    meta = store.meta(NAME)
+    assert meta.device == "NVIDIA H200" and meta.arch == "sm_90"
+    assert meta.versions["triton"] == "fake"
+    assert vendor_ms(meta) == pytest.approx(1.05)
+    assert json.loads(meta.notes)["layer"] == "kv_a"
+    assert meta.space["name"] == "triton_gemm_splitk"
+    (summary,) = race_summary(store)
+    assert summary["winner"] == ("triton" if summary["triton_ms"] < 1.05 else "cublas")
+    assert summary["ratio"] == pytest.approx(summary["triton_ms"] / 1.05)
+
+
+def test_rerun_skips_measured_configs_and_extends(raced) -> None:
+    store, _ = raced
+    before = store.load(NAME)
+    report = run_race(make_space(), [RaceShape(SHAPE)], store, _settings(limit=70))
+    assert report.shapes[0].already_done == 60
+    assert report.shapes[0].measured == 10
+    after = store.load(NAME)
+    assert len(after) == 70
+    assert all(after.rows[k] == before.rows[k] for k in before.rows)
+
+
+def test_deadline_stops_and_keeps_what_was_flushed(tmp_path) -> None:
+    store = TableStore(tmp_path / "d.db")
+    report = run_race(make_space(), [RaceShape(SHAPE), RaceShape(Shape(1, 6144, 4096))], store,
+                      _settings(limit=40, deadline_s=0.0))
+    assert report.stopped == "deadline"
+    assert report.measured == sum(len(store.load(n)) for n in store.names())
+
+
+def test_dump_and_export_round_trip(raced, tmp_path) -> None:
+    store, _ = raced
+    path = tmp_path / "t.table.json.gz"
+    dump_table_file(store.load(NAME), path)
+    meta, rows = read_table_file(path)
+    assert meta.name == NAME and len(rows) == len(store.load(NAME))
+    entries = best_configs(store, "triton_gemm/", top=2)
+    assert [e["rank"] for e in entries] == [1, 2]
+    assert entries[0]["key"] == store.load(NAME).best().key
+    source = triton_configs_source(entries)
+    namespace: dict = {}
+    exec(source.replace("import triton", ""), {"triton": _FakeTriton}, namespace)
+    first = namespace["CONFIGS"][0]
+    assert first.kwargs == {k: entries[0]["params"][k] for k in
+                            ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K")}
+    assert first.num_warps == entries[0]["params"]["num_warps"]
+    assert json.loads(export_json(entries))["configs"][0]["time_ms"] == entries[0]["time_ms"]
+
+
+class _FakeTriton:
+    class Config:
+        def __init__(self, kwargs, num_warps=4, num_stages=3):
+            self.kwargs, self.num_warps, self.num_stages = kwargs, num_warps, num_stages
+
+
+def test_committed_h200_tables_cover_the_whole_feasible_space() -> None:
+    from pathlib import Path
+
+    from flysearch.race import race_summary
+    from flysearch.space import get_arch
+
+    files = sorted(Path(__file__).resolve().parents[2].glob("benchmarks/data/h200/*.table.json.gz"))
+    assert len(files) >= 12
+    store = TableStore(":memory:")
+    regimes = set()
+    for path in files:
+        meta, rows = read_table_file(path)
+        shape = meta.shape()
+        feasible = make_space().enumerate(shape, get_arch("sm_90")).feasible
+        assert {r.key for r in rows} == {c.key for c in feasible}, path.name
+        assert meta.device == "NVIDIA H200" and meta.versions["triton"] and meta.date
+        assert vendor_ms(meta) is not None
+        regimes.add(shape.regime)
+        store.write(meta, rows)
+    assert regimes == {"decode", "small_m", "k_heavy", "prefill", "square"}
+    assert all(r["winner"] in ("triton", "cublas") for r in race_summary(store))
