@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import served_report, served_summary  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.evaluators._worker_server import wait_warm  # noqa: E402
+from flysearch.evaluators import wait_warm  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 TABLE_GLOB = str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz")

@@ -36,8 +36,7 @@ from costmodel_eval import HUB, hub_tables, report  # noqa: E402
 from flysearch import space_for_table  # noqa: E402
 from flysearch.compare import needle_row  # noqa: E402
 from flysearch.costmodel import table_arch  # noqa: E402
-from flysearch.samplers import SearchContext  # noqa: E402
-from flysearch.samplers._history import candidate_features  # noqa: E402
+from flysearch.samplers import SearchContext, candidate_features  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048)

@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 T=$(mktemp -d); S=$T/w.sock
 python3 -m flysearch serve --evaluator triton --compile-workers 14 --socket $S 2> $T/server.log &
 SP=$!
-python3 -c "from flysearch.evaluators._worker_server import wait_warm; wait_warm('$S', 120)"
+python3 -c "from flysearch.evaluators import wait_warm; wait_warm('$S', 120)"
 cd $T
 python3 -m flysearch study run --evaluator triton --shape 4096x4096x4096 --sampler tpe-unseen --budget 24 --gpus 0 --server $S --storage sqlite:///s.db --db t.db --json $OUT/pinned_gpu0.json > /dev/null 2>&1
 python3 -m flysearch study run --evaluator triton --shape 4096x4096x4096 --sampler tpe-unseen --budget 24 --server $S --storage sqlite:///s2.db --db t2.db --json $OUT/pinned_none.json > /dev/null 2>&1

@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 T=$(mktemp -d); S=$T/w.sock
 python3 -m flysearch serve --evaluator triton --gpu 0,1 --socket $S 2> $T/server.log &
 SP=$!
-python3 -c "from flysearch.evaluators._worker_server import wait_warm; print(wait_warm('$S', 180)['kinds'])"
+python3 -c "from flysearch.evaluators import wait_warm; print(wait_warm('$S', 180)['kinds'])"
 cd $T
 for mode in served own; do
   extra=""; [ $mode = served ] && extra="--server $S"

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         connect_worker,
         default_socket,
         server_status,
+        wait_warm,
     )
     from flysearch.tables import Outcome
 
@@ -93,12 +94,14 @@ __all__ = [
     "timing_payload",
     "top_rows",
     "triton_backend",
+    "wait_warm",
     "with_rounds",
 ]
 
 # Imported when first used, so that a worker process that imports one evaluator module pays for
 # that module alone.
 _HOME = {
+    "wait_warm": "_worker_server",
     "FinalistReport": "_retime",
     "decide": "_retime",
     "retime_finalists": "_retime",
