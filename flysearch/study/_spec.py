@@ -188,10 +188,10 @@ class StudySpec:
         return self.name or f"{where}:{self.sampler}:seed{self.seed}"
 
     def identity(self) -> dict[str, Any]:
-        """What a resumed study must share with the one stored (a missing space reads as ``""``)."""
-        out = {k: getattr(self, k) for k in self._IDENTITY}
-        out["space"] = out["space"] or ""
-        return out
+        """What a resumed study must share with the one stored: :meth:`stored` less the budget and
+        ``max_idle``, which a resume may change."""
+        stored = self.stored()
+        return {k: stored[k] for k in self._IDENTITY}
 
     def stored(self) -> dict[str, Any]:
         """What is stored with the study: its identity, budget and ``max_idle``."""
