@@ -1,5 +1,10 @@
 """Evaluators turn configs into measurements: replayed from tables, or compiled and timed live
 (Triton, FlyDSL), in pools of killable worker processes; re-timing in interleaved rounds.
+
+The public names come in six groups (``__all__`` lists them in this order): what answers a config
+(:class:`Evaluator` and its results, :class:`ReplayEvaluator`, FlyDSL's evaluators); the live
+backends a live study's pipeline runs; Triton's task functions and the timing protocol; the worker
+processes (pools, and a server that keeps them warm); re-timing; and the FlyDSL toolchain.
 """
 
 from __future__ import annotations
@@ -52,50 +57,56 @@ if TYPE_CHECKING:
     )
     from flysearch.tables import Outcome
 
-__all__ = [
-    "COMPILE_TIMEOUT_S",
-    "GPU_VARS",
-    "LAUNCH_TIMEOUT_S",
-    "LLD_MIN",
+__all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
+    # What answers a config: the protocol, its results, a replayed table, FlyDSL compile-only.
     "Compiled",
     "Evaluator",
-    "FinalistReport",
-    "FlydslCompileEvaluator",
-    "FlydslLiveEvaluator",
-    "LiveBackend",
     "Measurement",
     "Outcome",
     "ReplayEvaluator",
-    "RetimeSettings",
+    "FlydslCompileEvaluator",
+    "FlydslLiveEvaluator",
+    # Live backends: what a live study's pool compiles and its GPU process times.
+    "GPU_VARS",
+    "LiveBackend",
+    "compile_worker_init",
+    "flydsl_backend",
+    "gpu_env",
+    "simulated_backend",
+    "triton_backend",
+    # Triton task functions and their payloads (run in worker processes), and the timing protocol.
+    "COMPILE_TIMEOUT_S",
+    "LAUNCH_TIMEOUT_S",
+    "TimingProtocol",
+    "compile_payload",
+    "compile_task",
+    "protocol_dict",
+    "timer_task",
+    "timing_payload",
+    # Killable worker processes: pools, and a server that keeps them warm between commands.
     "ServedProcess",
     "TaskResult",
-    "TimingProtocol",
     "WorkerPool",
     "WorkerServer",
     "WorkerSpec",
-    "compile_payload",
-    "compile_task",
-    "compile_worker_init",
     "connect_worker",
-    "decide",
     "default_socket",
-    "find_lld",
-    "flydsl_backend",
-    "flydsl_version",
-    "gpu_env",
-    "interleaved_rounds",
-    "lld_fix",
     "main_module_hidden",
-    "protocol_dict",
-    "retime_finalists",
     "server_status",
-    "simulated_backend",
-    "timer_task",
-    "timing_payload",
-    "top_rows",
-    "triton_backend",
     "wait_warm",
+    # Re-timing the top configs in interleaved rounds.
+    "FinalistReport",
+    "RetimeSettings",
+    "decide",
+    "interleaved_rounds",
+    "retime_finalists",
+    "top_rows",
     "with_rounds",
+    # The FlyDSL toolchain (lld).
+    "LLD_MIN",
+    "find_lld",
+    "flydsl_version",
+    "lld_fix",
 ]
 
 # Imported when first used, so that a worker process that imports one evaluator module pays for

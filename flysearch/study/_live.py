@@ -1,8 +1,9 @@
 """Live studies: the sampler asks, a pool of CPU processes compiles ahead, one GPU process times.
 
-A live study runs the same Optuna study as a replayed one (:mod:`flysearch.study`: one trial per
-suggestion, constraint rejections and duplicates answered without a compile, the same trial
-records), but its configs are compiled and timed for real, as a pipeline:
+A live study runs the same loop as a replayed one (:func:`flysearch.study._loop.run_loop`: one
+trial per suggestion, constraint rejections and duplicates answered without a compile, the same
+trial records); its trial evaluator, :class:`~flysearch.study._live_pipeline.Pipeline`, compiles
+and times the configs for real, as a pipeline:
 
 * the sampler is asked for several trials at once (up to ``depth`` in flight, fewer while the GPU
   is the bottleneck; TPE runs with its constant liar, the model-based and grid samplers skip what
@@ -50,6 +51,7 @@ from flysearch.study._live_pipeline import (
     recover,
     start_pools,
 )
+from flysearch.study._loop import run_loop
 from flysearch.study._spec import LiveSettings, StudySpec
 from flysearch.study._sqlite import tune_sqlite
 from flysearch.study._storage_template import open_shared_storage
@@ -71,9 +73,6 @@ def run_live_study(
     *,
     shape: Shape | None = None,
     arch: ArchProfile | None = None,
-    storage: str | None = None,
-    db: str | None = None,
-    live: LiveSettings | None = None,
     problem: dict[str, Any] | None = None,
     prior: Any = None,
     progress: Callable[[int, int], None] | None = None,
@@ -85,11 +84,10 @@ def run_live_study(
         study_name: The study; workers that give the same name (and storage) share it.
         space: The space searched, pruned for (*shape*, *arch*) before anything is compiled.
         backend: What compiles and times (:mod:`flysearch.evaluators`).
-        settings: Sampler, budget (unique compiles, shared by all workers), seed, encoding.
-        storage: Database URL shared by the workers (``sqlite:///...``, ``postgresql://...``;
-            default ``settings.storage``).
-        db: The ground-truth table database the measurements land in (default ``settings.db``).
-        live: Pool size, pipeline depth, GPU, finalists (default ``settings.live``).
+        settings: Sampler, budget (unique compiles, shared by all workers), seed, encoding; the
+            database URL the workers share (``storage``: ``sqlite:///...``,
+            ``postgresql://...``), the table database the measurements land in (``db``), and
+            pool size, pipeline depth, GPU and finalists (``live``).
         problem: The problem sizes the cost model sees (defaults to the shape's).
         prior: A trained cost model for the ``costmodel`` sampler, or a function that loads one
             (called once the pools are starting, so that loading overlaps their start-up).
@@ -102,9 +100,7 @@ def run_live_study(
         EmptySpaceError: the constraints leave no config.
         FlysearchError: the storage is not a database URL, or the timer cannot start.
     """
-    live = live or settings.live
-    url = storage or settings.storage
-    db = db or settings.db
+    live, url, db = settings.live, settings.storage, settings.db
     if "://" not in url:
         raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
     t0, started_at = time.monotonic(), time.time()
@@ -121,7 +117,7 @@ def run_live_study(
         enumeration = space.enumerate(shape, arch)
         lap("enumerate")
         runner = _setup(study_name, space, backend, settings, enumeration, shape, arch, url, db, live,
-                        problem, prior, progress, pools, lap)
+                        problem, prior, pools, lap)
     except BaseException:
         if own:
             for pool in pools:
@@ -134,8 +130,10 @@ def run_live_study(
         recover(runner)
         lap("recover")
         start = time.monotonic()
-        stopped = _run(runner)
+        stopped = run_loop(runner.trials, space, runner.context, runner, budget=settings.budget,
+                           max_idle=settings.max_idle, progress=progress).stopped
         runner.report.loop_s = time.monotonic() - start - runner.blocked_s
+        runner.report.loop_parts["ask"] = runner.report.loop_parts.get("ask", 0.0) + runner.trials.ask_s
         runner.sample()
         runner.report.pipeline_mean = runner.pipeline_means()
         runner.save()
@@ -189,8 +187,8 @@ class _Laps:
 
 def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudySpec,
            enumeration: Any, shape: Shape | None, arch: ArchProfile | None, url: str, db: str,
-           live: LiveSettings, problem: dict[str, Any] | None, prior: Any,
-           progress: Callable[[int, int], None] | None, pools: tuple[Any, Any], lap: _Laps) -> Pipeline:
+           live: LiveSettings, problem: dict[str, Any] | None, prior: Any, pools: tuple[Any, Any],
+           lap: _Laps) -> Pipeline:
     """Everything a worker opens before its loop, while its pools start up.
 
     The sampler is made in a thread while this one opens the databases: a cost model's scoring
@@ -226,7 +224,7 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
                                 direction="minimize", study_name=study_name)
     lap("study")
     return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
-                    len(enumeration.feasible), progress, pools)
+                    len(enumeration.feasible), pools)
 
 
 def _open_databases(study_name: str, url: str, db: str, settings: StudySpec, live: LiveSettings,
@@ -248,35 +246,6 @@ def _open_databases(study_name: str, url: str, db: str, settings: StudySpec, liv
     store.use_wal()
     lap("tables")
     return durable, claims, store
-
-
-def _run(r: Pipeline) -> str:
-    idle = 0
-    stop = ""
-    while True:
-        r.claims.heartbeat()
-        r.pull()
-        depth = r.in_flight_limit()
-        while not stop and r.in_flight < depth:
-            outcome = r.ask_one()
-            if outcome == "full":
-                stop = "budget spent" if r.target < len(r.context.feasible) else "feasible space exhausted"
-            idle = 0 if outcome in ("compile", "waiting") else idle + 1
-            if not stop and idle >= r.s.max_idle:
-                stop = f"{r.s.max_idle} suggestions in a row needed no compile"
-            # Between suggestions, hand finished compiles to the GPU: a sampler that needs many
-            # suggestions per compile must not leave the GPU (the scarce resource) waiting.
-            if len(r.timing) < r.live.timer_queue and (r.ready or r.compiler.running):
-                r.wait(0.0)
-                r.dispatch_timer()
-        r.save()
-        r.dispatch_timer()
-        if r.waiting and time.monotonic() - r.last_wait_check > 0.5:
-            r.check_waiting()
-            r.last_wait_check = time.monotonic()
-        if stop and not r.items and not r.waiting and not r.timing and r.meta is not None:
-            return stop
-        r.wait(0.25 if r.waiting else 2.0)
 
 
 def _finalists(r: Pipeline) -> dict[str, Any] | None:

@@ -106,8 +106,7 @@ def prepare_live(spec: StudySpec, gpu: str | None = None) -> tuple[LiveBackend, 
                        arch=arch.name if arch else None, shape=shape.key if shape else None, live=live)
     prior = functools.partial(_load_prior, spec.prior) if spec.prior else None
     return backend, {"study_name": spec.study_name, "space": space, "settings": settings, "shape": shape,
-                     "arch": arch, "storage": spec.storage, "db": spec.db, "live": live,
-                     "problem": problem, "prior": prior}
+                     "arch": arch, "problem": problem, "prior": prior}
 
 
 def _arch_and_space(evaluator: str, arch: str | None, space: str | None) -> tuple[Any, Any]:
@@ -187,12 +186,13 @@ def run_sequence(jobs: Sequence[StudySpec], gpu: str | None = None,
     try:
         for job in jobs:
             backend, kwargs = prepare_live(job, gpu)
-            needed = pools_key(backend, kwargs["live"])
+            live = kwargs["settings"].live
+            needed = pools_key(backend, live)
             if pools is None or needed != key:
                 for pool in pools or ():
                     pool.close(grace_s=0.0)
                 # The study asks the timer for its device; its process starts up meanwhile.
-                pools, key = start_pools(backend, kwargs["live"], ask=False), needed
+                pools, key = start_pools(backend, live, ask=False), needed
             reports.append(run_live_study(backend=backend, progress=progress, pools=pools, **kwargs))
     finally:
         for pool in pools or ():

@@ -1,8 +1,11 @@
-"""One live worker's pipeline: ask, claim, compile in a pool, time on the GPU, store, tell.
+"""One live worker's pipeline: the study loop's evaluator that takes trials a batch at a time.
 
-:class:`Pipeline` holds a worker's state (trials in flight, compiled configs waiting for the GPU,
-trials waiting on another worker's claim) and its steps; :func:`recover` loads a study a killed
-worker left behind. :mod:`flysearch.study` runs the loop and documents the design.
+:class:`Pipeline` claims each config it is handed, compiles it in a pool, times it on the GPU,
+stores the measurement and finishes its trial through :class:`~flysearch.study._trials.Trials`;
+it holds the worker's state (trials in flight, compiled configs waiting for the GPU, trials
+waiting on another worker's claim). :func:`recover` loads a study a killed worker left behind.
+The loop itself is :func:`flysearch.study._loop.run_loop`, the same as a replayed study's;
+:mod:`flysearch.study._live` documents the design.
 """
 
 from __future__ import annotations
@@ -26,16 +29,11 @@ from flysearch.evaluators import TaskResult, WorkerPool, compile_worker_init
 from flysearch.samplers import SearchContext
 from flysearch.space import device_label
 from flysearch.study._claims import ClaimRow, ClaimStore
+from flysearch.study._loop import Submitted
 from flysearch.study._spec import LiveSettings, StudySpec
-from flysearch.study._study import (
-    CONSTRAINT_AWARE,
-    RECORD_ATTR,
-    History,
-    StudySummary,
-    TrialRecord,
-    tell_record,
-)
+from flysearch.study._study import StudySummary
 from flysearch.study._trial_writer import add_finished_trial, add_finished_trials
+from flysearch.study._trials import RECORD_ATTR, TrialRecord, Trials
 from flysearch.tables import Outcome, Row, TableMeta, TableStore
 
 if TYPE_CHECKING:
@@ -215,9 +213,7 @@ class Pipeline:
 
     def __init__(self, study: optuna.Study, durable: optuna.Study, space: Space, backend: LiveBackend,
                  settings: StudySpec, live: LiveSettings, claims: ClaimStore, store: TableStore,
-                 context: SearchContext, n_feasible: int,
-                 progress: Callable[[int, int], None] | None,
-                 pools: tuple[WorkerPool, WorkerPool]) -> None:
+                 context: SearchContext, n_feasible: int, pools: tuple[WorkerPool, WorkerPool]) -> None:
         self.study, self.durable = study, durable
         self.space, self.backend, self.s, self.live = space, backend, settings, live
         self.placeholders: dict[str, int] = {}
@@ -227,9 +223,9 @@ class Pipeline:
         self.claims, self.store, self.context = claims, store, context
         self.shape, self.arch = context.shape, context.arch
         self.target = min(settings.budget, n_feasible)
-        self.progress = progress
-        self._writing = False  # in flush's transaction: progress is reported after its commit
-        self.history = History()
+        self.trials = Trials(study, settings.sampler, attrs={_WORKER: claims.worker}, on_told=self._told)
+        self.history = self.trials.history
+        self._depth = 0  # trials to keep in flight in this pass (in_flight_limit)
         self.unsaved: list[FrozenTrial] = []
         self.items: dict[str, _Item] = {}
         self.ready: collections.deque[str] = collections.deque()
@@ -245,7 +241,6 @@ class Pipeline:
         self.compile_intervals: list[tuple[float, float]] = []
         self.timer_intervals: list[tuple[float, float]] = []
         self.compiler, self.timer = pools
-        self.uses_constraints = settings.sampler in CONSTRAINT_AWARE
         self.t0 = time.monotonic()
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
         self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
@@ -288,21 +283,13 @@ class Pipeline:
 
     # -- trials -----------------------------------------------------------------------------------
 
-    def _record_trial(self, trial: optuna.trial.Trial, record: TrialRecord) -> None:
-        """Finish *trial* in the sampler's study and queue it for the shared study: a trial is
-        finished once it is there. A measurement is written at once (:meth:`save`, from
-        :meth:`finish`); trials answered without a compile (duplicates, rejections) go with it or
-        at the end of the loop's pass, several in one transaction (a worker killed before then
-        loses no measurement: a rerun asks again)."""
-        trial.set_user_attr(RECORD_ATTR, record.as_dict())
-        trial.set_user_attr(_WORKER, self.claims.worker)
-        if self.uses_constraints:
-            trial.set_constraint(RECORD_ATTR, record.violation)
-        self.history.add(trial.number, record)
-        tell_record(self.study, trial.number, self.history, record)
-        self.unsaved.append(self.study.get_trials(deepcopy=False)[trial.number])
-        if self.progress is not None and not self._writing:
-            self.progress(self.history.compiles, self.target)
+    def _told(self, number: int) -> None:
+        """Queue a trial the loop or this pipeline finished for the shared study: a trial is
+        finished once it is there. A measurement is written at once (:meth:`flush`); trials
+        answered without a compile (duplicates, rejections) go with it or at the end of the pass,
+        several in one transaction (a worker killed before then loses no measurement: a rerun
+        asks again)."""
+        self.unsaved.append(self.study.get_trials(deepcopy=False)[number])
 
     @_spent("save")
     def save(self) -> None:
@@ -313,10 +300,7 @@ class Pipeline:
             self.unsaved.clear()
 
     def _duplicate(self, trial: optuna.trial.Trial, key: str) -> None:
-        number, prior = self.history.by_key[key]
-        self._record_trial(trial, TrialRecord(
-            key, prior.outcome, prior.time_ms, duplicate_of=number, rejected_by=prior.rejected_by,
-            cost_s=self.history.cost_s, detail=prior.detail))
+        self.trials.finish(trial, self.trials.duplicate(key))
 
     def _learn(self, row: ClaimRow) -> None:
         """Fold another worker's finished claim into the history (so it answers duplicates)."""
@@ -324,21 +308,43 @@ class Pipeline:
             return
         self.history.add(row.trial if row.trial is not None else -1, _record_of(row, row.result))
 
+    # -- the study loop's evaluator (flysearch.study._loop.TrialEvaluator) ------------------------
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """A pass of the loop: show the sampler other workers' measurements first; write this
+        pass's finished trials, feed the GPU and look at trials waiting on claims after."""
+        self.claims.heartbeat()
+        self.pull()
+        self._depth = self.in_flight_limit()
+        yield
+        self.save()
+        self.dispatch_timer()
+        if self.waiting and time.monotonic() - self.last_wait_check > 0.5:
+            self.check_waiting()
+            self.last_wait_check = time.monotonic()
+
+    def wants_more(self) -> bool:
+        return self.in_flight < self._depth
+
+    def between(self) -> None:
+        """Between suggestions, hand finished compiles to the GPU: a sampler that needs many
+        suggestions per compile must not leave the GPU (the scarce resource) waiting."""
+        if len(self.timing) < self.live.timer_queue and (self.ready or self.compiler.running):
+            self.poll(0.0)
+            self.dispatch_timer()
+
+    def settled(self) -> bool:
+        return not self.items and not self.waiting and not self.timing and self.meta is not None
+
+    def wait(self) -> None:
+        self.poll(0.25 if self.waiting else 2.0)
+
     @_spent("ask")
-    def ask_one(self) -> str:
-        """Ask one trial and start answering it: ``"compile"``, ``"answered"``, ``"waiting"`` or
-        ``"full"``."""
-        trial = self.study.ask(self.context.distributions)
-        config = self.space.decode(trial.params, self.s.encoding)
+    def submit(self, trial: optuna.trial.Trial, config: Config) -> Submitted:
+        """Claim *trial*'s config and send it to be compiled, or queue the trial behind the
+        config's claim (see :data:`~flysearch.study._loop.Submitted`)."""
         key = config.key
-        if key in self.history.by_key:
-            self._duplicate(trial, key)
-            return "answered"
-        reason = self.space.reject_reason(config, self.shape, self.arch)
-        if reason is not None:
-            self._record_trial(trial, TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason,
-                                                  cost_s=self.history.cost_s))
-            return "answered"
         if key in self.items:
             self.waiting.setdefault(key, []).append(trial)
             return "waiting"
@@ -379,7 +385,7 @@ class Pipeline:
         self.history.compiles = max(self.history.compiles, row.compile_index)
         record = _record_of(row, row.result)
         record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
-        self._record_trial(trial, record)
+        self.trials.finish(trial, record)
         self.save()
         return True
 
@@ -471,16 +477,10 @@ class Pipeline:
         if not self.finished_batch:
             return
         batch, self.finished_batch = self.finished_batch, []
-        rows = []
-        self._writing = True
-        try:
-            self._store(batch, rows)
-        finally:
-            self._writing = False
+        rows: list[Row] = []
+        self._store(batch, rows)
         self.unsaved.clear()
         self._add_rows(rows)
-        if self.progress is not None:
-            self.progress(self.history.compiles, self.target)
 
     def _store(self, batch: list[tuple[_Item, dict[str, Any]]], rows: list[Row]) -> None:
         """Finish *batch*'s claims and write their trials in one transaction (see :meth:`flush`);
@@ -500,7 +500,7 @@ class Pipeline:
                 record = _record_of(item.claim, result)
                 record.compile_index = item.claim.compile_index
                 record.cost_s = self.history.cost_s
-                self._record_trial(item.trial, record)
+                self.trials.finish(item.trial, record)
                 for trial in self.waiting.pop(key, []):
                     self._duplicate(trial, key)
                 rows.append(_table_row(item.config, result))
@@ -652,7 +652,7 @@ class Pipeline:
         total = sums.pop("_s", 0.0)
         return {k: round(v / total, 2) for k, v in sums.items()} if total > 0 else {}
 
-    def wait(self, timeout: float) -> None:
+    def poll(self, timeout: float) -> None:
         """Block until a compile or a timing finishes (or *timeout* seconds), then handle it."""
         handles = self.compiler.handles() + self.timer.handles()
         self.sample()

@@ -1,6 +1,7 @@
-"""Optuna studies that count compiles.
+"""Optuna studies that count compiles: open, run and summarize one.
 
-The objective maps a trial's parameters onto a config and answers it in one of three ways:
+Each trial's config is answered in one of three ways (by the one study loop,
+:mod:`flysearch.study._loop`):
 
 * **rejected**: an analytic constraint rejects it; nothing is compiled. The trial is recorded as
   infeasible (``trial.set_constraint``, violation 1, which TPE and GP learn from) and counted apart.
@@ -21,7 +22,6 @@ is marked failed (nothing of it was measured, so nothing is lost).
 from __future__ import annotations
 
 import contextlib
-import math
 import sqlite3
 import time
 from collections.abc import Callable
@@ -33,72 +33,21 @@ import optuna
 from optuna.trial import TrialState
 
 from flysearch.errors import FlysearchError, StudyMismatchError
-from flysearch.evaluators import Measurement
 from flysearch.samplers import SearchContext, make_sampler
+from flysearch.study._loop import SyncEvaluator, run_loop
 from flysearch.study._shared import SharedStudy
 from flysearch.study._spec import DEFAULT_STORAGE, StudySpec
 from flysearch.study._sqlite import tune_sqlite
+from flysearch.study._trials import RECORD_ATTR, History, TrialRecord, Trials, tell_record
 from flysearch.tables import Outcome
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
     from flysearch.evaluators import Evaluator
-    from flysearch.space import ArchProfile, Config, Shape, Space
+    from flysearch.space import ArchProfile, Shape, Space
 
-__all__ = [
-    "RECORD_ATTR",
-    "History",
-    "StudySummary",
-    "TrialRecord",
-    "open_storage",
-    "open_study",
-    "run_study",
-    "summarize",
-    "tell_record",
-    "trial_records",
-]
-
-# Samplers that learn from trial constraints; the others are spared the extra storage write.
-CONSTRAINT_AWARE = frozenset({"tpe", "tpe-unseen", "gp"})
-RECORD_ATTR = "flysearch"  # the user attribute that holds each trial's TrialRecord, and the study's settings
-
-
-@dataclass
-class TrialRecord:
-    """What one trial did; stored as the trial's ``"flysearch"`` user attribute."""
-
-    key: str
-    outcome: str
-    time_ms: float | None = None
-    compile_index: int | None = None
-    duplicate_of: int | None = None
-    rejected_by: str | None = None
-    cost_s: float = 0.0
-    compile_s: float | None = None
-    detail: str = ""
-
-    @property
-    def violation(self) -> float:
-        """1 for a rejected or failed config (infeasible to the sampler), 0 otherwise."""
-        return 0.0 if self.outcome == Outcome.OK.value else 1.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """The record as a trial's user attribute (``dataclasses.asdict`` of its flat fields, built
-        without its recursive copy: one per trial)."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-    @classmethod
-    def from_trial(cls, trial: FrozenTrial) -> TrialRecord | None:
-        return cls.from_dict(trial.user_attrs.get(RECORD_ATTR))
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> TrialRecord | None:
-        """The record stored as a trial's user attribute (``None`` if *raw* is not one)."""
-        if not isinstance(raw, dict):
-            return None
-        return cls(**{k: raw.get(k) for k in cls.__dataclass_fields__ if k in raw})
-
+__all__ = ["StudySummary", "open_storage", "open_study", "run_study", "summarize", "trial_records"]
 
 @dataclass
 class StudySummary:
@@ -207,67 +156,6 @@ def trial_records(study: optuna.Study) -> list[tuple[FrozenTrial, TrialRecord]]:
     return out
 
 
-class History:
-    """The study's own memory: what each config key already answered, and what was spent."""
-
-    def __init__(self) -> None:
-        self.by_key: dict[str, tuple[int, TrialRecord]] = {}
-        self.compiles = 0
-        self.cost_s = 0.0
-        self.worst_ok_ms: float | None = None
-        self.best_ok_ms: float | None = None
-
-    def add(self, number: int, record: TrialRecord) -> None:
-        if record.duplicate_of is None:
-            self.by_key.setdefault(record.key, (number, record))
-        if record.compile_index is not None:
-            self.compiles = max(self.compiles, record.compile_index)
-        self.cost_s = max(self.cost_s, record.cost_s)
-        if record.outcome == Outcome.OK.value and record.time_ms is not None:
-            self.worst_ok_ms = max(self.worst_ok_ms or 0.0, record.time_ms)
-            self.best_ok_ms = min(self.best_ok_ms or math.inf, record.time_ms)
-
-    def value(self, record: TrialRecord) -> float:
-        """The objective value: the time, or for anything else the worst time seen (NaN if none)."""
-        if record.outcome == Outcome.OK.value and record.time_ms is not None:
-            return record.time_ms
-        return self.worst_ok_ms if self.worst_ok_ms is not None else math.nan
-
-
-def tell_record(study: optuna.Study, trial_number: int, history: History, record: TrialRecord) -> None:
-    """Finish trial *trial_number* with *record*'s objective value (:meth:`History.value`), or as
-    failed when no time was measured yet to stand for a rejection or failure."""
-    value = history.value(record)
-    if math.isnan(value):
-        _finish(study, trial_number, None, TrialState.FAIL)
-    else:
-        _finish(study, trial_number, value, None)
-
-
-def _optuna_tell() -> Callable[..., Any] | None:
-    """What ``Study.tell`` calls, when Optuna still has it with the same leading parameters."""
-    import inspect
-
-    try:
-        from optuna.study._tell import _tell_with_warning
-    except ImportError:  # pragma: no cover - a later Optuna: Study.tell is used
-        return None
-    names = list(inspect.signature(_tell_with_warning).parameters)[:4]
-    return _tell_with_warning if names == ["study", "trial", "value_or_values", "state"] else None
-
-
-_TELL = _optuna_tell()
-
-
-def _finish(study: optuna.Study, number: int, value: float | None, state: TrialState | None) -> None:
-    """``study.tell(number, value, state=state)`` without the deep copy of the finished trial that
-    ``Study.tell`` returns: a replayed study tells thousands of trials and reads none of them."""
-    if _TELL is None:  # pragma: no cover
-        study.tell(number, value, state=state)
-    else:
-        _TELL(study, number, value, state)
-
-
 def _recover_abandoned(study: optuna.Study) -> None:
     """Finish the trials a killed run left RUNNING: complete one whose record was stored from that
     record, fail one interrupted before (nothing of it was measured). Shared studies write only
@@ -359,96 +247,21 @@ def run_study(
     enumeration = space.enumerate(shape, arch)
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
-    distributions = context.distributions
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior)
     durable = open_study(study_name, open_storage(storage), settings, sampler)
     _recover_abandoned(durable)
     shared = SharedStudy(durable, sampler)
-    history = History()
-    n_feasible = len(enumeration.feasible)
-    target = min(settings.budget, n_feasible)
-    uses_constraints = settings.sampler in CONSTRAINT_AWARE
-    idle = asked = 0
-    reached = False
+    trials = Trials(shared.working, settings.sampler, target_ms=target_ms)
     try:
-        while True:
-            with shared.turn() as turn:
-                for t in turn.arrived:  # this study's earlier trials, and other processes' new ones
-                    record = TrialRecord.from_trial(t)
-                    if record is not None:
-                        history.add(t.number, record)
-                        reached = reached or _reaches(record, target_ms)
-                if history.compiles >= target or idle >= settings.max_idle or reached:
-                    break
-                study = shared.working
-                trial = study.ask(distributions)
-                config = space.decode(trial.params, settings.encoding)
-                record = _answer(config, space, evaluator, history, shape, arch)
-                idle = 0 if record.compile_index is not None else idle + 1
-                trial.set_user_attr(RECORD_ATTR, record.as_dict())
-                if uses_constraints:
-                    trial.set_constraint(RECORD_ATTR, record.violation)
-                history.add(trial.number, record)
-                tell_record(study, trial.number, history, record)
-                turn.finished.append(trial.number)
-                asked += 1
-                reached = reached or _reaches(record, target_ms)
-            if progress is not None:
-                progress(history.compiles, target)
+        result = run_loop(trials, space, context, SyncEvaluator(evaluator, trials, shared, context),
+                          budget=settings.budget, max_idle=settings.max_idle, progress=progress)
     finally:
         shared.close()
-    study = durable
-    summary = summarize(study)
-    summary.n_feasible = n_feasible
-    summary.new_trials = asked
-    if reached:
-        summary.stopped = "target reached"
-    elif history.compiles >= n_feasible:
-        summary.stopped = "feasible space exhausted"
-    elif history.compiles >= settings.budget:
-        summary.stopped = "budget spent"
-    else:
-        summary.stopped = f"{settings.max_idle} suggestions in a row needed no compile"
+    summary = summarize(durable)
+    summary.n_feasible = len(enumeration.feasible)
+    summary.new_trials = result.asked
+    summary.stopped = result.stopped
     return summary
-
-
-def _reaches(record: TrialRecord, target_ms: float | None) -> bool:
-    return (target_ms is not None and record.outcome == Outcome.OK.value and record.time_ms is not None
-            and record.time_ms <= target_ms)
-
-
-def _answer(
-    config: Config,
-    space: Space,
-    evaluator: Evaluator,
-    history: History,
-    shape: Shape | None,
-    arch: ArchProfile | None,
-) -> TrialRecord:
-    key = config.key
-    if key in history.by_key:
-        number, prior = history.by_key[key]
-        return TrialRecord(
-            key, prior.outcome, prior.time_ms, duplicate_of=number, rejected_by=prior.rejected_by,
-            cost_s=history.cost_s, detail=prior.detail,
-        )
-    reason = space.reject_reason(config, shape, arch)
-    if reason is not None:
-        return TrialRecord(key, Outcome.REJECTED.value, rejected_by=reason, cost_s=history.cost_s)
-    compiled = evaluator.compile(config, shape)
-    if compiled.outcome is Outcome.OK:
-        measurement = evaluator.time(compiled)
-    else:
-        measurement = Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
-    history.compiles += 1
-    history.cost_s += measurement.cost_s
-    # A compiled config whose resources fail (spills, LDS) is rejected like a constraint would.
-    rejected_by = measurement.detail if measurement.outcome is Outcome.REJECTED else None
-    return TrialRecord(
-        key, measurement.outcome.value, measurement.time_ms, compile_index=history.compiles,
-        rejected_by=rejected_by, cost_s=history.cost_s, compile_s=measurement.compile_s,
-        detail=measurement.detail,
-    )
 
 
 def summarize(study: optuna.Study) -> StudySummary:

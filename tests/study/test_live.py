@@ -113,11 +113,11 @@ def test_a_compile_that_kills_its_worker_is_a_recorded_failure(tmp_path, db):
     crash = frozenset(k for k in table.rows if "BLOCK_M=16" in k)
     space = space_for_table(table)
     backend = simulated_backend(table, scale=0.01, crash_keys=crash)
-    settings = StudySpec(sampler="random", budget=30, seed=1, space=space.name, table=TABLE)
+    settings = StudySpec(sampler="random", budget=30, seed=1, space=space.name, table=TABLE,
+                         storage=f"sqlite:///{tmp_path}/s.db", db=db,
+                         live=LiveSettings(compile_workers=2, finalists=0, table="crashy"))
     report = run_live_study("crashy", space, backend, settings, shape=table.meta.shape(),
-                            arch=get_arch(table.meta.arch),
-                            storage=f"sqlite:///{tmp_path}/s.db", db=db,
-                            live=LiveSettings(compile_workers=2, finalists=0, table="crashy"))
+                            arch=get_arch(table.meta.arch))
     rows = TableStore(db).load("crashy").rows
     assert report.summary.compiles == 30 == len(rows)
     crashed = [r for r in rows.values() if r.key in crash]
@@ -131,11 +131,12 @@ def test_compile_workers_that_cannot_start_stop_the_study_in_one_error(tmp_path,
     table = TableStore(db).load(TABLE)
     space = space_for_table(table)
     backend = replace(simulated_backend(table, scale=0.01), warmup=fakes.raise_init)
-    settings = StudySpec(sampler="random", budget=30, seed=1, space=space.name, table=TABLE)
+    settings = StudySpec(sampler="random", budget=30, seed=1, space=space.name, table=TABLE,
+                         storage=f"sqlite:///{tmp_path}/s.db", db=db,
+                         live=LiveSettings(compile_workers=2, finalists=0, table="nostart"))
     with pytest.raises(FlysearchError, match=r"workers in a row failed to start .*libcuda\.so\.1"):
         run_live_study("nostart", space, backend, settings, shape=table.meta.shape(),
-                       arch=get_arch(table.meta.arch), storage=f"sqlite:///{tmp_path}/s.db", db=db,
-                       live=LiveSettings(compile_workers=2, finalists=0, table="nostart"))
+                       arch=get_arch(table.meta.arch))
     store = TableStore(db)
     assert "nostart" not in store.names() or not store.load("nostart").rows  # no config blamed
 
@@ -349,10 +350,10 @@ def test_a_claim_taken_over_while_this_worker_measured_it_is_left_to_its_new_own
         finally:
             watcher.close()
 
-    settings = StudySpec(sampler="random", budget=20, seed=3, space=space.name, table=TABLE)
+    settings = StudySpec(sampler="random", budget=20, seed=3, space=space.name, table=TABLE, storage=storage,
+                         db=db, live=LiveSettings(compile_workers=2, finalists=0, table="stolen"))
     report = run_live_study("stolen", space, simulated_backend(table, scale=0.05), settings,
-                            shape=table.meta.shape(), arch=get_arch(table.meta.arch), storage=storage, db=db,
-                            live=LiveSettings(compile_workers=2, finalists=0, table="stolen"), progress=steal)
+                            shape=table.meta.shape(), arch=get_arch(table.meta.arch), progress=steal)
     assert stolen and report.summary.compiles == 20 and report.claims == {"done": 20}
     claims = ClaimStore(storage, "stolen")
     try:
@@ -432,9 +433,9 @@ def test_pools_given_to_a_study_must_be_idle(tmp_path, db):
     pools = start_pools(backend, settings)  # the timer holds its device question: not idle
     try:
         with pytest.raises(FlysearchError, match="must be idle"):
-            spec = StudySpec(sampler="random", budget=4, seed=0)
-            run_live_study("busy", space_for_table(table), backend, spec,
-                           storage=f"sqlite:///{tmp_path}/s.db", db=db, live=settings, pools=pools)
+            spec = StudySpec(sampler="random", budget=4, seed=0, storage=f"sqlite:///{tmp_path}/s.db",
+                             db=db, live=settings)
+            run_live_study("busy", space_for_table(table), backend, spec, pools=pools)
     finally:
         for pool in pools:
             pool.close(grace_s=0.0)

@@ -213,7 +213,7 @@ def test_trials_are_finished_through_optunas_own_tell() -> None:
     on the installed Optuna it is found, and it completes and fails trials as ``tell`` does."""
     import optuna
 
-    from flysearch.study import _study as study_module
+    from flysearch.study import _trials as study_module
 
     assert study_module._TELL is not None
     study = optuna.create_study()
@@ -228,7 +228,7 @@ def test_trials_are_finished_through_optunas_own_tell() -> None:
 def test_record_as_dict_is_dataclasses_asdict() -> None:
     from dataclasses import asdict
 
-    from flysearch.study._study import TrialRecord
+    from flysearch.study._trials import TrialRecord
 
     record = TrialRecord("BLOCK_M=16", "ok", 1.5, 3, None, None, 0.2, 0.1, "detail")
     assert record.as_dict() == asdict(record)
