@@ -13,29 +13,20 @@ then stay in ``results.db``, so the same command resumes; the exit code is 128 +
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import re
 import shlex
 import signal
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from flysearch.cli._errors import user_errors
+from flysearch.cli._progress import Stopped, progress_display, stop_on_signals
 
-__all__ = ["PROGRESS_INTERVAL_S", "PlainProgress", "compare"]
-
-# Seconds between two progress lines when stderr is not a terminal.
-PROGRESS_INTERVAL_S = 5.0
-
-Progress = Callable[[int, int, str], None]
+__all__ = ["compare"]
 
 
 @click.command()
@@ -101,7 +92,7 @@ def compare(study_file: str, out: str | None, seeds: str | None, budget: int | N
             f"folder that holds the runs with --out (this file's own output folder is {committed})."
         )
     counts: dict[str, int] = {}
-    with _stop_on_signals():
+    with stop_on_signals("compare"):
         try:
             if exp.kind == "key_mistake":
                 paths = key_mistake(exp, plots=not no_plots, command=command)
@@ -109,7 +100,7 @@ def compare(study_file: str, out: str | None, seeds: str | None, budget: int | N
                 if not report_only:
                     _run(exp, workers, counts)
                 paths = report_experiment(exp, plots=not no_plots, command=command)
-        except _Stopped as stop:
+        except Stopped as stop:
             click.echo(_stopped_line(exp.name, stop.signum, counts, out_dir / RESULTS_DB), err=True)
             sys.exit(128 + stop.signum)
     for path in paths:
@@ -173,7 +164,7 @@ def _run(exp: Any, workers: int | None, counts: dict[str, int]) -> None:
     from flysearch.compare import run_experiment
 
     console = Console(stderr=True, soft_wrap=True)
-    with _progress_display(exp.name, console) as show:
+    with progress_display(exp.name, unit="runs", console=console) as show:
 
         def progress(done: int, total: int, run_id: str) -> None:
             counts.update(done=done, total=total)
@@ -186,142 +177,6 @@ def _run(exp: Any, workers: int | None, counts: dict[str, int]) -> None:
         f"{exp.name}: {result.done} runs done in {result.wall_s:.1f} s, {result.skipped_done} already "
         f"stored, of {result.total}; results in {result.results_db}"
     )
-
-
-@contextlib.contextmanager
-def _progress_display(name: str, console: Any) -> Iterator[Progress]:
-    """A rich bar when stderr is a terminal; else :class:`PlainProgress` lines, with a heartbeat
-    thread so that a log hears from a long run every :data:`PROGRESS_INTERVAL_S`."""
-    if _is_terminal(sys.stderr):
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as Bar
-
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("runs"), TimeElapsedColumn())
-        with Bar(*columns, console=console, transient=True) as bar:
-            task = bar.add_task(name, total=None)
-            yield lambda done, total, _run_id: bar.update(task, completed=done, total=total)
-        return
-    plain = PlainProgress(name)
-    stop = threading.Event()
-    beat = threading.Thread(target=_heartbeat, args=(plain, stop), name="compare-progress", daemon=True)
-    beat.start()
-    try:
-        yield plain
-    finally:
-        stop.set()
-        beat.join()
-        plain.finish()
-
-
-def _is_terminal(stream: Any) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-def _heartbeat(progress: PlainProgress, stop: threading.Event) -> None:
-    while not stop.wait(1.0):
-        progress.tick()
-
-
-class PlainProgress:
-    """Progress as plain lines, ``name: 12/240 runs, 35 s`` (elapsed since it was made), for a log.
-
-    The first state is written at once; after that at most one line per *interval_s*, when a run
-    is stored or when :meth:`tick` finds the log silent that long (a long run); :meth:`finish`
-    writes the last state. Calls may come from two threads (the runs' and a heartbeat's).
-    """
-
-    def __init__(self, name: str, *, interval_s: float = PROGRESS_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic,
-                 echo: Callable[[str], None] | None = None) -> None:
-        self.name, self.interval_s, self._clock = name, interval_s, clock
-        self._echo = echo or (lambda line: click.echo(line, err=True))
-        self._start = clock()
-        self._state: tuple[int, int] | None = None
-        self._written_at: float | None = None
-        self._written = ""
-        self._lock = threading.Lock()
-
-    def __call__(self, done: int, total: int, run_id: str = "") -> None:
-        with self._lock:
-            self._state = (done, total)
-            self._write_if_due()
-
-    def tick(self) -> None:
-        with self._lock:
-            self._write_if_due()
-
-    def finish(self) -> None:
-        with self._lock:
-            line = self._line()
-            if line and line != self._written:
-                self._write(line)
-
-    def _write_if_due(self) -> None:
-        if self._state is None:
-            return
-        if self._written_at is None or self._clock() - self._written_at >= self.interval_s:
-            self._write(self._line())
-
-    def _line(self) -> str:
-        if self._state is None:
-            return ""
-        done, total = self._state
-        return f"{self.name}: {done}/{total} runs, {self._clock() - self._start:.0f} s"
-
-    def _write(self, line: str) -> None:
-        self._written_at, self._written = self._clock(), line
-        self._echo(line)
-
-
-# -- stopping -------------------------------------------------------------------------------------
-
-
-class _Stopped(BaseException):
-    """SIGINT or SIGTERM, raised in the main thread: unwinds the command (a ``BaseException``, so
-    that no ``except Exception`` on the way swallows it), which ends the worker pool on its way out
-    (:func:`flysearch.compare._run._stop_pool`)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """Turn the first SIGINT or SIGTERM into :class:`_Stopped`; a second one while the first
-    unwinds ends the command at once (:func:`_exit_now`). Only the main thread can take signals:
-    elsewhere (a command called from a thread) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-
-    def handler(signum: int, _frame: object) -> None:
-        if received:
-            _exit_now(signum)
-        received.append(signum)
-        raise _Stopped(signum)
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, old)
-
-
-def _exit_now(signum: int) -> None:
-    """Kill this process's worker processes and exit without unwinding. ``results.db`` stays
-    consistent: each run is stored in one SQLite transaction, which a kill cannot leave half done."""
-    import multiprocessing
-
-    for child in multiprocessing.active_children():
-        child.kill()
-    sys.stderr.write(f"flysearch compare: {signal.Signals(signum).name} again: stopped at once\n")
-    sys.stderr.flush()
-    os._exit(128 + signum)
 
 
 def _stopped_line(name: str, signum: int, counts: dict[str, int], results_db: Path) -> str:

@@ -10,11 +10,11 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import writable_file
+from flysearch.cli._progress import progress_display
 from flysearch.errors import FlysearchError
 from flysearch.study import MAX_SEED
 
@@ -89,9 +89,8 @@ def flydsl_compile(space_name: str, factory: str | None, arch: str, shape: str, 
         evaluator = FlydslCompileEvaluator(kernel, target.name,
                                            space_params=[p.name for p in space.params], timeout_s=timeout)
         console.print(f"{space.name} on {target.name} at {gemm.key}: {enumeration.summary()}")
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("compiling", total=len(configs))
-            rows = compile_sweep(evaluator, configs, gemm, lambda i: bar.update(task, completed=i))
+        with progress_display(f"compiling for {target.name}", unit="compiles") as progress:
+            rows = compile_sweep(evaluator, configs, gemm, lambda i: progress(i, len(configs)))
     except (FlysearchError, RuntimeError) as exc:
         raise _usage(exc) from None
     _print_rows(rows)

@@ -6,20 +6,23 @@ line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import warnings
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from flysearch._atomicfile import atomic_write
 from flysearch.cli._errors import user_errors as _user_errors
 from flysearch.cli._options import db_option, gpu_list, storage_option, writable_file
+from flysearch.cli._progress import Stopped, progress_display, stop_on_signals
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
 from flysearch.study import MAX_SEED, StudySpec, StudySummary, launch, load_study_file
@@ -206,17 +209,23 @@ def study_run(study_file: str | None, **options: Any) -> None:
         _run_live(spec, live)
         return
     spec.validate()
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
-    ) as bar:
-        task = bar.add_task(spec.study_name, total=spec.budget)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        summary, optimum = launch(spec, progress=progress)
+    with _stoppable(spec):
+        with progress_display(spec.study_name, unit="compiles") as progress:
+            summary, optimum = launch(spec, progress=progress)
     _print_summary(summary, optimum)
+
+
+@contextlib.contextmanager
+def _stoppable(spec: StudySpec) -> Iterator[None]:
+    """Stop the study on SIGINT or SIGTERM with one line that says how to resume (every finished
+    trial is stored; exit code 128 + the signal's number)."""
+    with stop_on_signals("study run"):
+        try:
+            yield
+        except Stopped as stop:
+            click.echo(f"study {spec.study_name}: stopped by {stop.name}; its finished trials are stored "
+                       f"in {spec.storage}; the same command resumes.", err=True)
+            sys.exit(128 + stop.signum)
 
 
 def _run_live(spec: StudySpec, live: dict[str, Any]) -> None:
@@ -250,23 +259,17 @@ def _run_live(spec: StudySpec, live: dict[str, Any]) -> None:
         with console.status(f"running on the worker server at {live['server']}"):
             reports = run_on_server(live["server"], jobs, gpus)
     if reports is None:
-        reports = _run_live_here(jobs, gpus, spec.budget)
+        with _stoppable(spec):
+            reports = _run_live_here(jobs, gpus)
     _print_live(reports, len(jobs), live)
 
 
-def _run_live_here(jobs: list[Any], gpus: list[str] | None, budget: int) -> list[Any]:
+def _run_live_here(jobs: list[Any], gpus: list[str] | None) -> list[Any]:
     from flysearch.study import run_shapes, run_workers
 
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("compiles"), TimeElapsedColumn(), console=console, transient=True,
-    ) as bar:
-        # With several shapes the bar follows the first GPU's current study.
-        task = bar.add_task(jobs[0].name if len(jobs) == 1 else f"{len(jobs)} studies", total=budget)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    # With several shapes the progress follows the first GPU's current study.
+    name = jobs[0].name if len(jobs) == 1 else f"{len(jobs)} studies"
+    with progress_display(name, unit="compiles") as progress:
         return (run_workers(jobs[0], gpus, progress=progress) if len(jobs) == 1
                 else run_shapes(jobs, gpus, progress=progress))
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -11,6 +14,7 @@ from rich.table import Table
 
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import writable_file
+from flysearch.cli._progress import Stopped, progress_display, stop_on_signals
 from flysearch.errors import FlysearchError
 
 __all__ = ["model"]
@@ -18,7 +22,9 @@ __all__ = ["model"]
 console = Console()
 
 
-def _load_tables(db: str, names: tuple[str, ...], files: tuple[str, ...]) -> list[Any]:
+def _load_tables(db: str, names: tuple[str, ...], files: tuple[str, ...],
+                 progress: Any = None) -> list[Any]:
+    """The tables named by --table (in *db*) and --file; *progress* hears ``(read, None)``."""
     from flysearch.tables import TableStore, read_any_table
 
     tables = []
@@ -29,7 +35,10 @@ def _load_tables(db: str, names: tuple[str, ...], files: tuple[str, ...]) -> lis
             matched = [n for n in store.names() if n == name or (prefix and n.startswith(name[:-1]))]
             if not matched:
                 raise FlysearchError(f"No table in {db} matches {name!r}; see 'flysearch tables list'.")
-            tables.extend(store.load(n) for n in matched)
+            for n in matched:
+                tables.append(store.load(n))
+                if progress is not None:
+                    progress(len(tables), None)
     scratch = TableStore(":memory:")
     for pattern in files:
         paths = sorted(glob.glob(pattern))
@@ -40,6 +49,8 @@ def _load_tables(db: str, names: tuple[str, ...], files: tuple[str, ...]) -> lis
             meta, rows = read_any_table(path)
             scratch.write(meta, rows, replace=True)
             tables.append(scratch.load(meta.name))
+            if progress is not None:
+                progress(len(tables), None)
     if not tables:
         raise FlysearchError("Name tables with --table (in --db) or --file (table files or globs).")
     return tables
@@ -76,7 +87,10 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
     from flysearch.costmodel import fit_prior
 
     try:
-        prior = fit_prior(_load_tables(db, names, files), objective=objective, top_boost=top_boost)
+        # The bar counts the tables read; while the model fits, plain lines keep a heartbeat.
+        with _stoppable("model train"), progress_display("model train", unit="tables") as progress:
+            prior = fit_prior(_load_tables(db, names, files, progress), objective=objective,
+                              top_boost=top_boost)
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     prior.save(out)
@@ -116,10 +130,17 @@ def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], samp
     try:
         tables = _load_tables(db, names, files)
         extra = _load_tables(db, (), extra_files) if extra_files else []
-        results = leave_one_out(tables, seeds=range(seeds), budget=budget,
-                                sampler=None if sampler == "none" else sampler, objective=objective,
-                                workers=workers, extra=extra, top_boost=top_boost,
-                                progress=lambda name: console.log(f"held out {name}"))
+        held_out: list[str] = []
+        with _stoppable("model eval"), progress_display("model eval", unit="tables held out") as show:
+            show(0, len(tables))
+
+            def progress(name: str) -> None:
+                held_out.append(name)
+                show(len(held_out), len(tables), name)
+
+            results = leave_one_out(tables, seeds=range(seeds), budget=budget,
+                                    sampler=None if sampler == "none" else sampler, objective=objective,
+                                    workers=workers, extra=extra, top_boost=top_boost, progress=progress)
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     out = Table("held-out table", "configs", "prior rank 1%", "prior rank 5%", "hit@16",
@@ -129,6 +150,17 @@ def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], samp
                     "yes" if r.hit16 else "no", _fmt(r.sampler_median(0.01), budget),
                     _fmt(r.sampler_median(0.05), budget), str(r.sampler.get(0.01, "")))
     console.print(out)
+
+
+@contextlib.contextmanager
+def _stoppable(command: str) -> Iterator[None]:
+    """Stop on SIGINT or SIGTERM with one line (nothing is written before the end)."""
+    with stop_on_signals(command):
+        try:
+            yield
+        except Stopped as stop:
+            click.echo(f"flysearch {command}: stopped by {stop.name}; nothing was written.", err=True)
+            sys.exit(128 + stop.signum)
 
 
 def _fmt(value: float | None, budget: int) -> str:

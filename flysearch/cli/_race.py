@@ -7,6 +7,7 @@ with ``flysearch export``.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import click
 from flysearch._atomicfile import write_text_atomic
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import writable_dir, writable_file
+from flysearch.cli._progress import Stopped, stop_on_signals
 from flysearch.errors import InputFormatError
 from flysearch.tables import DEFAULT_DB, TableStore, opened_store
 
@@ -97,7 +99,13 @@ def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[s
     settings = RaceSettings(workers=workers, cache_dir=cache_dir, deadline_s=deadline, limit=limit,
                             retime=retime)
     with opened_store(db) as store:
-        report = run_race(get_space(space_name), shapes, store, settings, progress=_echo)
+        with stop_on_signals("race run"):
+            try:
+                report = run_race(get_space(space_name), shapes, store, settings, progress=_echo)
+            except Stopped as stop:
+                click.echo(f"race stopped by {stop.name}; the configs measured so far are stored in {db}; "
+                           "the same command resumes.", err=True)
+                sys.exit(128 + stop.signum)
         click.echo(f"race {report.stopped}: {report.measured} configs in {report.wall_s:.1f} s "
                    f"({report.configs_per_s:.1f} configs/s), {report.compiles} compiles, "
                    f"{report.compile_failures} compile failures, on {report.device}")

@@ -181,6 +181,37 @@ def test_kill_and_resume(db: str, tmp_path: Path) -> None:
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_a_study_in_one_line_and_the_same_command_resumes(
+        db: str, tmp_path: Path, signum: int, code: int) -> None:
+    """SIGTERM or Ctrl-C: the study ends with one line saying how to resume (no traceback), keeps
+    every finished trial, and its progress went to the log as plain lines meanwhile."""
+    studies = tmp_path / "studies.db"
+    cmd = [sys.executable, "-m", "flysearch", "study", "run", "--table", "convolution_milo/MI250X",
+           "--sampler", "random", "--budget", "1500", "--name", "s", "--db", db,
+           "--storage", f"sqlite:///{studies}"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 120
+    while _trials_done(studies) < 40 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signum)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    assert err.splitlines()[0].startswith("s: 0/1500 compiles")  # progress lines, not a bar: no terminal
+    assert err.splitlines()[-1] == (f"study s: stopped by {signal.Signals(signum).name}; its finished trials "
+                                    f"are stored in sqlite:///{studies}; the same command resumes.")
+    stored = _trials_done(studies)
+    assert stored >= 40
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    keys = [r.key for _, r in trial_records(optuna.load_study(study_name="s", storage=f"sqlite:///{studies}"))
+            if r.compile_index is not None]
+    assert len(keys) == len(set(keys)) == 1500
+
+
 def test_tables_are_picked_by_kernel_arch_and_shape(db: str, tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 'studies.db'}"
     code, out = run("study", "run", "--kernel", "convolution_kernel", "--arch", "gfx90a", "--sampler",

@@ -187,7 +187,7 @@ def test_progress_lines_without_a_terminal(tmp_path: Path) -> None:
 
 
 def test_progress_lines_are_at_most_one_per_interval() -> None:
-    from flysearch.cli._compare import PlainProgress
+    from flysearch.cli._progress import PlainProgress
 
     now = [0.0]
     lines: list[str] = []
