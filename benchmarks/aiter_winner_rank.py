@@ -26,9 +26,12 @@ import numpy as np  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 
 from flysearch.costmodel import columns_matrix, feature_columns  # noqa: E402
-from flysearch.kernels import parse_kernel_name  # noqa: E402
-from flysearch.kernels._aiter_cut import _survivors  # noqa: E402
-from flysearch.kernels._aiter_hgemm import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space  # noqa: E402
+from flysearch.kernels import (  # noqa: E402
+    SHAPE_FREE_CONSTRAINTS,
+    aiter_hgemm_space,
+    parse_kernel_name,
+    shape_free_survivors,
+)
 from flysearch.space import Shape, get_arch  # noqa: E402
 from flysearch.tables import read_aiter_csv  # noqa: E402
 
@@ -62,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     arch = get_arch("gfx950")
     space = aiter_hgemm_space()
-    survivors, _ = _survivors(space, "gfx950")
+    survivors, _ = shape_free_survivors(space, "gfx950")
     rng = np.random.default_rng(0)
     shapes = sorted(winners().items())
     data = []

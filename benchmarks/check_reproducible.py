@@ -21,9 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from flysearch.compare import load_experiment
-from flysearch.compare._report import _fmt_csv, summary_rows
-from flysearch.compare._run import RESULTS_DB, load_runs, load_table_infos, run_experiment
+from flysearch.compare import (
+    RESULTS_DB,
+    fmt_csv,
+    load_experiment,
+    load_runs,
+    load_table_infos,
+    run_experiment,
+    summary_rows,
+)
 
 SPENT = {"ms_per_trial", "trials", "compiles"}
 
@@ -92,8 +98,8 @@ def _check_rows(rows: list[dict], committed: list[dict]) -> list[str]:
         for k, v in c.items():
             if k in SPENT or k not in r:
                 continue
-            if str(_fmt_csv(r[k])) != v:
-                out.append(f"summary {c['where']} {c['sampler']} {k}: committed {v}, re-run {_fmt_csv(r[k])}")
+            if str(fmt_csv(r[k])) != v:
+                out.append(f"summary {c['where']} {c['sampler']} {k}: committed {v}, re-run {fmt_csv(r[k])}")
     return out
 
 

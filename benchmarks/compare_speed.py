@@ -26,8 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from flysearch.compare._experiment import Experiment, SamplerSpec, TableSpec
-from flysearch.compare._run import load_runs, model_samplers_available, run_experiment
+from flysearch.compare import (
+    Experiment,
+    SamplerSpec,
+    TableSpec,
+    load_runs,
+    model_samplers_available,
+    run_experiment,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO.parent / "shared" / "data" / "benchmark_hub"

@@ -24,8 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.evaluators import WorkerPool, compile_payload, compile_task  # noqa: E402
-from flysearch.evaluators._live_backends import warm_triton  # noqa: E402
+from flysearch.evaluators import WorkerPool, compile_payload, compile_task, warm_triton  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
 from flysearch.space import get_arch, parse_shape  # noqa: E402
 

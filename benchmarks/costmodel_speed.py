@@ -9,7 +9,7 @@
   under two device names: this times the sources' portfolio start and then weighing them, or
   following one, each suggestion; not their quality), and
   with the prior walked (its provenance made to name the held-out table's space and arch, so every
-  other suggestion is :func:`flysearch.samplers._costmodel.prior_kriging`'s; again timing, not quality).
+  other suggestion is the cost-model sampler's ``prior_kriging``; again timing, not quality).
 * **Set-up**: the sampler's work before its first suggestion on the same 11,130 candidates
   (the features of every candidate and the prior's score of each), nine times, median, as the
   first study of these candidates in a process; again for another seed's order of them (the
@@ -40,9 +40,7 @@ from costmodel_eval import hub_tables  # noqa: E402  (this folder is on sys.path
 
 from flysearch.costmodel import Prior, feature_columns, fit_prior, table_arch, target_key  # noqa: E402
 from flysearch.evaluators import ReplayEvaluator  # noqa: E402
-from flysearch.samplers import SearchContext  # noqa: E402
-from flysearch.samplers import _history as sampler_history  # noqa: E402
-from flysearch.samplers._costmodel import CostModelSampler  # noqa: E402
+from flysearch.samplers import CostModelSampler, SearchContext, clear_candidate_features  # noqa: E402
 from flysearch.study import StudySpec, run_study  # noqa: E402
 from flysearch.tables import GroundTruth, space_for_table  # noqa: E402
 
@@ -110,7 +108,7 @@ def setup_ms(held: GroundTruth, prior: Prior, repeats: int = 9) -> tuple[float, 
     params = [c.as_dict() for c in enumeration.feasible]
 
     def first() -> None:
-        sampler_history._KEPT_FEATURES.clear()  # what a worker's first study of these candidates pays
+        clear_candidate_features()  # what a worker's first study of these candidates pays
         CostModelSampler(context, prior, seed=0)
 
     def median_ms(work: Callable[[], object]) -> float:

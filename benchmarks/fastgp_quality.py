@@ -19,9 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from flysearch.compare._experiment import Experiment, SamplerSpec, TableSpec
-from flysearch.compare._report import summary_rows
-from flysearch.compare._run import load_runs, load_table_infos, run_experiment
+from flysearch.compare import (
+    Experiment,
+    SamplerSpec,
+    TableSpec,
+    load_runs,
+    load_table_infos,
+    run_experiment,
+    summary_rows,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO.parent / "shared" / "data" / "benchmark_hub"

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from costmodel_eval import HUB, hub_tables, report  # noqa: E402  (this folder is on sys.path)
 
-from flysearch.compare._costmodel_eval import EPSILONS, transfer_ranks  # noqa: E402
+from flysearch.compare import EPSILONS, transfer_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 

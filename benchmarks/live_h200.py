@@ -40,9 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.study import LiveSettings, StudySpec  # noqa: E402
-from flysearch.study._claims import ClaimStore  # noqa: E402
-from flysearch.study._live_launch import run_jobs, run_workers  # noqa: E402
+from flysearch.study import ClaimStore, LiveSettings, StudySpec, run_jobs, run_workers  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """Several shapes, one study each: separate runs (pools started per study) against one sequence
-(`flysearch.study._live_launch.run_sequence`: one compile pool and one GPU timer for all of them).
+(`flysearch.study.run_sequence`: one compile pool and one GPU timer for all of them).
 
     python benchmarks/live_sequence.py --out benchmarks/results/live_sequence_h200.json     # a GPU host
     OMP_NUM_THREADS=1 python benchmarks/live_sequence.py --evaluator simulated --scale 0.2 \\
@@ -27,8 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.study import LiveSettings, StudySpec  # noqa: E402
-from flysearch.study._live_launch import run_sequence  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_sequence  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 import optuna  # noqa: E402
 
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.evaluators._triton import TritonEvaluator  # noqa: E402
+from flysearch.evaluators import TritonEvaluator  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
 from flysearch.space import get_arch, parse_shape  # noqa: E402
 from flysearch.study import StudySpec, run_study  # noqa: E402

@@ -16,36 +16,40 @@ Triton and the GEMM kernel before their first task.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import functools
 import os
 import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import flysearch.cli  # noqa: E402  (the CLI's imports, as under `flysearch study run`)
 import flysearch.costmodel  # noqa: E402,F401
-from flysearch.evaluators import WorkerPool  # noqa: E402
-from flysearch.evaluators import _pool as pool_module  # noqa: E402
+from flysearch.evaluators import WorkerPool, warm_triton  # noqa: E402
+
+
+def in_main(initializer: Callable[[], None] | None) -> None:
+    """Run *initializer* (if any) from ``__main__``: a pool whose workers need a function of the main
+    module (this script) cannot hide it from them (:func:`flysearch.evaluators.main_module_hidden`),
+    so every worker re-runs the script, and its imports, before its first task."""
+    if initializer is not None:
+        initializer()
 
 
 def first_task_s(workers: int, hide: bool, warm: str | None = None) -> float:
     initializer = None
     if warm == "triton":  # what a live Triton study's compile processes import before their first task
-        from flysearch.evaluators._live_backends import warm_triton
-
         initializer = warm_triton
-    guard = (contextlib.nullcontext() if hide
-             else mock.patch.object(pool_module, "main_module_hidden", lambda *a: contextlib.nullcontext()))
-    with guard:
-        t0 = time.monotonic()
-        pool = WorkerPool(abs, workers=workers, timeout_s=120, initializer=initializer)
-        pool.start()
+    if not hide:
+        initializer = functools.partial(in_main, initializer)
+    t0 = time.monotonic()
+    pool = WorkerPool(abs, workers=workers, timeout_s=120, initializer=initializer)
+    pool.start()
     try:
         pool.submit_many((i, -i) for i in range(workers))
         results = pool.drain(timeout=120)

@@ -31,7 +31,7 @@ from costmodel_eval import ENSEMBLE_L2 as L2S  # noqa: E402  (this folder is on 
 from costmodel_eval import ENSEMBLE_LEAVES as LEAVES  # noqa: E402
 from costmodel_eval import H200, load_tables, report  # noqa: E402
 
-from flysearch.compare._costmodel_eval import prior_ranks  # noqa: E402
+from flysearch.compare import prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 
 # The plain models (top_boost 0: no top-weighted model, which prior_ranks would score with).

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flysearch.evaluators._triton import TritonEvaluator
-from flysearch.kernels._triton_gemm import make_space
+from flysearch.evaluators import TritonEvaluator
+from flysearch.kernels import get_space
 from flysearch.race import RaceSettings, RaceShape, run_race
 from flysearch.space import get_arch, parse_shape
 from flysearch.tables import TableStore
@@ -56,7 +56,7 @@ def race(shape: Any, cache_dir: str, workers: int | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         store = TableStore(Path(tmp) / "race.db")
         settings = RaceSettings(workers=workers, cache_dir=cache_dir)
-        report = run_race(make_space(), [RaceShape(shape)], store, settings)
+        report = run_race(get_space("triton_gemm_splitk"), [RaceShape(shape)], store, settings)
         table = store.load(report.shapes[0].table)
     rows = list(table.rows.values())
     return {
@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="Write the result as JSON here.")
     args = parser.parse_args()
     shape = parse_shape(args.shape)
-    space = make_space()
+    space = get_space("triton_gemm_splitk")
     feasible = space.enumerate(shape, get_arch("sm_90")).feasible
     subset = random.Random(0).sample(feasible, min(args.serial, len(feasible)))
     with tempfile.TemporaryDirectory() as c1, tempfile.TemporaryDirectory() as c2:

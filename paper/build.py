@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))  # retime_top.summarize
 
-from flysearch.compare._costmodel_eval import prior_ranks, transfer_ranks  # noqa: E402
+from flysearch.compare import prior_ranks, transfer_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
 from flysearch.race import race_summary  # noqa: E402

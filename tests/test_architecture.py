@@ -1,5 +1,6 @@
 """The package's import graph, read with ``ast``: no import cycles, and no module takes another
-module's private names (nor a private module of another package).
+module's private names (nor a private module of another package); the benchmark scripts and the
+paper's build import flysearch's public names only.
 
 Every import counts, inside functions and under ``if TYPE_CHECKING:`` too: a cycle closed at call
 time, or by a type annotation, is still a cycle in the design.
@@ -11,7 +12,9 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "flysearch"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "flysearch"
+SCRIPTS = (ROOT / "benchmarks", ROOT / "paper")  # thin callers of the public API
 
 
 def _module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -75,6 +78,29 @@ def test_no_module_takes_another_modules_private_names() -> None:
     assert not found, "\n".join(sorted(set(found)))
 
 
+def _private(name: str) -> bool:
+    """A private name or module part: one leading underscore (``__init__``, ``__main__`` are not)."""
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(scripts: dict[str, Path]) -> list[str]:
+    """Each import of a private flysearch module or name by *scripts* (label -> path)."""
+    found = []
+    for script, imported, name in _imports(scripts):
+        if any(_private(part) for part in imported.split(".")):
+            found.append(f"{script} imports the private module {imported}")
+        if name is not None and _private(name):
+            found.append(f"{script} imports {name} from {imported}")
+    return sorted(set(found))
+
+
+def test_scripts_import_public_names_only() -> None:
+    scripts = {str(p.relative_to(ROOT)): p for folder in SCRIPTS for p in sorted(folder.rglob("*.py"))}
+    assert scripts
+    found = _private_imports(scripts)
+    assert not found, "\n".join(found)
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
@@ -130,3 +156,22 @@ def test_the_checks_see_a_cycle_and_a_private_import(tmp_path: Path) -> None:
     modules = {_module_name(p, tmp_path / "flysearch"): p for p in (tmp_path / "flysearch").glob("*.py")}
     assert sorted(_imports(modules)) == [("flysearch.a", "flysearch.b", "_hidden"),
                                          ("flysearch.b", "flysearch.a", None)]
+
+
+def test_the_script_check_sees_private_imports(tmp_path: Path) -> None:
+    """Private modules and names are found at the top of a script and inside its functions."""
+    (tmp_path / "a.py").write_text(
+        "from flysearch.compare import RESULTS_DB\n"
+        "from flysearch.samplers import _history as h\n"
+        "import flysearch.evaluators._pool\n"
+        "def f():\n"
+        "    from flysearch.kernels._aiter_cut import space_cuts\n"
+        "    from flysearch.compare import _fmt_csv\n"
+        "    from flysearch.__main__ import main\n"
+    )
+    assert _private_imports({"a.py": tmp_path / "a.py"}) == [
+        "a.py imports _fmt_csv from flysearch.compare",
+        "a.py imports _history from flysearch.samplers",
+        "a.py imports the private module flysearch.evaluators._pool",
+        "a.py imports the private module flysearch.kernels._aiter_cut",
+    ]

@@ -4,7 +4,16 @@ the optimum), reports and figures; the cost model's leave-one-table-out evaluati
 
 from __future__ import annotations
 
-from flysearch.compare._costmodel_eval import HeldOut, evaluate_test_set, leave_one_out, prior_order
+from flysearch.compare._costmodel_eval import (
+    EPSILONS,
+    HeldOut,
+    evaluate_test_set,
+    leave_one_out,
+    prior_order,
+    prior_ranks,
+    sampler_compiles,
+    transfer_ranks,
+)
 from flysearch.compare._costmodel_report import format_compiles, held_out_section
 from flysearch.compare._experiment import (
     Experiment,
@@ -27,7 +36,7 @@ from flysearch.compare._learning_curve import learning_curve_lines, learning_cur
 from flysearch.compare._live_served import served_report, served_summary
 from flysearch.compare._needle_rank import needle_compiles, needle_predictions, needle_row
 from flysearch.compare._provenance import code_commit
-from flysearch.compare._report import key_mistake, report_experiment
+from flysearch.compare._report import fmt_csv, key_mistake, report_experiment, summary_rows
 from flysearch.compare._retime_agreement import (
     retime_agreement,
     retime_agreement_report,
@@ -40,10 +49,18 @@ from flysearch.compare._retime_top import (
     retime_top_summary,
     retime_top_within,
 )
-from flysearch.compare._run import RESULTS_DB, run_experiment, table_names
+from flysearch.compare._run import (
+    RESULTS_DB,
+    load_runs,
+    load_table_infos,
+    model_samplers_available,
+    run_experiment,
+    table_names,
+)
 from flysearch.compare._same_summary import TIMING_COLUMNS, differing_columns
 
 __all__ = [
+    "EPSILONS",
     "NEIGHBOURHOODS",
     "RESULTS_DB",
     "TIMING_COLUMNS",
@@ -56,6 +73,7 @@ __all__ = [
     "descent_ends",
     "differing_columns",
     "evaluate_test_set",
+    "fmt_csv",
     "format_compiles",
     "held_out_section",
     "key_mistake",
@@ -65,11 +83,15 @@ __all__ = [
     "learning_curve_row",
     "leave_one_out",
     "load_experiment",
+    "load_runs",
+    "load_table_infos",
+    "model_samplers_available",
     "needle_compiles",
     "needle_predictions",
     "needle_row",
     "parse_seeds",
     "prior_order",
+    "prior_ranks",
     "report_experiment",
     "retime_agreement",
     "retime_agreement_report",
@@ -80,11 +102,14 @@ __all__ = [
     "retime_top_summary",
     "retime_top_within",
     "run_experiment",
+    "sampler_compiles",
     "select_samplers",
     "select_tables",
     "served_report",
     "served_summary",
+    "summary_rows",
     "table_names",
     "training_subsets",
+    "transfer_ranks",
     "value_indices",
 ]

@@ -37,6 +37,7 @@ from flysearch.study import StudySpec, run_study, trial_records
 from flysearch.tables import GroundTruth, Row, space_for_table
 
 __all__ = [
+    "EPSILONS",
     "HeldOut",
     "compiles_to_keys",
     "compiles_to_within",

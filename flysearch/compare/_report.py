@@ -31,7 +31,7 @@ from flysearch.compare._metrics import (
 from flysearch.compare._run import TableInfo
 from flysearch.errors import FlysearchError, InputFormatError
 
-__all__ = ["ANALYTIC", "summary_rows", "write_csv", "write_markdown"]
+__all__ = ["ANALYTIC", "fmt_csv", "summary_rows", "write_csv", "write_markdown"]
 
 ANALYTIC = "random (analytic)"
 
@@ -178,11 +178,13 @@ def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         for r in rows:
-            writer.writerow({k: _fmt_csv(r.get(k)) for k in columns})
+            writer.writerow({k: fmt_csv(r.get(k)) for k in columns})
     return path
 
 
-def _fmt_csv(value: Any) -> Any:
+def fmt_csv(value: Any) -> Any:
+    """*value* as :func:`write_csv` writes it: a float to 6 significant digits, NaN blank, an
+    infinity ``"inf"``; anything else unchanged."""
     if isinstance(value, float):
         if math.isnan(value):
             return ""

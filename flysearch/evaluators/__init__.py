@@ -2,9 +2,10 @@
 (Triton, FlyDSL), in pools of killable worker processes; re-timing in interleaved rounds.
 
 The public names come in six groups (``__all__`` lists them in this order): what answers a config
-(:class:`Evaluator` and its results, :class:`ReplayEvaluator`, FlyDSL's evaluators); the live
-backends a live study's pipeline runs; Triton's task functions and the timing protocol; the worker
-processes (pools, and a server that keeps them warm); re-timing; and the FlyDSL toolchain.
+(:class:`Evaluator` and its results, :class:`ReplayEvaluator`, Triton's and FlyDSL's evaluators);
+the live backends a live study's pipeline runs; Triton's task functions and the timing protocol;
+the worker processes (pools, and a server that keeps them warm); re-timing; and the FlyDSL
+toolchain.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         gpu_env,
         simulated_backend,
         triton_backend,
+        warm_triton,
     )
     from flysearch.evaluators._pool import TaskResult, WorkerPool
     from flysearch.evaluators._replay import ReplayEvaluator
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from flysearch.evaluators._triton import (
         COMPILE_TIMEOUT_S,
         LAUNCH_TIMEOUT_S,
+        TritonEvaluator,
         compile_payload,
         compile_task,
         timer_task,
@@ -66,6 +69,7 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "ReplayEvaluator",
     "FlydslCompileEvaluator",
     "FlydslLiveEvaluator",
+    "TritonEvaluator",
     # Live backends: what a live study's pool compiles and its GPU process times.
     "GPU_VARS",
     "LiveBackend",
@@ -74,6 +78,7 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "gpu_env",
     "simulated_backend",
     "triton_backend",
+    "warm_triton",
     # Triton task functions and their payloads (run in worker processes), and the timing protocol.
     "COMPILE_TIMEOUT_S",
     "LAUNCH_TIMEOUT_S",
@@ -155,6 +160,8 @@ _HOME = {
     "top_rows": "_retime",
     "triton_backend": "_live_backends",
     "with_rounds": "_retime",
+    "TritonEvaluator": "_triton",
+    "warm_triton": "_live_backends",
 }
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "simulated_compile_task",
     "simulated_timer_task",
     "triton_backend",
+    "warm_triton",
 ]
 
 

@@ -7,7 +7,7 @@ each config (what :meth:`flysearch.space.Space.enumerate` charges) is the same; 
 the two agree.
 
 Example:
-    >>> from flysearch.kernels._aiter_cut import space_cuts
+    >>> from flysearch.kernels import space_cuts
     >>> from flysearch.space import Shape
     >>> cut = space_cuts([Shape(1, 6144, 2048)], "gfx950")[0]
     >>> cut.regime, cut.shapes, cut.feasible
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from flysearch.kernels._aiter_hgemm import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space
 from flysearch.space import REGIMES, Config, Shape, Space, get_arch
 
-__all__ = ["RegimeCut", "format_cuts", "shape_cut", "space_cuts"]
+__all__ = ["RegimeCut", "format_cuts", "shape_cut", "shape_free_survivors", "space_cuts"]
 
 
 @dataclass
@@ -50,7 +50,10 @@ class RegimeCut:
         return f"{self.total} -> {self.feasible}" + (f": {cuts}" if cuts else "")
 
 
-def _survivors(space: Space, arch_name: str) -> tuple[list[Config], dict[str, int]]:
+def shape_free_survivors(space: Space, arch_name: str) -> tuple[list[Config], dict[str, int]]:
+    """The configs of *space* that every shape-free constraint (:data:`SHAPE_FREE_CONSTRAINTS`)
+    keeps on *arch_name*, and per constraint the configs it was the first to reject (0 for the
+    shape constraints, which :func:`shape_cut` then applies to the survivors at each shape)."""
     arch = get_arch(arch_name)
     free = [c for c in space.constraints if c.name in SHAPE_FREE_CONSTRAINTS]
     removed = {c.name: 0 for c in space.constraints}
@@ -84,7 +87,7 @@ def shape_cut(space: Space, survivors: list[Config], shape: Shape, arch_name: st
 def space_cuts(shapes: Iterable[Shape], arch_name: str) -> list[RegimeCut]:
     """Sum the cut over *shapes* per regime (in :data:`~flysearch.space.REGIMES` order)."""
     space = aiter_hgemm_space()
-    survivors, free_removed = _survivors(space, arch_name)
+    survivors, free_removed = shape_free_survivors(space, arch_name)
     by_regime = {r: RegimeCut(arch_name, r, removed=dict.fromkeys(free_removed, 0)) for r in REGIMES}
     for shape in sorted(set(shapes)):
         cut = by_regime[shape.regime]

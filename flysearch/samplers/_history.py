@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from flysearch.samplers._context import SearchContext
 
 __all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_columns", "candidate_features",
-           "candidate_ordinals"]
+           "candidate_ordinals", "clear_candidate_features"]
 
 _ATTR = "flysearch"
 
@@ -114,6 +114,12 @@ def candidate_feature_columns(context: SearchContext) -> Columns:
 
 
 _KEPT_FEATURES: dict[tuple[Any, ...], tuple[dict[str, int], Columns]] = {}
+
+
+def clear_candidate_features() -> None:
+    """Forget the candidate sets' features this process keeps (:func:`candidate_feature_columns`):
+    the next study of any candidates computes them again, as a fresh worker's first study does."""
+    _KEPT_FEATURES.clear()
 
 
 def candidate_features(context: SearchContext, columns: Columns | None = None) -> np.ndarray:

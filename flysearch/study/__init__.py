@@ -8,10 +8,12 @@ ahead of each GPU. Any number of processes may share one stored study.
 
 from __future__ import annotations
 
+from flysearch.study._claims import ClaimStore
 from flysearch.study._launch import launch, load_study_file
 from flysearch.study._live_launch import (
     backend_to_serve,
     prepare_live,
+    run_jobs,
     run_live,
     run_on_server,
     run_sequence,
@@ -36,6 +38,7 @@ __all__ = [
     "DEFAULT_STORAGE",
     "EVALUATORS",
     "MAX_SEED",
+    "ClaimStore",
     "LiveReport",
     "LiveSettings",
     "StudySpec",
@@ -47,6 +50,7 @@ __all__ = [
     "load_summary",
     "positive_int_problem",
     "prepare_live",
+    "run_jobs",
     "run_live",
     "run_on_server",
     "run_sequence",
