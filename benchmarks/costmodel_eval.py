@@ -33,9 +33,11 @@ those files cover::
 
     python benchmarks/costmodel_eval.py --only h200 --retimed benchmarks/results/retime_top_h200.json
 
-or the 19 of an earlier commit::
+or the first 19 tables, as they were before the last eight shapes were added::
 
-    git archive 4b71578 benchmarks/data/h200 | tar -x -C /tmp/t19
+    t=benchmarks/data/h200/triton_gemm__H200__32x28672x4096.table.json.gz   # one of the last eight
+    c=$(git log -1 --format=%H --diff-filter=A -- $t)
+    mkdir -p /tmp/t19 && git archive "$c^" benchmarks/data/h200 | tar -x -C /tmp/t19
     python benchmarks/costmodel_eval.py --only h200 --h200 '/tmp/t19/benchmarks/data/h200/*.table.json.gz'
 
 """
