@@ -109,3 +109,31 @@ def export_aiter(db: str, prefix: str, out: str) -> None:
     result = export_aiter_csv(db, out, prefix=prefix)
     console.print(f"wrote {len(result.records)} FlyDSL winners from {len(result.tables)} tables to {out}",
                   markup=False, soft_wrap=True)
+
+
+@export.command("kernel-tuner")
+@db_option
+@click.option("--table", "table_name", required=True, help="The table to write.")
+@click.option("--rename", "renames", multiple=True, metavar="NEW=OLD,...",
+              help="Parameter names, flysearch's to the cache's (BLOCK_M=BM); repeatable.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), callback=writable_file,
+              help="The cache to write (.json, or .json.gz to compress it).")
+@user_errors
+def export_kernel_tuner(db: str, table_name: str, renames: tuple[str, ...], out: str) -> None:
+    """A whole table as a Kernel Tuner cache, which Kernel Tuner's simulation mode replays.
+
+    Example:
+
+    \b
+      flysearch export kernel-tuner --table triton_gemm/H200/1x6144x4096 --out 1x6144x4096.json
+    """
+    from flysearch.export import write_kernel_tuner_cache
+    from flysearch.tables import TableStore, parse_renames
+
+    store = TableStore(db, create=False)
+    try:
+        table = store.load(table_name)
+    finally:
+        store.close()
+    write_kernel_tuner_cache(table, out, rename=parse_renames(renames))
+    console.print(f"wrote {table.name} ({len(table.rows)} configs) to {out}", markup=False, soft_wrap=True)

@@ -61,10 +61,21 @@ def tables() -> None:
               help="The files are aiter tuner profiles (-o2: every candidate), not tuned CSVs.")
 @click.option("--err-ratio", type=click.FloatRange(min=0), default=0.05, show_default=True,
               help="With --aiter-profile: the tuner's --errRatio; a candidate above it is a wrong result.")
+@click.option("--shape", default=None, metavar="MxNxK[:dtype]",
+              help="The GEMM a one-table file measured, or the order of M, N, K in its problem_size "
+                   "(e.g. problem_size:NMK); gives the table its M, N, K and regime.")
+@click.option("--kernel", default=None,
+              help="The kernel family: a registered space (triton_gemm_splitk) brings its constraints and "
+                   "lets a prior trained on it walk its order; any other name just names the kernel.")
+@click.option("--arch", default=None, help="The arch profile (sm_90, gfx942, ...); default: the device's.")
+@click.option("--device", default=None, help="The device's name, when the file names none or another.")
+@click.option("--rename", "renames", multiple=True, metavar="OLD=NEW,...",
+              help="Parameter names, the file's to flysearch's (BM=BLOCK_M,BN=BLOCK_N); repeatable.")
 @db_option
 @_user_errors
 def tables_import(files: tuple[str, ...], name: str | None, replace: bool, aiter_profile: bool,
-                  err_ratio: float, db: str) -> None:
+                  err_ratio: float, shape: str | None, kernel: str | None, arch: str | None,
+                  device: str | None, renames: tuple[str, ...], db: str) -> None:
     """Import table files, Kernel Tuner caches and aiter CSVs as tables.
 
     Every FILE is read before any table is written: a bad file, or a table that exists (without
@@ -76,15 +87,26 @@ def tables_import(files: tuple[str, ...], name: str | None, replace: bool, aiter
                        one table per GEMM, <file stem>/<gfx>/cu<CUs>/MxNxK
       *.json[.gz]      a Kernel Tuner cache: one table, <folder>/<file stem>
 
+    A Kernel Tuner cache does not say what the cost model needs: declare its shape, kernel, arch
+    and parameter names with --shape, --kernel, --arch and --rename, and a prior trained on
+    flysearch's tables ranks its configs like those of a raced table.
+
     Examples:
 
     \b
       flysearch tables import ../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz
       flysearch tables import --db h200.db benchmarks/data/h200/*.table.json.gz
       flysearch tables import ../shared/data/aiter/bf16_tuned_gemm.csv
+      flysearch tables import my_gemm_64.json --shape 64x4096x4096 --kernel triton_gemm_splitk \\
+          --arch sm_90 --rename BM=BLOCK_M,BN=BLOCK_N,BK=BLOCK_K,SK=SPLIT_K,GM=GROUP_M
     """
+    from flysearch.tables import Declaration, parse_renames
+
+    order = shape.removeprefix("problem_size:") if shape and shape.startswith("problem_size:") else None
+    declaration = Declaration(shape=None if order else shape, shape_from=order, kernel=kernel, arch=arch,
+                              device=device, rename=parse_renames(renames))
     imported = import_tables(files, db=db, name=name, replace=replace, aiter_profile=aiter_profile,
-                             err_ratio_limit=err_ratio)
+                             err_ratio_limit=err_ratio, declaration=declaration)
     for file in imported:  # soft wrap: a path is never broken over two lines
         if file.one_table:
             t = file.tables[0]

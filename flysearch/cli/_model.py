@@ -183,14 +183,15 @@ def model_rank(model_path: str, db: str, names: tuple[str, ...], files: tuple[st
         flysearch model rank --model h200.prior --table triton_gemm/H200/1x6144x4096
     """
     from flysearch.compare import prior_order
-    from flysearch.costmodel import check_prior_fits, load_prior
+    from flysearch.costmodel import check_prior_fits, load_prior, table_arch
 
     try:
         prior = load_prior(model_path)
         tables = _load_tables(db, names, files)
         for table in tables:
             params = {name for row in table.rows.values() for name in row.params}
-            check_prior_fits(prior, sorted(params), f"table {table.name}")
+            check_prior_fits(prior, sorted(params), f"table {table.name}", problem=table.meta.problem,
+                             arch=table_arch(table))
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     for table in tables:

@@ -17,6 +17,7 @@ from flysearch.costmodel._model import (
     table_arch,
     table_target,
     target_key,
+    walks,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "table_target",
     "target_key",
     "tree_predictions",
+    "walks",
 ]

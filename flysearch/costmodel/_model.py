@@ -49,7 +49,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
-from flysearch.costmodel._features import OCCUPANCY_WAVE_FEATURES, Columns, columns_matrix, feature_columns
+from flysearch.costmodel._features import (
+    OCCUPANCY_WAVE_FEATURES,
+    Columns,
+    columns_matrix,
+    feature_columns,
+    gemm_roles,
+)
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.space import table_profile
 
@@ -58,7 +64,8 @@ if TYPE_CHECKING:
     from flysearch.tables import GroundTruth
 
 __all__ = ["OBJECTIVES", "OCCUPANCY_WAVES", "CostModel", "Prior", "check_prior_fits", "fit_prior",
-           "load_prior", "occupancy_views", "table_arch", "table_target", "target_key", "training_data"]
+           "load_prior", "occupancy_views", "table_arch", "table_target", "target_key", "training_data",
+           "walks"]
 
 OBJECTIVES = ("log_ratio", "rank")
 OCCUPANCY_WAVES = ("average", "with", "without")
@@ -406,6 +413,9 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
         features, times, groups) if top_boost > 0 else None
     provenance = {
         "tables": [t.name for t in tables], "targets": sorted({table_target(t) for t in tables}),
+        "target_params": {target: sorted({p["name"] for t in tables if table_target(t) == target
+                                          for p in t.meta.space.get("params", [])})
+                          for target in sorted({table_target(t) for t in tables})},
         "objective": objective,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "versions": {pkg: _version(pkg) for pkg in ("flysearch", "scikit-learn", "numpy")},
@@ -444,9 +454,13 @@ def occupancy_views(schema: Sequence[str], occupancy_waves: str = "average"
     return (without,) if occupancy_waves == "without" else (without, None)
 
 
-def check_prior_fits(prior: Prior, parameters: Iterable[str], what: str) -> None:
+def check_prior_fits(prior: Prior, parameters: Iterable[str], what: str, *,
+                     problem: Mapping[str, Any] | None = None, arch: ArchProfile | None = None) -> None:
     """Refuse a prior that was trained on none of *parameters* (those of *what*, a space or a
-    table): its scores would not depend on the config at all.
+    table): its scores would not depend on the config at all. Given the *problem* (and *arch*) the
+    prior is to score, refuse it too where it was trained on GEMM shapes (or on archs) and *what*
+    gives none: every shape feature would be missing, and the prior would rank the same configs
+    first on every shape; the message names the declaration to import the table with.
 
     Example:
         >>> prior = Prior(CostModel(), ["p_BLOCK_M", "p_dtype=bf16", "s_log2_M"])
@@ -462,8 +476,33 @@ conv/A100 (block_size_x); train one on tables of this kernel ('flysearch model t
     if trained.isdisjoint(names):
         raise InputFormatError(
             f"The model was trained on none of the parameters of {what} ({', '.join(names)}); train one on "
-            "tables of this kernel ('flysearch model train')."
+            "tables of this kernel ('flysearch model train'), or name them as it does "
+            "(tables import --rename)."
         )
+    if problem is None:
+        return
+    gemm_only = "s_log2_M" in prior.schema and not any(f.startswith("s_log2_size") for f in prior.schema)
+    if gemm_only and not all(k in problem for k in ("M", "N", "K")):
+        raise InputFormatError(
+            f"The model was trained on GEMM shapes, but {what} gives no M, N, K; import its table with "
+            "--shape MxNxK (or --shape problem_size:MNK in problem_size's order)."
+        )
+    if gemm_only and not gemm_roles(dict.fromkeys(names, 1)):
+        raise InputFormatError(
+            f"The model was trained on GEMM tiles, but none of the parameters of {what} ({', '.join(names)}) "
+            "names a tile; name them as it does with tables import --rename (e.g. BM=BLOCK_M)."
+        )
+
+
+def walks(prior: Prior, target: str | None, parameters: Iterable[str]) -> bool:
+    """Whether *prior* was trained on the kernel family and arch of *target* (a :func:`target_key`)
+    with these *parameters*: then its order transfers across shapes and a study may walk it. A
+    table measured elsewhere qualifies once imported with the family's name and parameter names
+    (``tables import --kernel ... --rename ...``)."""
+    if target is None or target not in prior.provenance.get("targets", ()):
+        return False
+    trained = prior.provenance.get("target_params", {}).get(target)
+    return trained is None or sorted(trained) == sorted(parameters)
 
 
 def target_key(space: str, arch: str) -> str:

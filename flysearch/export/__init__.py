@@ -1,5 +1,6 @@
 """Export the best configs of tables where others read them: Triton autotune configs and JSON,
-FlyDSL offline-autotune artifacts, aiter tuned CSVs (``flysearch export triton|flydsl|aiter``).
+FlyDSL offline-autotune artifacts, aiter tuned CSVs, and whole tables as Kernel Tuner caches
+(``flysearch export triton|flydsl|aiter|kernel-tuner``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from flysearch.export._aiter import (
     write_aiter_csv,
 )
 from flysearch.export._flydsl import FlydslExport, export_flydsl_artifacts
+from flysearch.export._kernel_tuner import kernel_tuner_cache, write_kernel_tuner_cache
 from flysearch.export._triton import best_configs, export_json, export_triton, triton_configs_source
 
 __all__ = [
@@ -25,7 +27,9 @@ __all__ = [
     "export_json",
     "export_triton",
     "export_tuned_csv",
+    "kernel_tuner_cache",
     "triton_configs_source",
     "unique_records",
     "write_aiter_csv",
+    "write_kernel_tuner_cache",
 ]

@@ -14,7 +14,7 @@ from flysearch.kernels._flydsl_config import (
     check_reaches_kernel,
     to_flydsl_config,
 )
-from flysearch.kernels._registry import get_space, register_space, space_names
+from flysearch.kernels._registry import get_space, register_space, space_names, table_kernel
 from flysearch.kernels._triton_gemm import TILE_PARAMS, compile_config, spec_key
 
 __all__ = [
@@ -37,5 +37,6 @@ __all__ = [
     "space_cuts",
     "space_names",
     "spec_key",
+    "table_kernel",
     "to_flydsl_config",
 ]

@@ -11,14 +11,24 @@ from collections.abc import Callable
 from flysearch.errors import FlysearchError
 from flysearch.space import Space
 
-__all__ = ["get_space", "register_space", "space_names"]
+__all__ = ["get_space", "register_space", "space_names", "table_kernel"]
 
 _FACTORIES: dict[str, Callable[[], Space]] = {}
+_TABLE_KERNELS: dict[str, str] = {}
 
 
-def register_space(name: str, factory: Callable[[], Space]) -> None:
-    """Register *factory* as the builder of the space called *name*."""
+def register_space(name: str, factory: Callable[[], Space], *, table_kernel: str | None = None) -> None:
+    """Register *factory* as the builder of the space called *name*; *table_kernel* is the kernel
+    name the family's tables carry (the first part of a raced table's name), *name* by default."""
     _FACTORIES[name] = factory
+    _TABLE_KERNELS[name] = table_kernel or name
+
+
+def table_kernel(name: str) -> str:
+    """The kernel name the tables of registered space *name* carry (``triton_gemm`` for
+    ``triton_gemm_splitk``)."""
+    _load_builtin()
+    return _TABLE_KERNELS.get(name, name)
 
 
 def space_names() -> list[str]:

@@ -167,7 +167,7 @@ def make_space() -> Space:
     return Space(SPACE_NAME, PARAMS, CONSTRAINTS)
 
 
-register_space(SPACE_NAME, make_space)
+register_space(SPACE_NAME, make_space, table_kernel="triton_gemm")
 
 
 # -- compiling -----------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from flysearch.costmodel import check_prior_fits, fit_extra_trees, target_key, tree_predictions
+from flysearch.costmodel import check_prior_fits, fit_extra_trees, target_key, tree_predictions, walks
 from flysearch.samplers._history import (
     CandidateHistory,
     CandidateSampler,
@@ -128,8 +128,8 @@ class CostModelOptions:
             prior propose their best unevaluated config in turn; 0 turns the portfolio start off.
         source_margin: After the portfolio start, a source whose best proposal ran faster than
             every other source's best by more than this fraction is followed alone.
-        walk: With a prior trained on the study's space and arch (``provenance["targets"]``
-            holds ``"<space>@<arch>"``), every second suggestion walks down the prior's order while
+        walk: With a prior trained on the study's kernel family, arch and parameters
+            (:func:`flysearch.costmodel.walks`), every second suggestion walks down the prior's order while
             the measurements do not contradict it, and the others follow :func:`prior_kriging`
             near the best measured config;
             ``False`` lets the forest reorder its top region as for a prior from other archs.
@@ -181,7 +181,8 @@ class CostModelSampler(CandidateSampler):
         o = options or CostModelOptions()
         super().__init__(context, seed)
         if prior is not None:  # another kernel's prior would score every config alike
-            check_prior_fits(prior, [p.name for p in context.space.params], f"space {context.space.name!r}")
+            check_prior_fits(prior, [p.name for p in context.space.params], f"space {context.space.name!r}",
+                             problem=context.problem, arch=context.arch)
         self._prior = prior
         self._epsilon, self._kappa = o.epsilon, o.kappa
         self._n_startup = o.n_startup if prior is None else 0
@@ -195,8 +196,8 @@ class CostModelSampler(CandidateSampler):
         # A prior that measured this space on this arch transfers across shapes; one from other
         # archs (or other kernels) only guides.
         target = None if context.arch is None else target_key(context.space.name, context.arch.name)
-        self._walk = o.walk and prior is not None and target is not None and (
-            target in prior.provenance.get("targets", ()))
+        names = [p.name for p in context.space.params]
+        self._walk = o.walk and prior is not None and walks(prior, target, names)
         self._walk_first, self._walk_cover = o.walk_first, o.walk_cover
         self._keys = context.keys
         columns = candidate_feature_columns(context)  # computed once: the surrogate's and the priors'

@@ -11,7 +11,8 @@ from flysearch.tables._aiter_csv import (
     check_flydsl_records,
     read_aiter_csv,
 )
-from flysearch.tables._kernel_tuner import read_kernel_tuner_cache
+from flysearch.tables._declare import Declaration, declare, parse_renames
+from flysearch.tables._kernel_tuner import FAILURE_OUTCOMES, read_kernel_tuner_cache
 from flysearch.tables._outcome import Outcome
 from flysearch.tables._read import (
     ImportedFile,
@@ -36,9 +37,11 @@ from flysearch.tables._store import (
 
 __all__ = [
     "DEFAULT_DB",
+    "FAILURE_OUTCOMES",
     "RETIME",
     "TUNED_HEADER",
     "AiterRecord",
+    "Declaration",
     "GroundTruth",
     "ImportedFile",
     "ImportedTable",
@@ -47,10 +50,12 @@ __all__ = [
     "TableMeta",
     "TableStore",
     "check_flydsl_records",
+    "declare",
     "dump_table_file",
     "import_table",
     "import_tables",
     "opened_store",
+    "parse_renames",
     "read_aiter_csv",
     "read_any_table",
     "read_kernel_tuner_cache",

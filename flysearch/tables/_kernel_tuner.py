@@ -3,9 +3,12 @@
 A cache holds ``tune_params_keys``, ``tune_params`` and ``cache``: a map from ``"v1,v2,..."`` to the
 parameters plus ``time`` (ms), ``compile_time`` and ``benchmark_time`` (ms). A failed entry names one of
 Kernel Tuner's failure names (:data:`FAILURE_OUTCOMES`): older caches (benchmark_hub's) write it as the
-``time``, Kernel Tuner 1.5 as an ``__error__`` field beside no time. Failed entries are kept as failure
-rows, never dropped; any other time is malformed input. Configs absent from the cache were removed by
-the tuner's restrictions; the table's space keeps that fact as its ``listed_in_table`` constraint.
+``time``, Kernel Tuner 1.5 as an ``__error__`` field beside no time. Failed entries are kept as
+failure rows, never dropped; any other time is malformed input. An entry holds its parameter values
+as fields or, in caches that keep only the measurements, only in its key. Configs absent from the
+cache were removed by the tuner's restrictions; the table's space keeps that fact as its
+``listed_in_table`` constraint. What a cache does not say (the GEMM shape, the kernel family, the
+arch, flysearch's parameter names) is declared at import (:mod:`flysearch.tables._declare`).
 
 A cache lists each config once, so a key that appears twice in one JSON object (which ``json.load``
 would silently collapse, the last one winning) and two cache entries of one config are refused, named
@@ -36,6 +39,9 @@ FAILURE_OUTCOMES: dict[str, Outcome] = {
     "RuntimeFailedConfig": Outcome.RUNTIME_FAILED,
     "InvalidConfig": Outcome.REJECTED,
 }
+
+
+_UNLISTED = object()
 
 
 class _RepeatedMember(Exception):
@@ -169,17 +175,44 @@ def _malformed(path: Path, text: str, cache_key: str, entry: dict[str, Any]) -> 
     )
 
 
-def _rows(path: Path, text: str, cache: dict[str, Any], keys: list[str]) -> list[Row]:
+def _params(path: Path, cache_key: str, entry: dict[str, Any], keys: list[str],
+            tune_params: dict[str, list[Any]]) -> dict[str, Any]:
+    """The entry's parameter values: its own fields, or, in caches that store only the measurements
+    (Schoonhoven et al.'s), the values its key lists in ``tune_params_keys`` order, each read back as
+    the ``tune_params`` value it prints as."""
+    if all(k in entry for k in keys):
+        return {k: entry[k] for k in keys}
+    parts = cache_key.split(",")
+    if len(parts) != len(keys):
+        missing = next(k for k in keys if k not in entry)
+        raise InputFormatError(
+            f"{path}: cache entry {cache_key!r} lacks parameter {missing!r}, and its key lists "
+            f"{len(parts)} values for the {len(keys)} parameters of tune_params_keys."
+        )
+    params = {}
+    for k, text in zip(keys, parts, strict=True):
+        if k in entry:
+            params[k] = entry[k]
+            continue
+        value = next((v for v in tune_params[k] if str(v) == text.strip()), _UNLISTED)
+        if value is _UNLISTED:
+            raise InputFormatError(
+                f"{path}: cache entry {cache_key!r} gives {k} = {text!r} in its key, which tune_params "
+                f"does not list for {k} ({', '.join(map(str, tune_params[k]))})."
+            )
+        params[k] = value
+    return params
+
+
+def _rows(path: Path, text: str, cache: dict[str, Any], keys: list[str],
+          tune_params: dict[str, list[Any]]) -> list[Row]:
     """One row per cache entry, refusing a malformed entry and a config that two entries list."""
     rows: list[Row] = []
     listed: dict[str, str] = {}  # row key -> the cache key that listed it first
     for cache_key, entry in cache.items():
         if not isinstance(entry, dict):
             raise InputFormatError(f"{path}: cache entry {cache_key!r} is not an object.")
-        try:
-            params = {k: entry[k] for k in keys}
-        except KeyError as exc:
-            raise InputFormatError(f"{path}: cache entry {cache_key!r} lacks parameter {exc}.") from None
+        params = _params(path, cache_key, entry, keys, tune_params)
         outcome = _outcome(entry)
         if outcome is None:
             raise _malformed(path, text, cache_key, entry)
@@ -221,7 +254,9 @@ def read_kernel_tuner_cache(path: str | Path, *, name: str | None = None) -> tup
     tune_params = doc["tune_params"]
     if not isinstance(tune_params, dict) or set(keys) - set(tune_params):
         raise InputFormatError(f"{path}: tune_params does not list every key of tune_params_keys.")
-    rows = _rows(path, text, doc["cache"], keys)
+    if not all(isinstance(tune_params[k], list) for k in keys):
+        raise InputFormatError(f"{path}: tune_params must map each parameter to a list of its values.")
+    rows = _rows(path, text, doc["cache"], keys, tune_params)
     if not rows:
         raise InputFormatError(f"{path}: the cache holds no entries.")
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from flysearch.errors import InputFormatError
 from flysearch.tables._aiter_csv import read_profile_csv, read_tuned_csv
+from flysearch.tables._declare import Declaration, declare
 from flysearch.tables._kernel_tuner import read_kernel_tuner_cache
 from flysearch.tables._store import DEFAULT_DB, Row, TableMeta, opened_store, read_table_file
 
@@ -69,9 +70,11 @@ def table_format(path: str | Path, *, aiter_profile: bool = False) -> str:
     return kind
 
 
-def read_any_table(path: str | Path, *, name: str | None = None) -> tuple[TableMeta, list[Row]]:
+def read_any_table(path: str | Path, *, name: str | None = None,
+                   declaration: Declaration | None = None) -> tuple[TableMeta, list[Row]]:
     """Read a one-table file: a flysearch table file (``*.table.json.gz``) or a Kernel Tuner cache
-    (``.json`` / ``.json.gz``); *name* renames the table.
+    (``.json`` / ``.json.gz``); *name* renames the table, *declaration* adds what the file does not
+    say (its shape, kernel family, arch, device, parameter names: :func:`flysearch.tables.declare`).
 
     Raises:
         InputFormatError: the file is malformed, or is an aiter CSV (which holds many tables:
@@ -87,12 +90,14 @@ def read_any_table(path: str | Path, *, name: str | None = None) -> tuple[TableM
         meta, rows = read_table_file(path)
         if name:
             meta.name = name
-        return meta, rows
-    return read_kernel_tuner_cache(path, name=name)
+    else:
+        meta, rows = read_kernel_tuner_cache(path, name=name)
+    return declare(meta, rows, declaration) if declaration else (meta, rows)
 
 
 def read_tables(
     path: str | Path, *, name: str | None = None, aiter_profile: bool = False, err_ratio_limit: float = 0.05,
+    declaration: Declaration | None = None,
 ) -> list[tuple[TableMeta, list[Row]]]:
     """Read a table file of any supported format into its tables (nothing is written).
 
@@ -102,14 +107,20 @@ def read_tables(
         aiter_profile: The file is an aiter tuner profile (``-o2``), not a tuned CSV.
         err_ratio_limit: For a profile, the tuner's ``--errRatio``: a candidate with a larger
             error ratio becomes ``wrong_result``.
+        declaration: What a one-table file does not say (:class:`flysearch.tables.Declaration`).
 
     Raises:
-        InputFormatError: the file is malformed, *name* is given for an aiter CSV, or
-            *aiter_profile* for a file that is no aiter CSV.
+        InputFormatError: the file is malformed, *name* or *declaration* is given for an aiter CSV,
+            *aiter_profile* for a file that is no aiter CSV, or the declaration does not fit it.
     """
     kind = table_format(path, aiter_profile=aiter_profile)
     if kind in _ONE_TABLE:
-        return [read_any_table(path, name=name)]
+        return [read_any_table(path, name=name, declaration=declaration)]
+    if declaration:
+        raise InputFormatError(
+            f"{path} is an {kind}: its tables carry their own shape, kernel and arch, so none can be "
+            "declared."
+        )
     if name:
         raise InputFormatError(
             f"{path} is an {kind}: it holds one table per GEMM, named <file stem>/<gfx>/cu<CUs>/MxNxK, so "
@@ -153,6 +164,7 @@ def _imported(meta: TableMeta, rows: list[Row]) -> ImportedTable:
 def import_tables(
     paths: Sequence[str | Path], *, db: str | Path = DEFAULT_DB, name: str | None = None,
     replace: bool = False, aiter_profile: bool = False, err_ratio_limit: float = 0.05,
+    declaration: Declaration | None = None,
 ) -> list[ImportedFile]:
     """Import table files of any supported format (:func:`read_tables`) into the table database:
     every file is read first, then all their tables are written in one transaction, so a malformed
@@ -170,6 +182,8 @@ def import_tables(
         replace: Overwrite tables of the same name.
         aiter_profile: The files are aiter tuner profiles (``-o2``), not tuned CSVs.
         err_ratio_limit: For profiles, the tuner's ``--errRatio``.
+        declaration: What the files do not say, for each of them (:class:`flysearch.tables.Declaration`):
+            their shape (for one file), kernel family, arch, device, parameter names.
 
     Returns:
         Per file, its format and the tables written from it.
@@ -186,9 +200,13 @@ def import_tables(
             f"--name names one table, but {len(paths)} files were given; import them one at a time to "
             "rename them."
         )
+    if declaration and declaration.shape and len(paths) > 1:
+        raise InputFormatError(
+            f"A shape names one table's GEMM, but {len(paths)} files were given; import them one at a time."
+        )
     kinds = [table_format(p, aiter_profile=aiter_profile) for p in paths]  # cheap refusals first
-    read = [read_tables(p, name=name, aiter_profile=aiter_profile, err_ratio_limit=err_ratio_limit)
-            for p in paths]
+    read = [read_tables(p, name=name, aiter_profile=aiter_profile, err_ratio_limit=err_ratio_limit,
+                        declaration=declaration) for p in paths]
     origin: dict[str, int] = {}  # table name -> the file that holds it first
     for at, tables in enumerate(read):
         for meta, _rows in tables:

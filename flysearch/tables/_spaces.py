@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flysearch.kernels import get_space, space_names
-from flysearch.space import Constraint, Space, params_from_json
+from flysearch.space import Constraint, Param, Space, params_from_json
 
 if TYPE_CHECKING:
     from flysearch.tables._store import GroundTruth
@@ -26,7 +26,9 @@ def space_for_table(table: GroundTruth) -> Space:
     source tuner's restrictions, known by their result); for a table of a registered kernel family
     it follows the family's own constraints, which charge every rejection they explain, and removes
     only what the table lacks (none of an exhaustive race's feasible configs; the values a table
-    measured with other value sets never had).
+    measured with other value sets never had). Such a table's parameters are the family's, widened
+    by any value it measured beyond them (a table measured outside flysearch, declared as the
+    family's at import): replay searches the table's own configs, never one it lacks.
     """
     name = str(table.meta.space.get("name", ""))
     keys = frozenset(table.rows)
@@ -35,7 +37,20 @@ def space_for_table(table: GroundTruth) -> Space:
         lambda config, shape, arch: config.key in keys,
         doc="only configs the table holds can be replayed",
     )
+    own = params_from_json(table.meta.space.get("params", []))
     if name in space_names():
         space = get_space(name)
-        return Space(space.name, space.params, [*space.constraints, listed], kernel=space.kernel)
-    return Space(name or table.name, params_from_json(table.meta.space.get("params", [])), [listed])
+        params = _widened(space.params, own)
+        return Space(space.name, params, [*space.constraints, listed], kernel=space.kernel)
+    return Space(name or table.name, own, [listed])
+
+
+def _widened(family: list[Param], own: list[Param]) -> list[Param]:
+    """The family's parameters, each with the values the table measured beyond the family's own
+    appended in order (a table raced over the family's space adds none)."""
+    measured = {p.name: p.values for p in own}
+    widened = []
+    for p in family:
+        beyond = sorted((v for v in measured.get(p.name, ()) if v not in p.values), key=str)
+        widened.append(Param(p.name, (*p.values, *beyond)) if beyond else p)
+    return widened
