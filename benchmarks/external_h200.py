@@ -13,9 +13,10 @@ was confirmed in interleaved rounds after the race carries that median as its ti
 
 ``eval`` imports every cache the documented way (``flysearch tables import FILE --shape
 problem_size:MNK --kernel triton_gemm_splitk --arch sm_90 --rename BM=BLOCK_M,...``, here through
-:func:`flysearch.tables.import_tables`), trains one prior on all committed H200 tables (none of
-these), and runs the ``costmodel`` sampler for 5 seeds with a budget of 100 compiles per table,
-counting the compiles until a config within 1% (and 5%) of the table's own optimum is measured.
+:func:`flysearch.tables.import_tables`), trains one prior on all committed H200 tables, the
+unpruned development races among them (none of these), and runs the ``costmodel`` sampler for 5
+seeds with a budget of 100 compiles per table, counting the compiles until a config within 1% (and
+5%) of the table's own optimum is measured.
 For contrast it reports the same tables imported with the shape and arch but no kernel family (the
 prior guides, but does not walk its order, and no family constraint applies). About a minute on 2
 cores.
@@ -53,6 +54,9 @@ from flysearch.tables import (  # noqa: E402
 SHAPES = ROOT / "studies" / "external_h200.toml"
 DATA = ROOT / "benchmarks" / "data" / "external_h200"
 TRAINING = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
+# Development races over the unpruned value set (benchmarks/pruning_audit.py): the only tables that
+# measure what the family's rules once removed (8 warps on 16 x 64 and 16 x 128 tiles, num_stages 5).
+UNPRUNED = ("h200_unpruned", "h200_unpruned_decode")
 # flysearch's names -> the external tables' names.
 EXTERNAL_NAMES = {"BLOCK_M": "BM", "BLOCK_N": "BN", "BLOCK_K": "BK", "GROUP_M": "GM", "SPLIT_K": "SK"}
 EXTERNAL_GRID = (
@@ -79,7 +83,7 @@ def external_space() -> Space:
 def race(args: argparse.Namespace) -> None:
     from flysearch.race import RaceSettings, RaceShape, run_race
 
-    corpus = [e for e in load_corpus(SHAPES) if not args.only or e.name in args.only]
+    corpus = [e for e in load_corpus(args.shapes) if not args.only or e.name in args.only]
     db = Path(args.db or tempfile.mkdtemp()) / "external.db"
     store = TableStore(str(db))
     settings = RaceSettings(kernel="splitk_gemm", workers=args.workers, cache_dir=args.cache_dir,
@@ -113,9 +117,10 @@ def race(args: argparse.Namespace) -> None:
 
 def _training() -> list[GroundTruth]:
     tables = []
-    for folder in TRAINING:
+    for folder in (*TRAINING, *UNPRUNED):
         for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / folder / "*.table.json.gz"))):
             meta, rows = read_table_file(path)
+            meta.kernel = "triton_gemm"  # the unpruned races measured the same kernel
             tables.append(GroundTruth(meta, {r.key: r for r in rows}))
     return tables
 
@@ -161,12 +166,13 @@ def evaluate(args: argparse.Namespace) -> None:
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
         f"- hardware: {platform.machine()} CPU; the caches were measured on an NVIDIA H200 "
-        "(`benchmarks/data/external_h200/race_report.json`)",
+        f"(`{args.data.resolve().relative_to(ROOT)}/race_report.json`)",
         f"- versions: Python {platform.python_version()}, "
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
         f"- date: {dt.date.today().isoformat()}",
-        f"- test set: `studies/external_h200.toml` (committed before the race); prior trained on the "
-        f"{len(train)} committed H200 tables; {len(SEEDS)} seeds, budget {BUDGET}",
+        f"- test set: `{args.shapes.resolve().relative_to(ROOT)}` (committed before the race); prior trained "
+        f"on the {len(train)} committed H200 tables; {len(SEEDS)} seeds, budget {BUDGET}",
+        *([f"- **development number**: {args.development}"] if args.development else []),
         "",
         "Compiles until a config within 1% of the table's own optimum is measured, per seed (`-`: not "
         "within the budget). *Documented path*: `flysearch tables import FILE --shape problem_size:MNK "
@@ -221,6 +227,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("race", help="race the shapes on a GPU and write Kernel Tuner caches")
+    r.add_argument("--shapes", type=Path, default=SHAPES, help="the test set's shape file")
     r.add_argument("--out", type=Path, default=DATA)
     r.add_argument("--only", action="append", help="race only these shapes (by name); repeatable")
     r.add_argument("--workers", type=int, default=None)
@@ -228,8 +235,11 @@ def main() -> None:
     r.add_argument("--deadline", type=float, default=None, help="stop starting work after this many s")
     r.add_argument("--db", default=None, help="folder of the race's table database (default: a temp one)")
     e = sub.add_parser("eval", help="import the caches the documented way and search them (CPU)")
+    e.add_argument("--shapes", type=Path, default=SHAPES, help="the test set's shape file")
     e.add_argument("--data", type=Path, default=DATA)
     e.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "external_h200.md")
+    e.add_argument("--development", metavar="WHY", default=None,
+                   help="label the result a development number (the test set was seen before), saying why")
     args = ap.parse_args()
     race(args) if args.command == "race" else evaluate(args)
 

@@ -1,12 +1,15 @@
 """What the split-K space's analytic pruning throws away: race the unpruned space, then charge each rule.
 
     python benchmarks/pruning_audit.py race --out benchmarks/data/h200_unpruned --workers 15   # on a GPU
+    python benchmarks/pruning_audit.py race --shapes studies/shapes_h200_decode_dev.toml \
+        --out benchmarks/data/h200_unpruned_decode --workers 15                              # on a GPU
     python benchmarks/pruning_audit.py audit --out benchmarks/results/pruning_audit.md
 
 ``race`` measures every config of ``triton_gemm_splitk``'s parameters, with ``num_stages`` widened
-to 5, and no constraint at all, on four development shapes of ``studies/shapes_h200.toml`` (decode,
-small-M, prefill, square), re-times each shape's top, and dumps the tables (flysearch table files).
-Configs that cannot run (too much shared memory) are recorded as failures.
+to 5, and no constraint at all, on development shapes: by default four of ``studies/shapes_h200.toml``
+(decode, small-M, prefill, square), or every shape of ``--shapes``; it re-times each shape's top and
+dumps the tables (flysearch table files). Configs that cannot run (too much shared memory) are
+recorded as failures.
 
 ``audit`` charges each of the family's constraints, per table: how many configs it rejects (and how
 many it is the first to reject), whether it rejects a config within 1% of the unpruned optimum,
@@ -33,11 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
-from flysearch.space import Config, Param, Space, get_arch, load_corpus  # noqa: E402
+from flysearch.space import Config, Constraint, Param, Space, get_arch, load_corpus  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, dump_table_file, read_table_file  # noqa: E402
 
 SHAPES = ("l3-8b-qkv-m1", "l3-8b-qkv-m64", "l3-8b-qkv-m1024", "l3-8b-o-m4096")
 DATA = ROOT / "benchmarks" / "data" / "h200_unpruned"
+DECODE_DATA = ROOT / "benchmarks" / "data" / "h200_unpruned_decode"
 FAMILY = "triton_gemm_splitk"
 
 
@@ -50,8 +54,11 @@ def unpruned_space() -> Space:
 def race(args: argparse.Namespace) -> None:
     from flysearch.race import RaceSettings, RaceShape, run_race
 
-    corpus = {e.name: e for e in load_corpus(ROOT / "studies" / "shapes_h200.toml")}
-    shapes = [corpus[name] for name in SHAPES]
+    if args.shapes is None:
+        corpus = {e.name: e for e in load_corpus(ROOT / "studies" / "shapes_h200.toml")}
+        shapes = [corpus[name] for name in SHAPES]
+    else:
+        shapes = load_corpus(args.shapes)
     db = Path(args.db or tempfile.mkdtemp()) / "unpruned.db"
     store = TableStore(str(db))
     settings = RaceSettings(kernel="triton_gemm_unpruned", workers=args.workers, cache_dir=args.cache_dir,
@@ -77,6 +84,15 @@ def _confirmed(table: GroundTruth) -> GroundTruth:
     return GroundTruth(table.meta, rows)
 
 
+def _warps_fill_64x64(c: Config, shape: object, arch: object) -> bool:
+    """``warps_fill_tile`` as it was before these races: 8 warps only for tiles of 64 x 64 or more."""
+    return int(c["num_warps"]) <= 4 or int(c["BLOCK_M"]) * int(c["BLOCK_N"]) >= 64 * 64
+
+
+# Rules charged beside the family's, each with the name the audit prints.
+EARLIER = (Constraint("warps_fill_tile, earlier (64 x 64)", _warps_fill_64x64),)
+
+
 def audit_table(table: GroundTruth) -> tuple[list[str], dict[str, str]]:
     """The per-rule lines of *table*'s audit, and its summary cells."""
     family = get_space(FAMILY)
@@ -95,12 +111,12 @@ def audit_table(table: GroundTruth) -> tuple[list[str], dict[str, str]]:
             first_by[failing[0]] += 1
         elif all(r.params[k] in v for k, v in values.items()) and r.ok:
             kept.append(r)
-    for c in family.constraints:
+    for c in (*family.constraints, *EARLIER):
         rejects = [r for r in table.rows.values() if not c(Config.from_dict(r.params), shape, arch)]
         near_hit = [r for r in near if r in rejects]
         lost = f"{len(near_hit)} ({', '.join(sorted(r.key for r in near_hit)[:2])})" if near_hit else "0"
         lines.append(f"| {table.meta.shape().M}x{shape.N}x{shape.K} | {c.name} | {len(rejects)} | "
-                     f"{first_by[c.name]} | {lost} |")
+                     f"{first_by.get(c.name, '-')} | {lost} |")
     pruned_best = min(r.time_ms for r in kept)
     four = min(r.time_ms for r in ok if r.params["num_stages"] != 5)
     summary = {
@@ -115,33 +131,36 @@ def audit_table(table: GroundTruth) -> tuple[list[str], dict[str, str]]:
 
 def audit(args: argparse.Namespace) -> None:
     start = time.monotonic()
-    tables = []
-    for path in sorted(glob.glob(str(args.data / "*.table.json.gz"))):
-        meta, rows = read_table_file(path)
-        tables.append(_confirmed(GroundTruth(meta, {r.key: r for r in rows})))
-    if not tables:
-        sys.exit(f"no tables in {args.data}; race them first (see the docstring)")
-    tables.sort(key=lambda t: t.meta.shape().M)
-    report = json.loads((args.data / "race_report.json").read_text())
+    tables, races = [], []
+    for data in args.data:
+        paths = sorted(glob.glob(str(data / "*.table.json.gz")))
+        if not paths:
+            sys.exit(f"no tables in {data}; race them first (see the docstring)")
+        for path in paths:
+            meta, rows = read_table_file(path)
+            tables.append(_confirmed(GroundTruth(meta, {r.key: r for r in rows})))
+        prov = json.loads((data / "race_report.json").read_text())["provenance"]
+        where = data.resolve().relative_to(ROOT)
+        races.append(f"`{where}/race_report.json`: `{prov['command']}`, {prov['date']}, "
+                     f"{', '.join(f'{k} {v}' for k, v in prov['versions'].items())}")
+    tables.sort(key=lambda t: (t.meta.shape().M, t.meta.shape().N, t.meta.shape().K))
     rule_lines, summaries = [], []
     for table in tables:
         lines, summary = audit_table(table)
         rule_lines += lines
         summaries.append(summary)
-    prov = report["provenance"]
     out = [
         "# What the split-K space's pruning throws away",
         "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
-        f"- hardware: {platform.machine()} CPU; the tables were raced on an {prov['device']} "
-        f"(`benchmarks/data/h200_unpruned/race_report.json`: `{prov['command']}`, {prov['date']}, "
-        f"{', '.join(f'{k} {v}' for k, v in prov['versions'].items())})",
+        f"- hardware: {platform.machine()} CPU; the tables were raced on an NVIDIA H200 "
+        f"({'; '.join(races)})",
         f"- versions: Python {platform.python_version()}, optuna {version('optuna')}",
         f"- date: {dt.date.today().isoformat()}",
         "",
         "Every config of `triton_gemm_splitk`'s value sets, with `num_stages` widened to 5 and no "
-        "constraint, raced on four development shapes (times: the race's, the top re-timed in 10 "
+        "constraint, raced on development shapes (times: the race's, the top re-timed in 10 "
         "interleaved rounds). *kept*: configs that run, pass every family rule and lie in the family's "
         "value sets; *pruned loss*: the pruned space's best against the unpruned best; *stages-5 loss*: "
         "the best config with num_stages <= 4 against the best.",
@@ -153,7 +172,8 @@ def audit(args: argparse.Namespace) -> None:
           f"{s['pruned_loss']} | {s['stages5_loss']} | {s['near']} | {s['near_kept']} |" for s in summaries),
         "",
         "Per rule: configs it rejects, configs it is the first to reject (in the family's order), and the "
-        "configs within 1% of the unpruned optimum it rejects (the first two named).",
+        "configs within 1% of the unpruned optimum it rejects (the first two named); *earlier* rows charge "
+        "a rule as it stood before these races, for comparison.",
         "",
         "| shape | rule | rejects | first to reject | rejects within 1% |",
         "|---|---|---:|---:|---|",
@@ -169,13 +189,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("race", help="race the unpruned space on a GPU and dump the tables")
+    r.add_argument("--shapes", type=Path, default=None, help="shape corpus (default: 4 of shapes_h200)")
     r.add_argument("--out", type=Path, default=DATA)
     r.add_argument("--workers", type=int, default=None)
     r.add_argument("--cache-dir", default=None)
     r.add_argument("--deadline", type=float, default=None)
     r.add_argument("--db", default=None)
     a = sub.add_parser("audit", help="charge each rule (CPU)")
-    a.add_argument("--data", type=Path, default=DATA)
+    a.add_argument("--data", type=Path, nargs="+", default=[DATA, DECODE_DATA])
     a.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "pruning_audit.md")
     args = ap.parse_args()
     race(args) if args.command == "race" else audit(args)

@@ -469,7 +469,8 @@ def check_prior_fits(prior: Prior, parameters: Iterable[str], what: str, *,
         Traceback (most recent call last):
         ...
         flysearch.errors.InputFormatError: The model was trained on none of the parameters of table \
-conv/A100 (block_size_x); train one on tables of this kernel ('flysearch model train').
+conv/A100 (block_size_x); train one on tables of this kernel ('flysearch model train'), or name \
+them as it does (tables import --rename).
     """
     names = list(parameters)
     trained = {f[2:].split("=", 1)[0] for f in prior.schema if f.startswith("p_")}

@@ -18,7 +18,9 @@ constraint                keeps a config when
 smem_fits                 ``num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * 2`` bytes fit in one
                           block's shared memory (``arch.max_lds_per_block``)
 acc_registers_fit         the fp32 accumulator needs at most 128 registers a thread
-warps_fill_tile           8 warps only for tiles of at least 64 x 64
+warps_fill_tile           8 warps only for tiles of at least 16 x 64 (1,024 outputs: four a
+                          thread); on decode shapes 8 warps on 16 x 64 and 16 x 128 tiles are
+                          often the fastest, on 16 x 32 never
 tile_m_fits_shape         ``BLOCK_M <= 2 * max(16, next_pow2(M))`` (at most one wasted half)
 tile_n_fits_shape         ``BLOCK_N <= max(32, next_pow2(N))``
 tile_k_fits_shape         ``BLOCK_K <= max(32, next_pow2(K))``
@@ -117,7 +119,7 @@ def _acc_registers_fit(c: Config, shape: Shape | None, arch: ArchProfile | None)
 
 
 def _warps_fill_tile(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
-    return int(c["num_warps"]) <= 4 or int(c["BLOCK_M"]) * int(c["BLOCK_N"]) >= 64 * 64
+    return int(c["num_warps"]) <= 4 or int(c["BLOCK_M"]) * int(c["BLOCK_N"]) >= 16 * 64
 
 
 def _tile_fits(param: str, dim: str, floor: int, slack: int = 1) -> Any:
@@ -147,7 +149,7 @@ def _group_m_needs_rows(c: Config, shape: Shape | None, arch: ArchProfile | None
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("smem_fits", _smem_fits, "pipelined A and W tiles fit in one block's shared memory"),
     Constraint("acc_registers_fit", _acc_registers_fit, "fp32 accumulator <= 128 registers a thread"),
-    Constraint("warps_fill_tile", _warps_fill_tile, "8 warps only for tiles of at least 64 x 64"),
+    Constraint("warps_fill_tile", _warps_fill_tile, "8 warps only for tiles of at least 16 x 64"),
     Constraint(
         "tile_m_fits_shape", _tile_fits("BLOCK_M", "M", 16, slack=2), "BLOCK_M <= 2 * next_pow2(M)"
     ),
