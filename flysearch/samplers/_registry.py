@@ -6,7 +6,9 @@ are Optuna's samplers; ``tpe`` and ``gp`` read the constraint each trial sets (a
 config is infeasible), so they learn which regions not to propose. ``tpe-unseen`` is TPE that
 proposes the best of its candidates that is feasible and not tried yet (:mod:`flysearch.samplers`).
 ``cmaes`` is CMA-ES with margin that restarts with a larger population once it stops finding new
-configs (:mod:`flysearch.samplers`).
+configs (:mod:`flysearch.samplers`); ``cmaes-margin`` is Optuna's CMA-ES with margin as it comes.
+``kt:<strategy>`` runs one of Kernel Tuner's strategies on a replayed table
+(:mod:`flysearch.samplers`).
 
 Example:
     >>> from flysearch.samplers import make_sampler
@@ -116,6 +118,9 @@ class SamplerRequest:
         batch: Several trials will be asked before the first is told (a live study's pipeline,
             several workers): TPE then uses its constant liar.
         worker: This worker's number among the workers of a shared study.
+        budget: The study's budget of compiles (the ``kt:`` samplers give it to Kernel Tuner).
+        measured: A replayed study's table: each config's time in ms by key, ``None`` where it
+            failed. Only the ``kt:`` samplers read it, to run Kernel Tuner in its simulation mode.
     """
 
     name: str
@@ -124,6 +129,8 @@ class SamplerRequest:
     prior: Any = None
     batch: bool = False
     worker: int = 0
+    budget: int | None = None
+    measured: Mapping[str, float | None] | None = None
 
     def needs_context(self) -> SearchContext:
         if self.context is None:
@@ -153,6 +160,8 @@ def make_sampler(
     prior: Any = None,
     batch: bool = False,
     worker: int = 0,
+    budget: int | None = None,
+    measured: Mapping[str, float | None] | None = None,
 ) -> BaseSampler:
     """Build the sampler called *name* (one of :data:`SAMPLERS`; see :class:`SamplerRequest` for
     the rest).
@@ -163,7 +172,7 @@ def make_sampler(
     name = name.strip().lower()
     if name not in _BUILDERS:
         raise UnknownSamplerError(f"Unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}.")
-    return _BUILDERS[name](SamplerRequest(name, seed, context, prior, batch, worker))
+    return _BUILDERS[name](SamplerRequest(name, seed, context, prior, batch, worker, budget, measured))
 
 
 # The builders import their sampler's module when first used, so that a study pays for its own.
@@ -221,6 +230,14 @@ def _cmaes(r: SamplerRequest) -> BaseSampler:
     return RestartingCmaEsSampler(r.context, seed=r.seed)
 
 
+@register_sampler("cmaes-margin")
+def _cmaes_margin(r: SamplerRequest) -> BaseSampler:
+    # Optuna's CMA-ES with margin as it comes, without flysearch's restarts: an anchor.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.CmaEsSampler(seed=r.seed, with_margin=True, warn_independent_sampling=False)
+
+
 @register_sampler("qmc")
 def _qmc(r: SamplerRequest) -> BaseSampler:
     with warnings.catch_warnings():
@@ -254,6 +271,28 @@ def _spreadforest(r: SamplerRequest) -> BaseSampler:
 
     return SpreadForestSampler(r.needs_context(), seed=r.seed)
 
+
+def _kernel_tuner(strategy: str) -> Callable[[SamplerRequest], BaseSampler]:
+    def build(r: SamplerRequest) -> BaseSampler:
+        from flysearch.samplers._kernel_tuner import KernelTunerSampler
+
+        if r.measured is None:
+            raise UnknownSamplerError(
+                f"The {r.name} sampler replays a table through Kernel Tuner's simulation mode; "
+                "run it on a table (--table, or a compare experiment), not live.")
+        return KernelTunerSampler(r.needs_context(), strategy, r.measured, seed=r.seed, budget=r.budget)
+
+    return build
+
+
+def _register_kernel_tuner() -> None:
+    from flysearch.samplers._kernel_tuner import STRATEGIES
+
+    for strategy in STRATEGIES:
+        register_sampler(f"kt:{strategy}")(_kernel_tuner(strategy))
+
+
+_register_kernel_tuner()
 
 SAMPLERS: tuple[str, ...] = tuple(_BUILDERS)
 """Every sampler's name, in the order the CLI lists them."""

@@ -33,6 +33,7 @@ import optuna
 from optuna.trial import TrialState
 
 from flysearch.errors import FlysearchError, StudyMismatchError
+from flysearch.evaluators import ReplayEvaluator
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.study._loop import SyncEvaluator, run_loop
 from flysearch.study._shared import SharedStudy
@@ -247,7 +248,8 @@ def run_study(
     enumeration = space.enumerate(shape, arch)
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
-    sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior)
+    sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior,
+                           budget=settings.budget, measured=_measured(evaluator))
     durable = open_study(study_name, open_storage(storage), settings, sampler)
     _recover_abandoned(durable)
     shared = SharedStudy(durable, sampler)
@@ -262,6 +264,15 @@ def run_study(
     summary.new_trials = result.asked
     summary.stopped = result.stopped
     return summary
+
+
+def _measured(evaluator: Evaluator) -> dict[str, float | None] | None:
+    """A replayed table's time of each config by key (``None`` where it failed), for the samplers
+    that replay a table themselves (``kt:``); ``None`` for a live evaluator."""
+    table = getattr(evaluator, "table", None) if isinstance(evaluator, ReplayEvaluator) else None
+    if table is None:
+        return None
+    return {key: row.time_ms if row.ok else None for key, row in table.rows.items()}
 
 
 def summarize(study: optuna.Study) -> StudySummary:

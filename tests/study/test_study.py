@@ -94,7 +94,10 @@ def test_every_sampler_is_seeded(conv_a100: GroundTruth, sampler: str) -> None:
         run_study(sampler, space, ReplayEvaluator(conv_a100), settings(conv_a100, sampler, budget),
                   storage=storage)
         runs.append(compiled_keys(optuna.load_study(study_name=sampler, storage=storage)))
-    assert runs[0] == runs[1] and len(runs[0]) == budget
+    assert runs[0] == runs[1]
+    # Kernel Tuner's annealing strategies may end before their budget of evaluations is spent.
+    ends_early = sampler in ("kt:simulated_annealing", "kt:dual_annealing")
+    assert 0 < len(runs[0]) <= budget if ends_early else len(runs[0]) == budget
 
 
 def test_failures_are_recorded_and_counted(conv_a100: GroundTruth) -> None:
