@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from flysearch.space import Encoding, Space
 
-__all__ = ["RestartingCmaEsSampler"]
+__all__ = ["PlainMarginCmaEsSampler", "RestartingCmaEsSampler"]
 
 
 class Context(Protocol):
@@ -198,3 +198,23 @@ def _is_cma_dimension(dist: BaseDistribution) -> bool:
     """Whether CMA-ES searches this distribution (numeric with several values; categorical ones are
     sampled independently)."""
     return isinstance(dist, IntDistribution | FloatDistribution) and not dist.single()
+
+
+class PlainMarginCmaEsSampler(CmaEsSampler):
+    """Optuna's CMA-ES with margin as it comes (``cmaes-margin``, an anchor), except that a search
+    whose mean has diverged does not end the study: the ``cmaes`` library refuses values beyond
+    1e32 with an ``AssertionError``, and from then on every suggestion is the independent sampler's
+    (Optuna's random sampler), as for a parameter CMA-ES does not model."""
+
+    def __init__(self, *, seed: int | None = None) -> None:
+        super().__init__(seed=seed, with_margin=True, warn_independent_sampling=False)
+        self.diverged = False
+
+    def sample_relative(self, study: Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        if not self.diverged:
+            try:
+                return super().sample_relative(study, trial, search_space)
+            except AssertionError:
+                self.diverged = True
+        return {}

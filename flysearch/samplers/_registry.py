@@ -232,10 +232,12 @@ def _cmaes(r: SamplerRequest) -> BaseSampler:
 
 @register_sampler("cmaes-margin")
 def _cmaes_margin(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._cmaes import PlainMarginCmaEsSampler
+
     # Optuna's CMA-ES with margin as it comes, without flysearch's restarts: an anchor.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.samplers.CmaEsSampler(seed=r.seed, with_margin=True, warn_independent_sampling=False)
+        return PlainMarginCmaEsSampler(seed=r.seed)
 
 
 @register_sampler("qmc")
