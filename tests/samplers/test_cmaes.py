@@ -60,3 +60,25 @@ def test_cmaes_is_seeded_across_restarts() -> None:
     """Two runs of one seed compile the same configs in the same order, restarts included."""
     first = run_cmaes(h200_decode(), 100, 1)[1]
     assert run_cmaes(h200_decode(), 100, 1)[1] == first
+
+
+def test_cmaes_margin_turns_random_when_its_search_diverges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cmaes library refuses a diverged mean with an AssertionError; ``cmaes-margin`` then goes on
+    with Optuna's independent (random) sampling instead of ending the study with a traceback."""
+    table = h200_decode()
+    calls = {"n": 0}
+    original = optuna.samplers.CmaEsSampler.sample_relative
+
+    def diverging(self: optuna.samplers.CmaEsSampler, study: optuna.Study, trial: object,
+                  space: dict) -> dict:
+        calls["n"] += 1
+        if calls["n"] > 12:
+            raise AssertionError("Abs of all param values must be less than 1e+32 to avoid overflow errors")
+        return original(self, study, trial, space)
+
+    monkeypatch.setattr(optuna.samplers.CmaEsSampler, "sample_relative", diverging)
+    space = space_for_table(table)
+    storage = optuna.storages.InMemoryStorage()
+    settings = StudySpec(sampler="cmaes-margin", budget=40, seed=0, space=space.name, table=table.name)
+    summary = run_study("m", space, ReplayEvaluator(table), settings, storage=storage)
+    assert summary.compiles == 40 and calls["n"] == 13  # asked once after diverging, never again
