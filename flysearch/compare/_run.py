@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -32,7 +33,7 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
@@ -618,19 +619,38 @@ def _pooled(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]],
             if task.sampler.needs_prior:
                 waiting.setdefault(_prior_key(task), []).append(task)
         fits = {pool.submit(fit_run_prior, tasks[0]): key for key, tasks in waiting.items()}
-        pending = set(fits) | {pool.submit(execute_run, t) for t in todo if not t.sampler.needs_prior}
+        runs = {pool.submit(execute_run, t): t for t in todo if not t.sampler.needs_prior}
+        pending = set(fits) | set(runs)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 if fut in fits:
                     prior = fut.result()
-                    pending |= {pool.submit(execute_run, t, prior) for t in waiting.pop(fits[fut])}
+                    more = {pool.submit(execute_run, t, prior): t for t in waiting.pop(fits[fut])}
+                    runs.update(more)
+                    pending |= set(more)
                 else:
-                    store(fut.result())
+                    with _naming(runs[fut]):
+                        store(fut.result())
     except BaseException:
         _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _naming(task: RunTask) -> Iterator[None]:
+    """Turn a run's unexpected error (a sampler that raised, say) into one line naming the run; the
+    runs stored before it stay stored, and the same command resumes after the rest."""
+    try:
+        yield
+    except FlysearchError:
+        raise
+    except Exception as exc:
+        raise FlysearchError(
+            f"Run {task.run_id} failed: {type(exc).__name__}: {exc}; the runs stored so far are kept "
+            "(leave this sampler or table out with --samplers or --tables to run the rest)."
+        ) from exc
 
 
 # Seconds a terminated worker gets to exit before it is killed.
@@ -684,7 +704,8 @@ def _serial(todo: list[RunTask], store: Callable[[dict[str, Any]], None]) -> Non
             if torch is not None:
                 torch.set_num_threads(1)
             for task in todo:
-                store(execute_run(task))
+                with _naming(task):
+                    store(execute_run(task))
     finally:
         optuna.logging.set_verbosity(verbosity)
         if torch is not None:

@@ -307,3 +307,26 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
     again = _compare(path, *args[:-2], "--workers", "1", "--seeds", ",".join(map(str, [*seeds, more])))
     assert again.exit_code == 0, again.output
     assert "1 runs done" in again.output and f"{len(seeds)} already stored" in again.output
+
+
+def test_a_run_whose_sampler_raises_is_one_line_and_the_stored_runs_stay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import optuna
+
+    from flysearch.compare import _run
+    from flysearch.samplers import _registry
+
+    class Broken(optuna.samplers.RandomSampler):
+        def sample_independent(self, *args: object) -> object:
+            raise RuntimeError("the sampler broke")
+
+    monkeypatch.setitem(_registry._BUILDERS, "random", lambda r: Broken(seed=r.seed))
+    monkeypatch.setattr(_run, "runs_portable", lambda: True)  # one worker: runs in this process
+    path = _experiment(tmp_path, budget=5, seeds="1", samplers=("grid", "random"))
+    out = tmp_path / "o"
+    result = _compare(path, "--out", out, "--workers", "1")
+    assert result.exit_code == 2
+    line = result.output.strip().splitlines()[-1]
+    assert "Run dedispersion_milo/A100|random|seed=0|budget=5 failed: RuntimeError: the sampler broke" in line
+    assert "Traceback" not in result.output
+    assert {r.split("|")[1] for r in _run_ids(out / "results.db")} == {"grid"}
