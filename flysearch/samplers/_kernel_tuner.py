@@ -4,7 +4,8 @@ Kernel Tuner (``pip install kernel_tuner``, 1.5) does not ask and tell: a strate
 objective itself, and on measurements already taken it replays its own cache files in *simulation
 mode*. A ``kt:`` sampler hands Kernel Tuner the study's feasible configs and the table's times as
 such a cache, lets the strategy search until it has measured the study's budget of distinct
-configs, and then proposes those configs in the order the strategy measured them, each once. The
+configs, and then proposes those configs in the order the strategy measured them, each once (a
+:class:`~flysearch.samplers.FeasibleGridSampler` over that order). The
 study compiles exactly those, so "compiles to within 1%" counts the same for Kernel Tuner's
 strategies as for flysearch's samplers: distinct configs, failed ones included. A strategy that
 stops before the budget ends the study (it has nothing new to propose).
@@ -32,19 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from optuna.samplers import BaseSampler
 
 from flysearch.errors import UnknownSamplerError
 
 if TYPE_CHECKING:
-    from optuna.distributions import BaseDistribution
-    from optuna.study import Study
-    from optuna.trial import FrozenTrial
-
     from flysearch.samplers._context import SearchContext
     from flysearch.space import Config
 
-__all__ = ["STRATEGIES", "KernelTunerSampler"]
+__all__ = ["STRATEGIES", "kernel_tuner_order"]
 
 STRATEGIES: tuple[str, ...] = (
     "genetic_algorithm", "greedy_ils", "greedy_mls", "mls", "pso", "simulated_annealing",
@@ -61,8 +57,10 @@ def _text(value: Any) -> str:
     return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
-class KernelTunerSampler(BaseSampler):
-    """Proposes the configs a Kernel Tuner strategy measures on the table, in its order.
+def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[str, float | None], *,
+                       seed: int | None = None, budget: int | None = None) -> list[dict[str, Any]]:
+    """The distinct configs a Kernel Tuner strategy measures on the table, in its order, as trial
+    parameters (a :class:`~flysearch.samplers.FeasibleGridSampler` then proposes them).
 
     Args:
         context: The search context: its feasible configs are the strategy's whole space.
@@ -72,102 +70,60 @@ class KernelTunerSampler(BaseSampler):
         seed: Seed of the strategy's run.
         budget: Distinct configs the strategy may measure (``max_fevals``); default: all.
     """
+    if strategy not in STRATEGIES:
+        raise UnknownSamplerError(f"Unknown Kernel Tuner strategy {strategy!r}; choose one of: "
+                                  f"{', '.join(STRATEGIES)}.")
+    try:
+        import kernel_tuner
+    except ImportError as e:
+        raise UnknownSamplerError(
+            "The kt: samplers need Kernel Tuner: pip install 'kernel_tuner>=1.5'.") from e
+    cache, by_kt_key = _cache(context, measured)
+    names = cache["tune_params_keys"]
 
-    def __init__(self, context: SearchContext, strategy: str, measured: Mapping[str, float | None], *,
-                 seed: int | None = None, budget: int | None = None) -> None:
-        if strategy not in STRATEGIES:
-            raise UnknownSamplerError(f"Unknown Kernel Tuner strategy {strategy!r}; choose one of: "
-                                      f"{', '.join(STRATEGIES)}.")
-        self._context = context
-        self._strategy = strategy
-        self._measured = measured
-        self._seed = seed
-        self._budget = budget
-        self._order: list[dict[str, Any]] | None = None
-        self._next = 0
+    def listed(params: Mapping[str, Any]) -> bool:  # the space is the table's feasible configs
+        return ",".join(_text(params[n]) for n in names) in by_kt_key
 
-    # -- the strategy's run -----------------------------------------------------------------
+    max_fevals = min(budget or len(by_kt_key), len(by_kt_key))
+    py_state, np_state = random.getstate(), np.random.get_state()
+    try:
+        with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings(), \
+                contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            path = Path(folder) / "cache.json"
+            path.write_text(json.dumps(cache))
+            random.seed(seed)
+            np.random.seed(None if seed is None else seed % 2**32)
+            results, _ = kernel_tuner.tune_kernel(
+                "flysearch", "", [1], [], cache["tune_params"], restrictions=listed, cache=str(path),
+                simulation_mode=True, strategy=strategy, strategy_options={"max_fevals": max_fevals},
+                quiet=True, seed=seed)
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+    order: dict[str, Config] = {}
+    for result in results:
+        config = by_kt_key.get(",".join(_text(result[n]) for n in names))
+        if config is not None:
+            order.setdefault(config.key, config)
+    return [context.space.encode(c, context.encoding) for c in order.values()]
 
-    def _cache(self) -> tuple[dict[str, Any], dict[str, Config]]:
-        """Kernel Tuner's cache of the feasible configs the table measured, and its configs by
-        Kernel Tuner key."""
-        names = [p.name for p in self._context.space.params]
-        configs = [c for c in self._context.feasible if c.key in self._measured]
-        by_kt_key = {",".join(_text(c[n]) for n in names): c for c in configs}
-        used = {n: {c[n] for c in configs} for n in names}
-        entries = {}
-        for kt_key, config in by_kt_key.items():
-            ms = self._measured[config.key]
-            time = ms if ms is not None else "CompilationFailedConfig"
-            entries[kt_key] = {**config.as_dict(), "time": time}
-        values = {p.name: [v for v in p.values if v in used[p.name]] for p in self._context.space.params}
-        cache = {
-            "device_name": "flysearch replay", "kernel_name": "flysearch", "problem_size": [1],
-            "tune_params_keys": names, "tune_params": values, "objective": "time", "cache": entries,
-        }
-        return cache, by_kt_key
 
-    def _run_strategy(self) -> list[dict[str, Any]]:
-        try:
-            import kernel_tuner
-        except ImportError as e:
-            raise UnknownSamplerError(
-                "The kt: samplers need Kernel Tuner: pip install 'kernel_tuner>=1.5'.") from e
-        cache, by_kt_key = self._cache()
-        names = cache["tune_params_keys"]
-
-        def listed(params: Mapping[str, Any]) -> bool:  # the space is the table's feasible configs
-            return ",".join(_text(params[n]) for n in names) in by_kt_key
-
-        budget = min(self._budget or len(by_kt_key), len(by_kt_key))
-        py_state, np_state = random.getstate(), np.random.get_state()
-        try:
-            with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings(), \
-                    contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                path = Path(folder) / "cache.json"
-                path.write_text(json.dumps(cache))
-
-                def run(max_fevals: int) -> list[dict[str, Any]]:
-                    results, _ = kernel_tuner.tune_kernel(
-                        "flysearch", "", [1], [], cache["tune_params"], restrictions=listed, cache=str(path),
-                        simulation_mode=True, strategy=self._strategy,
-                        strategy_options={"max_fevals": max_fevals}, quiet=True, seed=self._seed)
-                    return results
-
-                random.seed(self._seed)
-                np.random.seed(None if self._seed is None else self._seed % 2**32)
-                results = run(budget)
-        finally:
-            random.setstate(py_state)
-            np.random.set_state(np_state)
-        order: dict[str, Config] = {}
-        for result in results:
-            config = by_kt_key.get(",".join(_text(result[n]) for n in names))
-            if config is not None:
-                order.setdefault(config.key, config)
-        space, encoding = self._context.space, self._context.encoding
-        return [space.encode(c, encoding) for c in order.values()]
-
-    # -- Optuna's sampler interface ---------------------------------------------------------
-
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return dict(self._context.distributions)
-
-    def sample_relative(self, study: Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        if self._order is None:
-            self._order = self._run_strategy()
-        asked = {tuple(sorted(t.params.items())) for t in study.get_trials(deepcopy=False) if t.params}
-        while self._next < len(self._order):
-            candidate = self._order[self._next]
-            self._next += 1
-            if tuple(sorted(candidate.items())) not in asked:
-                return candidate
-        # The strategy measured nothing more: repeat its first config, which the study counts as a
-        # duplicate (no compile) until it stops for want of a new one.
-        return dict(self._order[0]) if self._order else {}
-
-    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
-                           param_distribution: BaseDistribution) -> Any:
-        raise RuntimeError(f"KernelTunerSampler has no value for undeclared parameter {param_name!r}.")
+def _cache(context: SearchContext,
+           measured: Mapping[str, float | None]) -> tuple[dict[str, Any], dict[str, Config]]:
+    """Kernel Tuner's cache of the feasible configs the table measured, and its configs by Kernel
+    Tuner key."""
+    names = [p.name for p in context.space.params]
+    configs = [c for c in context.feasible if c.key in measured]
+    by_kt_key = {",".join(_text(c[n]) for n in names): c for c in configs}
+    used = {n: {c[n] for c in configs} for n in names}
+    entries = {}
+    for kt_key, config in by_kt_key.items():
+        ms = measured[config.key]
+        entries[kt_key] = {**config.as_dict(), "time": ms if ms is not None else "CompilationFailedConfig"}
+    values = {p.name: [v for v in p.values if v in used[p.name]] for p in context.space.params}
+    cache = {
+        "device_name": "flysearch replay", "kernel_name": "flysearch", "problem_size": [1],
+        "tune_params_keys": names, "tune_params": values, "objective": "time", "cache": entries,
+    }
+    return cache, by_kt_key

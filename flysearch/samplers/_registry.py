@@ -276,13 +276,17 @@ def _spreadforest(r: SamplerRequest) -> BaseSampler:
 
 def _kernel_tuner(strategy: str) -> Callable[[SamplerRequest], BaseSampler]:
     def build(r: SamplerRequest) -> BaseSampler:
-        from flysearch.samplers._kernel_tuner import KernelTunerSampler
+        from flysearch.samplers._kernel_tuner import kernel_tuner_order
 
         if r.measured is None:
             raise UnknownSamplerError(
                 f"The {r.name} sampler replays a table through Kernel Tuner's simulation mode; "
                 "run it on a table (--table, or a compare experiment), not live.")
-        return KernelTunerSampler(r.needs_context(), strategy, r.measured, seed=r.seed, budget=r.budget)
+        context = r.needs_context()
+        order = kernel_tuner_order(context, strategy, r.measured, seed=r.seed, budget=r.budget)
+        # Once the strategy's configs are spent, the grid repeats its first: the study counts
+        # duplicates until it stops for want of a new config.
+        return FeasibleGridSampler(order, context.distributions)
 
     return build
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from flysearch.evaluators import Evaluator
     from flysearch.space import ArchProfile, Shape, Space
+    from flysearch.tables import GroundTruth
 
 __all__ = ["StudySummary", "open_storage", "open_study", "run_study", "summarize", "trial_records"]
 
@@ -266,13 +267,27 @@ def run_study(
     return summary
 
 
-def _measured(evaluator: Evaluator) -> dict[str, float | None] | None:
-    """A replayed table's time of each config by key (``None`` where it failed), for the samplers
-    that replay a table themselves (``kt:``); ``None`` for a live evaluator."""
-    table = getattr(evaluator, "table", None) if isinstance(evaluator, ReplayEvaluator) else None
-    if table is None:
-        return None
-    return {key: row.time_ms if row.ok else None for key, row in table.rows.items()}
+class _TableTimes(Mapping[str, "float | None"]):
+    """A replayed table's time of each config by key, ``None`` where it failed: a view of its rows,
+    read only by the samplers that replay a table themselves (``kt:``)."""
+
+    def __init__(self, table: GroundTruth) -> None:
+        self._rows = table.rows
+
+    def __getitem__(self, key: str) -> float | None:
+        row = self._rows[key]
+        return row.time_ms if row.ok else None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def _measured(evaluator: Evaluator) -> Mapping[str, float | None] | None:
+    """The replayed table's times (:class:`_TableTimes`); ``None`` for a live evaluator."""
+    return _TableTimes(evaluator.table) if isinstance(evaluator, ReplayEvaluator) else None
 
 
 def summarize(study: optuna.Study) -> StudySummary:
