@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["TimingProtocol", "run_op"]
+__all__ = ["TimingProtocol", "run_op", "shape_bench"]
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,14 @@ def library_versions() -> dict[str, str]:
         triton_version = ""
     return {"driver": str(_nvidia_driver_version()), "cuda": str(torch.version.cuda),
             "torch": str(torch.__version__), "triton": triton_version, "python": platform.python_version()}
+
+
+def shape_bench(shape: dict[str, Any], protocol: TimingProtocol | None = None) -> _ShapeBench:
+    """The timer's inputs, references and protocol for *shape* (``{"M", "N", "K"}``), kept until
+    another shape is asked for: time any kernel's launches on them with
+    :meth:`_ShapeBench.time_launch` (another kernel family's GEMM, timed exactly as a race times
+    flysearch's own)."""
+    return _bench_for(shape, protocol or TimingProtocol())
 
 
 def _bench_for(shape: dict[str, Any], protocol: TimingProtocol) -> _ShapeBench:
@@ -248,7 +256,12 @@ class _ShapeBench:
             a, w = sets[i]
             torch.mm(a, w.t(), out=c)
 
-        return self._guarded(lambda: self._measure(launch, 1, None))
+        return self.time_launch(launch, 1)
+
+    def time_launch(self, launch: Any, ops: int, best_ms: float | None = None) -> dict[str, Any]:
+        """Validate and time *launch*: ``launch(i)`` computes ``A_i @ W_i^T`` of rotating input
+        set ``i`` (``self.sets[i]``, W stored ``N x K``) into ``self.c`` with *ops* launches."""
+        return self._guarded(lambda: self._measure(launch, ops, best_ms))
 
     def time_config(
         self, config: dict[str, Any], spec: str, arch: str, best_ms: float | None
