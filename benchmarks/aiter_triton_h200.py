@@ -13,7 +13,7 @@ measured over the same configs: the difference is the kernel code (aiter: XCD re
 partials in an fp32 buffer reduced by a second kernel; flysearch: atomics into a workspace).
 Compiles run in ``--workers`` processes that each call the kernel once on the shape (filling the
 Triton cache); one process then validates and times every config with the race's protocol
-(:func:`flysearch.evaluators._gpu_bench.shape_bench`), each launch a replay of a CUDA graph of
+(:func:`flysearch.evaluators.shape_bench`), each launch a replay of a CUDA graph of
 aiter's wrapper call (the wrapper's host cost exceeds a decode GEMM's time), re-times each shape's
 top in interleaved rounds, and times cuBLAS. For the two families to meet in one session, race
 flysearch's kernel on the same shapes in the same session with ``flysearch race run --only NAME
@@ -70,7 +70,7 @@ def _launch_config(config: dict[str, Any], K: int) -> dict[str, Any]:
 
 
 def _gemm() -> Any:
-    from flysearch.kernels._aiter_package import import_aiter_module
+    from flysearch.kernels import import_aiter_module
 
     return import_aiter_module("ops.triton.gemm_a16w16").gemm_a16w16
 
@@ -102,8 +102,7 @@ def _key(config: dict[str, Any]) -> str:
 
 
 def _race_shape(entry: Any, args: argparse.Namespace, info: dict[str, Any]) -> GroundTruth:
-    from flysearch.evaluators import interleaved_rounds, top_rows, with_rounds
-    from flysearch.evaluators._gpu_bench import protocol_dict, shape_bench
+    from flysearch.evaluators import interleaved_rounds, protocol_dict, shape_bench, top_rows, with_rounds
 
     shape = entry.shape
     configs = _configs(shape)
@@ -208,13 +207,13 @@ def _splitk_params() -> list[Param]:
 
 
 def _aiter_version() -> str:
-    from flysearch.kernels._aiter_package import aiter_version
+    from flysearch.kernels import aiter_version
 
     return aiter_version() or "missing"
 
 
 def race(args: argparse.Namespace) -> None:
-    from flysearch.evaluators._gpu_bench import device_info
+    from flysearch.evaluators import device_info
 
     if args.cache_dir:
         os.environ["TRITON_CACHE_DIR"] = args.cache_dir  # the workers inherit it

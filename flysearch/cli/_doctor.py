@@ -6,7 +6,8 @@ import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 
-from flysearch.evaluators import LLD_MIN, find_lld, flydsl_version, lld_fix
+from flysearch.errors import FlysearchError
+from flysearch.evaluators import LLD_MIN, amd_compile_fix, find_lld, flydsl_version, lld_fix, smoke_compile
 
 __all__ = ["Check", "run_checks"]
 
@@ -41,6 +42,23 @@ def _torch_device() -> tuple[str | None, str, str | None]:
     return version, "CPU only (no CUDA/ROCm device visible)", None
 
 
+def _triton_amd() -> Check:
+    """Whether ``triton-amd-compile`` runs here: its packages, then one tiny real compile per arch
+    (in one worker process, about two seconds)."""
+    name = "evaluator triton-amd-compile (gfx942, gfx950)"
+    fix = amd_compile_fix()
+    if fix:
+        return Check(name, False, f"cannot run here; {fix}")
+    try:
+        failed = {arch: why for arch, why in smoke_compile().items() if why}
+    except FlysearchError as exc:
+        return Check(name, False, f"cannot run here: {exc}")
+    if failed:
+        reasons = "; ".join(f"{arch}: {why}" for arch, why in failed.items())
+        return Check(name, False, f"cannot run here: a tiny compile failed ({reasons})")
+    return Check(name, True, "can run here (a tiny aiter GEMM compiled for each arch)")
+
+
 def run_checks() -> list[Check]:
     """Every check of the doctor report, in order."""
     checks = []
@@ -55,6 +73,8 @@ def run_checks() -> list[Check]:
     checks.append(Check("torch", torch_version is not None, f"{torch_version or 'missing'}: {device}"))
     triton = _version("triton")
     checks.append(Check("triton", triton is not None, triton or "not installed (live Triton needs it)"))
+    aiter = _version("amd-aiter")
+    checks.append(Check("amd-aiter", aiter is not None, aiter or "not installed: pip install amd-aiter"))
     evaluators = {
         "replay": True,
         "flydsl-compile (gfx942, gfx950)": fly is not None and lld is not None,
@@ -63,4 +83,6 @@ def run_checks() -> list[Check]:
     }
     for name, ok in evaluators.items():
         checks.append(Check(f"evaluator {name}", ok, "can run here" if ok else "cannot run here"))
+        if name.startswith("flydsl-compile"):
+            checks.append(_triton_amd())
     return checks

@@ -18,7 +18,7 @@ console = Console()
 
 @click.group()
 def export() -> None:
-    """Export the best configs of tables for Triton, FlyDSL or aiter."""
+    """Export the best configs of tables for Triton, FlyDSL or aiter (CSV and Triton JSON)."""
 
 
 @export.command("triton")
@@ -109,6 +109,38 @@ def export_aiter(db: str, prefix: str, out: str) -> None:
     result = export_aiter_csv(db, out, prefix=prefix)
     console.print(f"wrote {len(result.records)} FlyDSL winners from {len(result.tables)} tables to {out}",
                   markup=False, soft_wrap=True)
+
+
+@export.command("aiter-triton")
+@db_option
+@click.option("--prefix", default="", help="Only aiter_triton_gemm tables whose name starts with this.")
+@click.option("--table", "tables", multiple=True,
+              help="Export this table (instead of every one --prefix matches); repeatable.")
+@click.option("--out", required=True, callback=writable_dir,
+              help="The folder aiter reads as AITER_TRITON_CONFIGS_PATH; files go to OUT/gemm/.")
+@user_errors
+def export_aiter_triton(db: str, prefix: str, tables: tuple[str, ...], out: str) -> None:
+    """Best config per aiter Triton GEMM table as aiter's tuned config JSON.
+
+    One {dev}-GEMM-A16W16-N={N}-K={K}.json per arch (gfx942: MI300X, gfx950: MI350X), N and K: a
+    table of M=m fills the smallest M_LEQ_ bucket >= m (the largest M of a bucket wins), buckets
+    nobody measured are left out (aiter takes the next larger one), and "any" is the largest M's.
+    A file aiter ships is never replaced.
+
+    Example:
+
+    \b
+      flysearch export aiter-triton --prefix aiter_triton_gemm/MI300X --out tuned_configs
+    """
+    from flysearch.export import export_aiter_triton as export_files
+
+    result = export_files(db, out, prefix=prefix, tables=tables)
+    for item in result.written:
+        buckets = ", ".join(item.tables)
+        console.print(f"wrote {item.path} ({buckets}) from {len(set(item.tables.values()))} tables",
+                      markup=False, soft_wrap=True)
+    for table_name, reason in result.skipped:
+        console.print(f"{table_name}: skipped: {reason}", markup=False, soft_wrap=True)
 
 
 @export.command("kernel-tuner")

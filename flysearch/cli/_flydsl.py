@@ -93,13 +93,14 @@ def flydsl_compile(space_name: str, factory: str | None, arch: str, shape: str, 
             rows = compile_sweep(evaluator, configs, gemm, lambda i: progress(i, len(configs)))
     except (FlysearchError, RuntimeError) as exc:
         raise _usage(exc) from None
-    _print_rows(rows)
+    print_compile_rows(rows)
     if out:
         write_sweep_csv(rows, out)
         console.print(f"wrote {len(rows)} rows to {out}")
 
 
-def _print_rows(rows: list[dict[str, Any]]) -> None:
+def print_compile_rows(rows: list[dict[str, Any]]) -> None:
+    """One line per compiled config (outcome, seconds, resources), then the outcome counts."""
     table = Table("config", "outcome", "compile s", "VGPR", "AGPR", "SGPR", "LDS", "scratch", "spills", "occ")
     for r in rows:
         table.add_row(r["key"], r["outcome"] + (f" ({r['detail']})" if r["detail"] else ""),

@@ -1,11 +1,11 @@
 """Evaluators turn configs into measurements: replayed from tables, or compiled and timed live
 (Triton, FlyDSL), in pools of killable worker processes; re-timing in interleaved rounds.
 
-The public names come in six groups (``__all__`` lists them in this order): what answers a config
+The public names come in seven groups (``__all__`` lists them in this order): what answers a config
 (:class:`Evaluator` and its results, :class:`ReplayEvaluator`, Triton's and FlyDSL's evaluators);
 the live backends a live study's pipeline runs; Triton's task functions and the timing protocol;
-the worker processes (pools, and a server that keeps them warm); re-timing; and the FlyDSL
-toolchain.
+aiter's Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that
+keeps them warm); re-timing; and the FlyDSL toolchain.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flysearch.evaluators._base import Compiled, Evaluator, Measurement
     from flysearch.evaluators._flydsl import FlydslCompileEvaluator, FlydslLiveEvaluator
-    from flysearch.evaluators._gpu_bench import TimingProtocol, protocol_dict
+    from flysearch.evaluators._gpu_bench import TimingProtocol, device_info, protocol_dict, shape_bench
     from flysearch.evaluators._live_backends import (
         GPU_VARS,
         LiveBackend,
@@ -48,6 +48,13 @@ if TYPE_CHECKING:
         timer_task,
         timing_payload,
     )
+    from flysearch.evaluators._triton_amd import (
+        AMD_COMPILE_TIMEOUT_S,
+        TritonAmdCompileEvaluator,
+        amd_compile_fix,
+        amd_compile_task,
+        smoke_compile,
+    )
     from flysearch.evaluators._worker_process import main_module_hidden
     from flysearch.evaluators._worker_server import (
         ServedProcess,
@@ -70,6 +77,7 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "FlydslCompileEvaluator",
     "FlydslLiveEvaluator",
     "TritonEvaluator",
+    "TritonAmdCompileEvaluator",
     # Live backends: what a live study's pool compiles and its GPU process times.
     "GPU_VARS",
     "LiveBackend",
@@ -86,8 +94,15 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "compile_payload",
     "compile_task",
     "protocol_dict",
+    "shape_bench",
+    "device_info",
     "timer_task",
     "timing_payload",
+    # aiter's Triton GEMM compiled for AMD on a CPU: its task function, and what this Python lacks.
+    "AMD_COMPILE_TIMEOUT_S",
+    "amd_compile_fix",
+    "amd_compile_task",
+    "smoke_compile",
     # Killable worker processes: pools, and a server that keeps them warm between commands.
     "ServedProcess",
     "TaskResult",
@@ -153,6 +168,8 @@ _HOME = {
     "lld_fix": "_toolchain",
     "main_module_hidden": "_worker_process",
     "protocol_dict": "_gpu_bench",
+    "shape_bench": "_gpu_bench",
+    "device_info": "_gpu_bench",
     "server_status": "_worker_server",
     "simulated_backend": "_live_backends",
     "timer_task": "_triton",
@@ -161,6 +178,11 @@ _HOME = {
     "triton_backend": "_live_backends",
     "with_rounds": "_retime",
     "TritonEvaluator": "_triton",
+    "TritonAmdCompileEvaluator": "_triton_amd",
+    "AMD_COMPILE_TIMEOUT_S": "_triton_amd",
+    "amd_compile_fix": "_triton_amd",
+    "amd_compile_task": "_triton_amd",
+    "smoke_compile": "_triton_amd",
     "warm_triton": "_live_backends",
 }
 

@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["TimingProtocol", "run_op", "shape_bench"]
+__all__ = ["TimingProtocol", "device_info", "protocol_dict", "run_op", "shape_bench"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Resources of a compiled AMD kernel, read from its ``#gpu.kernel_metadata``, and occupancy.
+"""Resources of a compiled AMD kernel, read from a FlyDSL or a Triton compile, and occupancy.
 
 A FlyDSL compile leaves, per kernel, a metadata dictionary in the compiled module's IR::
 
@@ -6,6 +6,23 @@ A FlyDSL compile leaves, per kernel, a metadata dictionary in the compiled modul
         group_segment_fixed_size = 16384 : i64, private_segment_fixed_size = 0 : i64,
         sgpr_count = 29 : i64, sgpr_spill_count = 0 : i64, vgpr_count = 15 : i64,
         vgpr_spill_count = 0 : i64, wavefront_size = 64 : i64, max_flat_workgroup_size = 256 ...}>
+
+A Triton compile for AMD (``CompiledKernel.asm["amdgcn"]``) carries the same fields as the code
+object's YAML notes, between ``.amdgpu_metadata`` and ``.end_amdgpu_metadata``::
+
+    amdhsa.kernels:
+      - .agpr_count:     0
+        .group_segment_fixed_size: 0
+        .max_flat_workgroup_size: 256
+        .private_segment_fixed_size: 580
+        .sgpr_count:     42
+        .vgpr_count:     256
+        .vgpr_spill_count: 144 ...
+
+where ``.vgpr_count`` is the unified total ``align(vgpr, 4) + agpr`` once AGPRs are used, so the
+architected VGPRs come from the assembler's ``.set <kernel>.num_vgpr, N``, and a Triton kernel's
+LDS is dynamic (``group_segment_fixed_size`` stays 0): its bytes are ``CompiledKernel.metadata.shared``.
+LLVM's own estimate is left as a comment, ``; Occupancy: 2`` (:func:`reported_occupancy`).
 
 Occupancy (waves per SIMD) on CDNA (gfx90a/gfx942/gfx950) is the least of three limits:
 
@@ -30,11 +47,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flysearch.space import ArchProfile
 
-__all__ = ["KernelResources", "occupancy", "parse_kernel_metadata", "resource_reject_reason"]
+__all__ = ["KernelResources", "occupancy", "parse_amdgcn_metadata", "parse_kernel_metadata",
+           "reported_occupancy", "resource_reject_reason"]
 
 _SGPRS_PER_SIMD = 800
 _METADATA = re.compile(r'kernel_metadata<"(?P<name>[^"]+)".*?metadata = \{(?P<body>[^}]*)\}', re.S)
 _FIELD = re.compile(r"(\w+) = (-?\d+) : i\d+")
+_NOTES = re.compile(r"^\s*\.amdgpu_metadata\s*$(?P<body>.*?)^\s*\.end_amdgpu_metadata", re.S | re.M)
+_NOTE_KEY = re.compile(r"^(?P<indent> *)(?P<item>- )?\.(?P<key>[\w.]+):[ \t]*(?P<value>\S*)")
+_NUM_VGPR = re.compile(r"^\s*\.set\s+(?P<name>\S+)\.num_vgpr,\s*(?P<value>\d+)\s*$", re.M)
+_OCCUPANCY = re.compile(r"^\s*;\s*Occupancy:\s*(\d+)\s*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -80,6 +102,65 @@ def parse_kernel_metadata(ir_text: str) -> list[KernelResources]:
             )
         )
     return out
+
+
+def _kernel_notes(asm: str) -> list[dict[str, str]]:
+    """The scalar fields of each entry of ``amdhsa.kernels`` in *asm*'s YAML notes (nested lists
+    such as ``.args`` are skipped)."""
+    match = _NOTES.search(asm)
+    if match is None:
+        return []
+    kernels: list[dict[str, str]] = []
+    in_kernels, column = False, -1  # column: where a kernel's own keys start
+    for line in match.group("body").splitlines():
+        if not line.startswith(" "):  # a top-level key: amdhsa.kernels, amdhsa.target, ...
+            in_kernels, column = line.startswith("amdhsa.kernels:"), -1
+            continue
+        found = _NOTE_KEY.match(line)
+        if not in_kernels or found is None:
+            continue
+        key_column = len(found.group("indent")) + (2 if found.group("item") else 0)
+        column = key_column if column < 0 else column
+        if found.group("item") and key_column == column:
+            kernels.append({})
+        if key_column == column and kernels and found.group("value"):
+            kernels[-1][found.group("key")] = found.group("value")
+    return kernels
+
+
+def _note_int(note: dict[str, str], key: str, default: int = 0) -> int:
+    value = note.get(key, "")
+    return int(value) if value.lstrip("-").isdigit() else default
+
+
+def parse_amdgcn_metadata(asm: str, dynamic_lds_bytes: int = 0) -> list[KernelResources]:
+    """Every kernel's resources in AMDGPU assembly *asm* (Triton's ``asm["amdgcn"]``), read from
+    its YAML notes (see the module docstring); *dynamic_lds_bytes* (Triton's
+    ``metadata.shared``) is added to the static LDS. Empty when *asm* has no notes."""
+    arch_vgprs = {m.group("name"): int(m.group("value")) for m in _NUM_VGPR.finditer(asm)}
+    out = []
+    for note in _kernel_notes(asm):
+        name, agpr = note.get("name", ""), _note_int(note, "agpr_count")
+        out.append(KernelResources(
+            kernel=name,
+            vgpr=arch_vgprs.get(name, _note_int(note, "vgpr_count") - agpr),
+            agpr=agpr,
+            sgpr=_note_int(note, "sgpr_count"),
+            lds_bytes=_note_int(note, "group_segment_fixed_size") + dynamic_lds_bytes,
+            scratch_bytes=_note_int(note, "private_segment_fixed_size"),
+            vgpr_spills=_note_int(note, "vgpr_spill_count"),
+            sgpr_spills=_note_int(note, "sgpr_spill_count"),
+            wave_size=_note_int(note, "wavefront_size", 64),
+            max_threads=_note_int(note, "max_flat_workgroup_size"),
+        ))
+    return out
+
+
+def reported_occupancy(asm: str) -> int | None:
+    """LLVM's own occupancy estimate (waves per SIMD) from *asm*'s ``; Occupancy:`` comment, or
+    ``None``; it knows registers and static LDS but not the dynamic LDS that Triton launches with."""
+    match = _OCCUPANCY.search(asm)
+    return int(match.group(1)) if match else None
 
 
 def _align(value: int, granule: int) -> int:

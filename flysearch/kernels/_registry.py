@@ -58,4 +58,5 @@ _BUILTIN: tuple[str, ...] = (
     "flysearch.kernels._triton_gemm",
     "flysearch.kernels._aiter_hgemm",
     "flysearch.kernels._flydsl_gemm",
+    "flysearch.kernels._aiter_triton",
 )

@@ -13,6 +13,7 @@ from flysearch.space._space import (
     Encoding,
     Param,
     Space,
+    Value,
     keep_recent,
     params_from_json,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "Param",
     "Shape",
     "Space",
+    "Value",
     "arch_of_device",
     "device_label",
     "get_arch",
