@@ -11,11 +11,9 @@ NUM_KSPLIT); ``cache_modifier`` is left unset, and the AMD-only options (``waves
 ``matrix_instr_nonkdim``, ``kpack``) have no meaning on NVIDIA and are dropped. So both kernels are
 measured over the same configs: the difference is the kernel code (aiter: XCD remapping, split-K
 partials in an fp32 buffer reduced by a second kernel; flysearch: atomics into a workspace).
-Compiles run in ``--workers`` processes that each call the kernel once on the shape (filling the
-Triton cache); one process then validates and times every config with the race's protocol
-(:func:`flysearch.evaluators.shape_bench`), each launch a replay of a CUDA graph of
-aiter's wrapper call (the wrapper's host cost exceeds a decode GEMM's time), re-times each shape's
-top in interleaved rounds, and times cuBLAS. For the two families to meet in one session, race
+The race itself is ``_family_race.py``'s (compiles in ``--workers`` processes, CUDA-graph
+launches timed with the race's protocol, the top re-timed, cuBLAS beside it: aiter's wrapper costs
+more host time a call than a decode GEMM takes). For the two families to meet in one session, race
 flysearch's kernel on the same shapes in the same session with ``flysearch race run --only NAME
 ...`` into ``benchmarks/data/h200_aiter_triton_splitk``.
 
@@ -26,11 +24,9 @@ their ratios to cuBLAS as each session measured it.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import datetime as dt
 import json
 import math
-import multiprocessing as mp
 import os
 import platform
 import sys
@@ -41,8 +37,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _family_race import Family, race_shape, space_of  # noqa: E402
+
 from flysearch.compare import code_commit  # noqa: E402
-from flysearch.space import Config, Param, Shape, Space, get_arch, load_corpus  # noqa: E402
+from flysearch.space import Config, Param, Shape, get_arch, load_corpus  # noqa: E402
 from flysearch.tables import GroundTruth, Row, TableMeta, dump_table_file, read_table_file  # noqa: E402
 
 SHAPES = ROOT / "studies" / "shapes_h200.toml"
@@ -53,9 +51,6 @@ KERNEL = "aiter_triton_gemm"
 TO_AITER = {"BLOCK_M": "BLOCK_SIZE_M", "BLOCK_N": "BLOCK_SIZE_N", "BLOCK_K": "BLOCK_SIZE_K",
             "GROUP_M": "GROUP_SIZE_M", "SPLIT_K": "NUM_KSPLIT", "num_warps": "num_warps",
             "num_stages": "num_stages"}
-
-_W: dict[str, Any] = {}
-
 
 def _configs(shape: Shape) -> list[dict[str, Any]]:
     from flysearch.kernels import get_space
@@ -69,141 +64,27 @@ def _launch_config(config: dict[str, Any], K: int) -> dict[str, Any]:
     return {**config, "SPLITK_BLOCK_SIZE": math.ceil(K / config["NUM_KSPLIT"]), "cache_modifier": None}
 
 
-def _gemm() -> Any:
+def build(a: Any, w: Any, c: Any, config: dict[str, Any]) -> Any:
+    """One call of aiter's own ``gemm_a16w16`` computing ``c = a @ w.T`` with *config*."""
     from flysearch.kernels import import_aiter_module
 
-    return import_aiter_module("ops.triton.gemm_a16w16").gemm_a16w16
+    gemm = import_aiter_module("ops.triton.gemm_a16w16").gemm_a16w16
+    cfg = _launch_config(config, a.shape[1])
+    return lambda: gemm(a, w, y=c, config=cfg)
 
 
-def _worker_init(shape: tuple[int, int, int]) -> None:
-    import torch
+def _family() -> Family:
+    from flysearch.kernels import get_space
 
-    m, n, k = shape
-    _W.update(a=torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
-              w=torch.randn(n, k, device="cuda", dtype=torch.bfloat16),
-              c=torch.empty(m, n, device="cuda", dtype=torch.bfloat16), gemm=_gemm(), K=k)
-
-
-def _worker_compile(config: dict[str, Any]) -> tuple[str, float, str]:
-    """Run *config* once (Triton compiles it into the shared cache): (outcome, seconds, detail)."""
-    import torch
-
-    t0 = time.perf_counter()
-    try:
-        _W["gemm"](_W["a"], _W["w"], y=_W["c"], config=_launch_config(config, _W["K"]))
-        torch.cuda.synchronize()
-    except Exception as exc:
-        return "compile_failed", time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"[:300]
-    return "ok", time.perf_counter() - t0, ""
+    params = [Param(TO_AITER[p.name], p.values) for p in get_space("triton_gemm_splitk").params]
+    return Family(kernel=KERNEL, space=space_of(f"{KERNEL}_cuda", params), configs=_configs,
+                  builder="aiter_triton_h200:build", ops=lambda c: 1 if c["NUM_KSPLIT"] == 1 else 2,
+                  notes="triton_gemm_splitk's feasible set at the shape, mapped onto aiter's keys; "
+                  "cache_modifier unset; AMD-only options dropped")
 
 
 def _key(config: dict[str, Any]) -> str:
     return Config.from_dict(config).key
-
-
-def _race_shape(entry: Any, args: argparse.Namespace, info: dict[str, Any]) -> GroundTruth:
-    from flysearch.evaluators import interleaved_rounds, protocol_dict, shape_bench, top_rows, with_rounds
-
-    shape = entry.shape
-    configs = _configs(shape)
-    start = time.monotonic()
-    compiled: dict[str, tuple[str, float, str]] = {}
-    ctx = mp.get_context("spawn")
-    with cf.ProcessPoolExecutor(args.workers, mp_context=ctx, initializer=_worker_init,
-                                initargs=((shape.M, shape.N, shape.K),)) as pool:
-        futures = {pool.submit(_worker_compile, c): _key(c) for c in configs}
-        for i, fut in enumerate(cf.as_completed(futures), 1):
-            try:
-                compiled[futures[fut]] = fut.result()
-            except Exception as exc:  # a worker that died takes its config with it
-                compiled[futures[fut]] = ("compile_failed", 0.0, f"worker: {type(exc).__name__}: {exc}"[:300])
-            if i % 200 == 0:
-                print(f"  {entry.name}: compiled {i}/{len(configs)}", flush=True)
-    compile_wall = time.monotonic() - start
-    gemm = _gemm()
-    bench = shape_bench(shape.as_dict())
-    vendor = dict(bench.time_vendor())
-    vendor.update({"backend": "cublas", "op": "torch.mm(A, W.t())"})
-    rows: dict[str, Row] = {}
-    best: float | None = None
-
-    def launcher(config: dict[str, Any]) -> tuple[Any, int]:
-        """One CUDA graph per rotating input set, replayed as the launch: aiter's Python wrapper
-        costs tens of microseconds of host time a call, more than a decode GEMM takes, and the
-        protocol times the GPU, not the host (flysearch's own kernel is launched through its
-        compiled launcher, a few microseconds)."""
-        import torch
-
-        cfg, sets, c = _launch_config(config, shape.K), bench.sets, bench.c
-        gemm(sets[0][0], sets[0][1], y=c, config=cfg)  # load the binary before capturing
-        torch.cuda.synchronize()
-        graphs = []
-        for a, w in sets:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                gemm(a, w, y=c, config=cfg)
-            graphs.append(graph)
-
-        def launch(i: int) -> None:
-            graphs[i].replay()
-
-        return launch, (1 if config["NUM_KSPLIT"] == 1 else 2)
-
-    for config in configs:
-        key = _key(config)
-        outcome, compile_s, detail = compiled[key]
-        if outcome != "ok":
-            rows[key] = Row(key, config, outcome, compile_s=compile_s, detail=detail)
-            continue
-        try:
-            launch, ops = launcher(config)
-        except Exception as exc:
-            rows[key] = Row(key, config, "runtime_failed", compile_s=round(compile_s, 4),
-                            detail=f"launch: {type(exc).__name__}: {exc}"[:300])
-            continue
-        res = bench.time_launch(launch, ops, best)
-        del launch
-        rows[key] = Row(key, config, res["outcome"], time_ms=res.get("time_ms"),
-                        compile_s=round(compile_s, 4), bench_s=res.get("bench_s"),
-                        detail=res.get("detail", ""), extra=res.get("extra", {}))
-        if res["outcome"] == "ok" and (best is None or res["time_ms"] < best):
-            best = res["time_ms"]
-        if res.get("fatal"):
-            print(f"  {entry.name}: the GPU context failed on {key}; stopping this shape", flush=True)
-            break
-    space = Space(f"{KERNEL}_cuda", [Param(TO_AITER[p.name], p.values) for p in _splitk_params()], [])
-    notes = {"vendor": vendor, "shape_name": entry.name, "model": entry.model, "layer": entry.layer,
-             "protocol": protocol_dict(), "configs_from": "triton_gemm_splitk's feasible set at the shape, "
-             "mapped onto aiter's keys; cache_modifier unset; AMD-only options dropped",
-             "compile_wall_s": round(compile_wall, 1), "workers": args.workers}
-    meta = TableMeta(name=f"{KERNEL}/H200/{shape.M}x{shape.N}x{shape.K}", kernel=KERNEL, arch="sm_90",
-                     device=info["device"], problem=shape.as_dict(), space=space.to_json(),
-                     source="benchmarks/aiter_triton_h200.py race",
-                     versions={**info["versions"], "amd-aiter": _aiter_version()},
-                     notes=json.dumps(notes, sort_keys=True))
-    table = GroundTruth(meta, rows)
-    tops = top_rows(table, 0.05, 8, 32)
-    by_key = {r.key: launcher(r.params) for r in tops}
-
-    def time_one(row: Row) -> float | str | None:
-        launch, ops = by_key[row.key]
-        res = bench.time_launch(launch, ops)
-        return res["time_ms"] if res["outcome"] == "ok" else res.get("detail") or res["outcome"]
-
-    samples, failed = interleaved_rounds(tops, time_one, 10, 0)
-    for r in with_rounds(tops, samples, failed):
-        table.rows[r.key] = r
-    retimed = table.retimed_ms()
-    print(f"{meta.name}: {sum(r.ok for r in rows.values())}/{len(configs)} ok in "
-          f"{time.monotonic() - start:.1f} s (compiles {compile_wall:.1f} s); best "
-          f"{min(retimed.values()) if retimed else best} ms, cuBLAS {vendor.get('time_ms')} ms", flush=True)
-    return table
-
-
-def _splitk_params() -> list[Param]:
-    from flysearch.kernels import get_space
-
-    return list(get_space("triton_gemm_splitk").params)
 
 
 def _aiter_version() -> str:
@@ -223,7 +104,8 @@ def race(args: argparse.Namespace) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     written = []
     for entry in corpus:
-        table = _race_shape(entry, args, info)
+        table = race_shape(_family(), entry, args.workers, info, "benchmarks/aiter_triton_h200.py race",
+                           {"amd-aiter": _aiter_version()})
         path = args.out / f"{table.name.replace('/', '__')}.table.json.gz"
         dump_table_file(table, path)
         written.append(path.name)

@@ -37,6 +37,7 @@ from flysearch.kernels._flydsl_config import (
 )
 from flysearch.kernels._registry import get_space, register_space, space_names, table_kernel
 from flysearch.kernels._triton_gemm import TILE_PARAMS, compile_config, spec_key
+from flysearch.kernels._triton_tma import gemm_launcher as tma_gemm_launcher
 
 __all__ = [
     "AITER_DISTRIBUTION",
@@ -74,6 +75,7 @@ __all__ = [
     "space_names",
     "spec_key",
     "table_kernel",
+    "tma_gemm_launcher",
     "to_flydsl_config",
     "triton_configs_dir",
 ]

@@ -59,4 +59,5 @@ _BUILTIN: tuple[str, ...] = (
     "flysearch.kernels._aiter_hgemm",
     "flysearch.kernels._flydsl_gemm",
     "flysearch.kernels._aiter_triton",
+    "flysearch.kernels._triton_tma",
 )
