@@ -152,3 +152,22 @@ def test_cpu_compile_for_sm90(config: dict, spec: str, tmp_path, monkeypatch) ->
     assert "wgmma" in kernel.asm["ptx"]
     if res["registers"] is not None:
         assert res["registers"] <= 255 and res["spills"] == 0
+
+
+def test_committed_tma_tables_hold_exactly_the_feasible_set() -> None:
+    """The H200 races of this family (benchmarks/data/h200_tma*) measured every config the rules keep
+    at their shape, and nothing else: a rule change that would make them stale fails here."""
+    from pathlib import Path
+
+    from flysearch.kernels import get_space
+    from flysearch.space import get_arch
+    from flysearch.tables import read_table_file
+
+    files = sorted(Path(__file__).resolve().parents[2].glob("benchmarks/data/h200_tma*/*.table.json.gz"))
+    assert files, "the committed TMA races are missing"
+    space = get_space("triton_gemm_tma")
+    for path in files:
+        meta, rows = read_table_file(path)
+        feasible = {c.key for c in space.enumerate(meta.shape(), get_arch("sm_90")).feasible}
+        assert {r.key for r in rows} == feasible, path.name
+        assert all(r.ok for r in rows), path.name
