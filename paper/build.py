@@ -939,11 +939,181 @@ def pruning_facts() -> dict[str, str]:
 
 
 def cublas_facts() -> dict[str, str]:
-    """aiter's Triton GEMM and the split-K family against cuBLAS on four shapes (aiter_triton_h200.md)."""
+    """aiter's Triton GEMM and the split-K family against cuBLAS on four shapes, raced in one session
+    (aiter_triton_h200.md)."""
     rows = _markdown_rows(_result("aiter_triton_h200.md"), "")
-    aiter = [float(r["aiter / cuBLAS"]) for r in rows]
-    splitk = [float(r["split-K / cuBLAS"]) for r in rows]
-    return {"AITER_N": str(len(rows)), "AITER_CUBLAS": _span(aiter, 2), "SPLITK_CUBLAS": _span(splitk, 2)}
+
+    def col(name: str) -> list[float]:
+        return [float(r[name]) for r in rows]
+
+    configs = [int(r["configs"]) for r in rows]
+    assert all(r["aiter ok"] == r["configs"] for r in rows), "aiter failed some configs"
+    return {"AITER_N": str(len(rows)), "AITER_CUBLAS": _span(col("aiter / cuBLAS"), 2),
+            "SPLITK_CUBLAS": _span(col("split-K / cuBLAS"), 2),
+            "AITER_SPLITK": _span(col("aiter / split-K"), 3),
+            "AITER_FASTER": str(sum(x < 1 for x in col("aiter / split-K"))),
+            "AITER_RHO": _span(col("rank corr."), 2),
+            "AITER_CARRY": _span(col("split-K's best in aiter"), 3),
+            "AITER_CONFIGS": f"{min(configs)}–{max(configs)}",
+            "AITER_SHAPES": ", ".join(f"{r['regime']} {r['shape']}" for r in rows)}
+
+
+# -- a second kernel family, cross-kernel transfer and the AMD evidence -------------------------------
+
+
+def _from(text: str, marker: str) -> str:
+    """*text* from the first line starting with *marker* on (a later section or table of a report)."""
+    at = re.search("^" + re.escape(marker), text, flags=re.M)
+    if at is None:
+        raise SystemExit(f"a results file lacks {marker!r}")
+    return text[at.start():]
+
+
+TMA_GROUPS = (("h200_tma_holdout", "held-out"), ("h200_tma", "development"), ("all", "all"))
+
+
+def tma_facts() -> tuple[dict[str, str], str]:
+    """The persistent TMA family beside split-K and cuBLAS on 39 shapes (tma_h200.md): the per-regime
+    medians as a table (held-out shapes first), the regimes that meet the kernels issue's target, and
+    the fastest backend per shape."""
+    text = _result("tma_h200.md")
+    shapes = _markdown_rows(text, "")
+    medians = {(r["shapes of"], r["regime"]): r for r in _markdown_rows(_from(text, "| shapes of |"), "")}
+    decode_t, other_t = (float(x) for x in re.search(
+        r"<= ([\d.]+) on decode, <= ([\d.]+) elsewhere", text).groups())
+
+    def target(regime: str) -> float:
+        return decode_t if regime == "decode" else other_t
+
+    def folder(r: dict[str, str]) -> str:
+        return r["TMA table"].strip("`")
+
+    regimes = [reg for reg in REGIMES if ("all", reg) in medians]
+    assert len(medians) == len(regimes) * len(TMA_GROUPS), "unexpected regime rows in tma_h200.md"
+    facts: dict[str, str] = {}
+    lines = ["| regime | target | held-out shapes | TMA / cuBLAS | split-K / cuBLAS | best Triton / cuBLAS "
+             "| all shapes | TMA / cuBLAS | split-K / cuBLAS | best Triton / cuBLAS |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for reg in regimes:
+        cells = [reg, f"<= {target(reg):.2f}"]
+        for group in ("h200_tma_holdout", "all"):
+            m = medians[(group, reg)]
+            best = m["best Triton / cuBLAS"]
+            best = f"**{best}**" if float(best) <= target(reg) else best
+            cells += [m["shapes"], m["TMA / cuBLAS"], m["split-K / cuBLAS"], best]
+        lines.append("| " + " | ".join(cells) + " |")
+    for group, tag in TMA_GROUPS:
+        met = [f"{reg} ({m['best Triton / cuBLAS']}, {m['shapes']} shapes)" for reg in regimes
+               if float((m := medians[(group, reg)])["best Triton / cuBLAS"]) <= target(reg)]
+        facts[f"TMA_TARGET_{tag.upper().replace('-', '')}"] = ", ".join(met) or "no regime"
+        rows = shapes if group == "all" else [r for r in shapes if folder(r) == group]
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r["fastest"]] = counts.get(r["fastest"], 0) + 1
+        facts[f"TMA_FASTEST_{tag.upper().replace('-', '')}"] = ", ".join(
+            f"{backend} on {k}" for backend, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        facts[f"TMA_N_{tag.upper().replace('-', '')}"] = str(len(rows))
+        facts[f"TMA_TRITON_WINS_{tag.upper().replace('-', '')}"] = str(
+            sum(r["fastest"] != "cuBLAS" for r in rows))
+        facts[f"TMA_BEATS_SPLITK_{tag.upper().replace('-', '')}"] = str(
+            sum(float(r["TMA / cuBLAS"]) < float(r["split-K / cuBLAS"]) for r in rows))
+    configs = [int(r["TMA configs (ok)"].split()[0]) for r in shapes]
+    assert all(r["TMA configs (ok)"] == f"{c} ({c})" for r, c in zip(shapes, configs, strict=True))
+    decode = [r for r in shapes if r["regime"] == "decode"]
+    facts |= {"TMA_TARGET_DECODE": f"{decode_t:.2f}", "TMA_TARGET_OTHER": f"{other_t:.2f}",
+              "TMA_BEST_STAGES5": str(sum("num_stages=5" in r["TMA best config"] for r in shapes)),
+              "TMA_CUBLAS_ALL": str(sum(r["fastest"] == "cuBLAS" for r in shapes)),
+              "TMA_AHEAD": ", ".join(reg for reg in regimes if float(medians[("all", reg)]["TMA / cuBLAS"])
+                                     < float(medians[("all", reg)]["split-K / cuBLAS"])),
+              "SPLITK_AHEAD": ", ".join(reg for reg in regimes if float(medians[("all", reg)]["TMA / cuBLAS"])
+                                        > float(medians[("all", reg)]["split-K / cuBLAS"])),
+              "TMA_SPACE_SIZE": str(get_space("triton_gemm_tma").size),
+              "TMA_CONFIGS": f"{min(configs)}–{max(configs)}",
+              "TMA_DECODE_N": str(len(decode)),
+              "TMA_DECODE_SPAN": _span([float(r["TMA / cuBLAS"]) for r in decode], 2),
+              "TMA_DECODE_SPLITK_SPAN": _span([float(r["split-K / cuBLAS"]) for r in decode], 2)}
+    return facts, "\n".join(lines)
+
+
+XK_SECTIONS = (("XKH", "## split-K -> TMA, held-out"),
+               ("XKD", "## split-K -> TMA, shapes the prior trained on"),
+               ("XKR", "## TMA -> split-K, held-out"))
+
+
+def cross_kernel_facts() -> dict[str, str]:
+    """A prior trained on one GEMM family's tables searching the other's (cross_kernel.md): per
+    direction, the report's own summary line, the tables within 8 with their exact interval, the
+    misses, the prior alone and the prior against fastgp per table."""
+    text = _result("cross_kernel.md")
+    seeds, budget = re.search(r"^- (\d+) seeds, budget (\d+)", text, flags=re.M).groups()
+    facts = {"XK_SEEDS": seeds, "XK_BUDGET": budget}
+    for key, heading in XK_SECTIONS:
+        section = _from(text, heading)
+        section = section[:section.find("\n## ", 1)] if "\n## " in section else section
+        trained, tested = re.search(r"Prior trained on (\d+) tables; (\d+) test tables", section).groups()
+        summary = re.search(r"Median of the per-table medians: prior (\S+) \(worst single run (\d+)\), "
+                            r"fastgp (\S+), random (\S+); prior within 8 on (\d+) of (\d+) tables", section)
+        prior, worst, fastgp, random_, k, n = summary.groups()
+        rows = _markdown_rows(section, "triton_gemm")
+        assert len(rows) == int(n) == int(tested), f"cross_kernel.md: {heading}"
+        med = {r["table"].rsplit("/", 1)[1]: float(r["prior: median to 1%"]) for r in rows}
+        gp = {r["table"].rsplit("/", 1)[1]: float(r["fastgp: median"]) for r in rows}
+        ranks = [int(r["prior's rank of the first within 1%"]) for r in rows]
+        configs = [int(r["configs"]) for r in rows]
+        assert sum(m <= 8 for m in med.values()) == int(k)
+        wins = sum(med[t] < gp[t] for t in med)
+        losses = sum(med[t] > gp[t] for t in med)
+        missed = sorted((m, t) for t, m in med.items() if m > 8)
+        facts |= {f"{key}_TRAIN": trained, f"{key}_N": n, f"{key}_HITS": k, f"{key}_MEDIAN": prior,
+                  f"{key}_WORST": worst, f"{key}_FASTGP": fastgp, f"{key}_RANDOM": random_,
+                  f"{key}_MISSED": ", ".join(f"{t} ({m:g})" for m, t in missed) or "none",
+                  f"{key}_RANK_MEDIAN": f"{statistics.median(ranks):g}", f"{key}_RANK_WORST": str(max(ranks)),
+                  f"{key}_RANK_HITS": str(sum(r <= 8 for r in ranks)),
+                  f"{key}_CONFIGS": f"{min(configs)}–{max(configs)}",
+                  f"{key}_GP_WINS": str(wins), f"{key}_GP_P": _p(binomtest(wins, wins + losses).pvalue)}
+    return facts
+
+
+def amd_facts() -> dict[str, str]:
+    """aiter's shipped Triton GEMM configs against the aiter_triton_gemm space, and compiles for
+    gfx942/gfx950 on a CPU (aiter_triton_coverage.md, amd_triton_resources.md): nothing here ran on
+    AMD hardware."""
+    cov = _result("aiter_triton_coverage.md")
+    size, rules = re.search(r"Space `aiter_triton_gemm`: (\d+) configs, (\d+) rules", cov).groups()
+    shipped = _markdown_rows(cov, "gfx")
+    compiled = _markdown_rows(_from(cov, "## Compiled"), "gfx")
+    sample = _markdown_rows(_from(cov, "## registers_fit against"), "gfx")
+    drawn = re.search(r"^(\d+) configs drawn", _from(cov, "## registers_fit against"), flags=re.M).group(1)
+    twins = re.search(r"only by waves_per_eu_honored, (\d+) of (\d+) have a waves_per_eu=0 twin",
+                      cov).groups()
+
+    def total(rows: list[dict[str, str]], name: str) -> int:
+        return sum(int(r[name]) for r in rows)
+
+    per_arch = "; ".join(f"{r['arch']}: {r['inside the value sets']} of {r['shipped configs']} inside the "
+                         f"value sets, {r['pass every rule checked']} pass every rule" for r in shipped)
+    res = _result("amd_triton_resources.md")
+    rrows = _markdown_rows(res, "")
+    times = re.findall(r"^(gfx\d+): median compile ([\d.]+) s over (\d+) compiles \(p90 ([\d.]+) s\)", res,
+                       flags=re.M)
+    assert times, "amd_triton_resources.md lacks its compile-time lines"
+    return {"COV_SPACE": f"{int(size):,}", "COV_RULES": rules,
+            "COV_SHIPPED": str(total(shipped, "shipped configs")),
+            "COV_INSIDE": str(total(shipped, "inside the value sets")),
+            "COV_PASS": str(total(shipped, "pass every rule checked")), "COV_PER_ARCH": per_arch,
+            "COV_WPE_TWINS": f"{twins[0]} of {twins[1]}",
+            "COV_COMPILED": str(total(compiled, "compiled")), "COV_SPILLED": str(total(compiled, "spilled")),
+            "COV_SAMPLE": drawn, "COV_SAMPLE_SPILLED": str(total(sample, "spilled")),
+            "COV_SAMPLE_REJECTS": str(total(sample, "rule rejects")),
+            "COV_SAMPLE_WRONG": str(total(sample, "wrongly rejected")),
+            "COV_SAMPLE_KEPT": str(total(sample, "spilled but kept")),
+            "AMD_RUNS": str(len(rrows)),
+            "AMD_SHAPES": " and ".join(dict.fromkeys(r["shape"] for r in rrows)),
+            "AMD_CONFIGS": str(total(rrows, "configs")),
+            "AMD_COMPILED": str(total(rrows, "compiled")), "AMD_USABLE": str(total(rrows, "usable")),
+            "AMD_SPILLING": str(total(rrows, "spilling")), "AMD_FAILED": str(total(rrows, "failed")),
+            "AMD_TIMES": "; ".join(f"{arch} {med} s over {n} compiles (p90 {p90} s)"
+                                   for arch, med, n, p90 in times)}
 
 
 def data_date() -> str:
@@ -1145,6 +1315,11 @@ def main() -> None:
     facts.update(training_facts())
     facts.update(pruning_facts())
     facts.update(cublas_facts())
+    tma, facts["TMA_REGIME_TABLE"] = tma_facts()
+    facts.update(tma)
+    facts.update(cross_kernel_facts())
+    facts.update(amd_facts())
+    facts["TABLES_KERNELS_HOLDOUT"] = str(_folder("h200_tma_holdout")[0])
     facts["HC_PAYBACK"] = f"{int(facts['TRAIN27_N']) / float(facts['HC_SAVED']):,.0f}"
     facts["DATA_DATE"] = data_date()
     figure_heldout(hc_data)
