@@ -188,11 +188,15 @@ def race_dump(db: str, prefix: str, out_dir: str) -> None:
 def race_summary_cmd(db: str, prefix: str, as_json: bool) -> None:
     """Best Triton config per race table against cuBLAS: times, ratio and winner (libtype).
 
+    Where several kernel families were raced on one shape (split-K and TMA tables imported into one
+    database, say), a second block names the fastest backend per shape, each family by its ratio to
+    the cuBLAS time of its own session.
+
     Example:
 
         flysearch race summary --db h200.db
     """
-    from flysearch.race import race_summary
+    from flysearch.race import fastest_backends, race_summary
 
     rows = race_summary(TableStore(db, create=False), prefix)
     if as_json:
@@ -208,3 +212,9 @@ def race_summary_cmd(db: str, prefix: str, as_json: bool) -> None:
         confirmed = f" (re-timed {r['retimed']})" if r["retimed"] else ""
         click.echo(f"{r['table']:<36} {r['regime']:<8} {r['rows']:>5} {r['counts'].get('ok', 0):>5} "
                    f"{tm:>10} {cm:>10} {ratio:>6}  {r['winner'] or '-'}{confirmed}")
+    shared = [b for b in fastest_backends(rows) if len(b["ratios"]) > 1]
+    if shared:
+        click.echo("\nfastest backend per shape (each family's best / its session's cuBLAS):")
+        for b in shared:
+            ratios = ", ".join(f"{k} {v:.3f}" for k, v in sorted(b["ratios"].items()))
+            click.echo(f"{b['shape']:<20} {b['regime']:<8} {b['fastest']:<18} {ratios}")

@@ -26,7 +26,7 @@ from flysearch._atomicfile import write_text_atomic
 from flysearch.errors import MissingTableError
 from flysearch.tables import TableStore
 
-__all__ = ["best_configs", "export_json", "export_triton", "triton_configs_source"]
+__all__ = ["best_configs", "export_json", "export_triton", "triton_configs_source", "with_backends"]
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
@@ -93,7 +93,7 @@ def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") 
     ]
     for key, group in by_key.items():
         kwargs, options = _split(json.loads(key))
-        lines.extend(f"    # {e['table']}: {e['time_ms']:.4g} ms" for e in group)
+        lines.extend(f"    # {e['table']}: {e['time_ms']:.4g} ms{_backend_note(e)}" for e in group)
         lines.append("    triton.Config(")
         lines.append(f"        {kwargs!r},")
         if options:
@@ -101,6 +101,29 @@ def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") 
         lines.append("    ),")
     lines.append("]")
     return "\n".join(lines) + "\n"
+
+
+def _backend_note(entry: dict[str, Any]) -> str:
+    fastest = entry.get("fastest_backend")
+    if not fastest:
+        return ""
+    ratios = ", ".join(f"{k} {v:.3f}" for k, v in sorted(entry.get("backend_ratios", {}).items()))
+    return f"; fastest backend here: {fastest} (x cuBLAS: {ratios})"
+
+
+def with_backends(store: TableStore, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """*entries* with, per (device, shape), the backend to run there as aiter's ``libtype`` names it
+    (:func:`flysearch.race.fastest_backends` over every race table in *store*: each kernel family
+    and cuBLAS, each family by its ratio to its own session's cuBLAS time): ``fastest_backend`` and
+    ``backend_ratios``. Entries of a shape no race table with a cuBLAS time covers stay as they are."""
+    from flysearch.race import fastest_backends, race_summary
+
+    backends = {(b["device"], b["shape"]): b for b in fastest_backends(race_summary(store))}
+    out = []
+    for entry in entries:
+        b = backends.get((entry.get("device"), entry.get("shape")))
+        out.append({**entry, "fastest_backend": b["fastest"], "backend_ratios": b["ratios"]} if b else entry)
+    return out
 
 
 def export_json(entries: list[dict[str, Any]]) -> str:
@@ -114,7 +137,9 @@ def export_triton(
 ) -> str:
     """The *top* best configs of every Triton table in *db* whose name starts with *prefix*
     (:func:`best_configs`) as a ``triton.autotune`` config list (:func:`triton_configs_source`),
-    written to *out* when given, and as JSON (:func:`export_json`) to *json_out* when given.
+    written to *out* when given, and as JSON (:func:`export_json`) to *json_out* when given. Each
+    entry names the fastest backend of its shape among the families and cuBLAS raced into *db*
+    (:func:`with_backends`).
 
     Both files are written atomically, and only once every table has been read, so a refused export
     leaves them as they were.
@@ -127,7 +152,7 @@ def export_triton(
     """
     store = TableStore(db, create=False)
     try:
-        entries = best_configs(store, prefix, top, kernel="triton")
+        entries = with_backends(store, best_configs(store, prefix, top, kernel="triton"))
     finally:
         store.close()
     source = triton_configs_source(entries)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from flysearch.race._flydsl_sweep import compile_sweep, write_sweep_csv
-from flysearch.race._race import RaceSettings, RaceShape, race_summary, run_race
+from flysearch.race._race import RaceSettings, RaceShape, fastest_backends, race_summary, run_race
 from flysearch.race._sweep import sweep_to_table
 
 __all__ = [
     "RaceSettings",
     "RaceShape",
     "compile_sweep",
+    "fastest_backends",
     "race_summary",
     "run_race",
     "sweep_to_table",

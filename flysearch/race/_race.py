@@ -55,6 +55,7 @@ __all__ = [
     "RaceSettings",
     "RaceShape",
     "ShapeReport",
+    "fastest_backends",
     "race_summary",
     "run_race",
     "table_name",
@@ -213,8 +214,38 @@ def race_summary(store: TableStore, prefix: str = "") -> list[dict[str, Any]]:
             "retimed": len(retimed), "race_best_key": table.best().key if ok else None,
             "confirmed_ms": retimed.get(best.key) if best is not None else None,
             "winner": None if ratio is None else ("triton" if ratio < 1.0 else "cublas"),
-            "device": table.meta.device, "date": table.meta.date,
+            "device": table.meta.device, "date": table.meta.date, "kernel": table.meta.kernel,
         })
+    return out
+
+
+def fastest_backends(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (device, shape) of :func:`race_summary`'s rows: which backend to run, as aiter's
+    ``libtype`` column names it, over every kernel family raced on that shape and cuBLAS.
+
+    Families raced in different sessions are compared by their ratios to the cuBLAS time of their
+    own session, not by raw times (a session's clocks and driver state move the times by a few
+    percent). ``fastest`` is the kernel with the lowest ratio, or ``"cublas"`` when none is below 1;
+    ``ratios`` maps each kernel to its ratio.
+
+    Example:
+        >>> rows = [{"device": "H200", "shape": "1x8x8", "regime": "decode", "kernel": "a", "ratio": 1.2},
+        ...         {"device": "H200", "shape": "1x8x8", "regime": "decode", "kernel": "b", "ratio": 0.9}]
+        >>> fastest_backends(rows)[0]["fastest"]
+        'b'
+    """
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in summary:
+        if row.get("ratio") is None or not row.get("shape"):
+            continue
+        group = groups.setdefault((row["device"], row["shape"]), {
+            "device": row["device"], "shape": row["shape"], "regime": row["regime"], "ratios": {}})
+        kernel = row.get("kernel") or row["table"].split("/", 1)[0]
+        group["ratios"][kernel] = min(row["ratio"], group["ratios"].get(kernel, float("inf")))
+    out = []
+    for group in groups.values():
+        kernel, ratio = min(group["ratios"].items(), key=lambda kv: (kv[1], kv[0]))
+        out.append({**group, "fastest": kernel if ratio < 1.0 else "cublas", "best_ratio": ratio})
     return out
 
 

@@ -152,3 +152,62 @@ def test_committed_h200_tables_cover_the_whole_feasible_space() -> None:
         store.write(meta, rows)
     assert regimes == {"decode", "small_m", "k_heavy", "prefill", "square"}
     assert all(r["winner"] in ("triton", "cublas") for r in race_summary(store))
+
+
+def test_fastest_backend_per_shape_across_families(tmp_path) -> None:
+    """A split-K and a TMA table of one shape in one database: the summary names the family whose
+    best has the lowest ratio to its own session's cuBLAS, and cuBLAS where none is below 1."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from flysearch.cli import main
+    from flysearch.race import fastest_backends
+
+    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    db = str(tmp_path / "both.db")
+    store = TableStore(db)
+    files = [data / "h200_kernels_holdout" / "triton_gemm__H200__64x12800x4096.table.json.gz",
+             data / "h200_tma_holdout" / "triton_gemm_tma__H200__64x12800x4096.table.json.gz",
+             data / "h200_kernels_holdout" / "triton_gemm__H200__5120x5120x5120.table.json.gz",
+             data / "h200_tma_holdout" / "triton_gemm_tma__H200__5120x5120x5120.table.json.gz"]
+    for path in files:
+        meta, rows = read_table_file(path)
+        store.write(meta, rows)
+    summary = race_summary(store)
+    by_shape = {b["shape"]: b for b in fastest_backends(summary)}
+    ratio = {(r["kernel"], r["shape"]): r["ratio"] for r in summary}
+    small, square = by_shape["64x12800x4096"], by_shape["5120x5120x5120"]
+    assert set(small["ratios"]) == {"triton_gemm", "triton_gemm_tma"}
+    expected = min(small["ratios"], key=small["ratios"].get)
+    assert small["fastest"] == (expected if small["ratios"][expected] < 1 else "cublas")
+    assert small["ratios"]["triton_gemm_tma"] == ratio[("triton_gemm_tma", "64x12800x4096")]
+    assert square["fastest"] == "cublas" and min(square["ratios"].values()) > 1
+    out = CliRunner().invoke(main, ["race", "summary", "--db", db])
+    assert out.exit_code == 0, out.output
+    assert "fastest backend per shape" in out.output
+    line = next(s for s in out.output.splitlines() if s.startswith("5120x5120x5120"))
+    assert "cublas" in line and "triton_gemm_tma" in line
+
+
+def test_triton_export_names_the_fastest_backend_of_each_shape(tmp_path) -> None:
+    from pathlib import Path
+
+    from flysearch.export import export_triton
+
+    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    db = str(tmp_path / "both.db")
+    store = TableStore(db)
+    for path in (data / "h200_kernels_holdout" / "triton_gemm__H200__5120x5120x5120.table.json.gz",
+                 data / "h200_tma_holdout" / "triton_gemm_tma__H200__5120x5120x5120.table.json.gz",
+                 data / "h200_kernels_holdout" / "triton_gemm__H200__64x12800x4096.table.json.gz"):
+        meta, rows = read_table_file(path)
+        store.write(meta, rows)
+    store.close()
+    json_out = tmp_path / "best.json"
+    source = export_triton(db, prefix="triton_gemm/", json_out=json_out)
+    entries = {e["shape"]: e for e in json.loads(json_out.read_text())["configs"]}
+    assert entries["5120x5120x5120"]["fastest_backend"] == "cublas"
+    assert set(entries["5120x5120x5120"]["backend_ratios"]) == {"triton_gemm", "triton_gemm_tma"}
+    assert set(entries["64x12800x4096"]["backend_ratios"]) == {"triton_gemm"}
+    assert "fastest backend here: cublas" in source
