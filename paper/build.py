@@ -286,6 +286,32 @@ def transfer_facts() -> dict[str, str]:
     return facts
 
 
+TB_BASELINES = (("TB_MEAN", "mean rank"), ("TB_NEAR", "nearest shape"), ("TB_WIN", "other winners"),
+                ("TB_PRIOR", "prior"))
+
+
+def transfer_baseline_facts() -> dict[str, str]:
+    """Cheap transfer baselines against the prior, leave one development table out
+    (transfer_baselines.md): per order, the report's summary line (median rank of the first config
+    within 1%, tables at rank <= 8), checked against its per-table rows; and the tables on which the
+    prior ranks no worse than every baseline."""
+    text = _result("transfer_baselines.md")
+    rows = _markdown_rows(text, "triton_gemm")
+    facts = {"TB_N": str(len(rows))}
+    ranks = {name: [float("inf") if r[name] == "-" else int(r[name]) for r in rows]
+             for _, name in TB_BASELINES}
+    for key, name in TB_BASELINES:
+        median, k, n, worst = re.search(rf"^- {name}: median rank (\S+); <= 8 on (\d+) of (\d+) tables; "
+                                        r"worst (\S+)$", text, flags=re.M).groups()
+        assert int(n) == len(rows), f"transfer_baselines.md: {name}"
+        assert int(k) == sum(r <= 8 for r in ranks[name]), f"transfer_baselines.md: {name}"
+        assert f"{statistics.median(ranks[name]):g}" == median, f"transfer_baselines.md: {name}"
+        facts |= {f"{key}_MEDIAN": median, f"{key}_HITS": k, f"{key}_WORST": worst}
+    facts["TB_PRIOR_BEST"] = str(sum(ranks["prior"][i] <= min(ranks[name][i] for _, name in TB_BASELINES[:-1])
+                                     for i in range(len(rows))))
+    return facts
+
+
 def compare_section() -> str:
     """Per (arch, regime) group of every compare summary: samplers by median compiles to 1%."""
     lines = ["| experiment | group | sampler | runs | median compiles to 1% | success within budget |",
@@ -1300,6 +1326,7 @@ def main() -> None:
     facts.update(sampler_facts())
     facts.update(learning_curve_facts())
     facts.update(transfer_facts())
+    facts.update(transfer_baseline_facts())
     facts.update(landscape_facts())
     facts.update(retime_facts())
     facts.update(agreement_facts())
