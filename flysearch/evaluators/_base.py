@@ -22,7 +22,7 @@ from flysearch.tables import Outcome
 if TYPE_CHECKING:
     from flysearch.space import Config, Shape
 
-__all__ = ["Compiled", "Evaluator", "Measurement", "Outcome"]
+__all__ = ["Compiled", "Evaluator", "Measurement", "Outcome", "compile_only_measurement"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,12 @@ class Evaluator(Protocol):
     def time(self, compiled: Compiled) -> Measurement:
         """Time a compiled config; a launch failure or wrong result is returned, never raised."""
         ...
+
+
+def compile_only_measurement(compiled: Compiled, resources: dict[str, Any]) -> Measurement:
+    """What a compile-only evaluator answers for *compiled*: its own outcome when the compile did
+    not succeed, else ``RUNTIME_FAILED`` (there is no GPU to time on); the *resources* either way."""
+    if compiled.outcome is not Outcome.OK:
+        return Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail, resources)
+    return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, 0.0,
+                       "compile-only evaluator: no AMD GPU to time on", resources)

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flysearch.evaluators._base import Compiled, Measurement
+from flysearch.evaluators._base import Compiled, Measurement, compile_only_measurement
 from flysearch.evaluators._flydsl_worker import MARKER, load_factory
 from flysearch.evaluators._resources import KernelResources, occupancy, resource_reject_reason
 from flysearch.evaluators._toolchain import compile_env
@@ -143,11 +143,7 @@ class FlydslCompileEvaluator:
 
     def time(self, compiled: Compiled) -> Measurement:
         """Compile-only: there is no GPU to time on; the measurement carries the resources."""
-        if compiled.outcome is not Outcome.OK:
-            return Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail,
-                               self.resources(compiled))
-        return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, 0.0,
-                           "compile-only evaluator: no AMD GPU to time on", self.resources(compiled))
+        return compile_only_measurement(compiled, self.resources(compiled))
 
 
 def relative_error(output: Any, reference: Any) -> float:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flysearch.errors import ToolchainError
-from flysearch.evaluators._base import Compiled, Measurement
+from flysearch.evaluators._base import Compiled, Measurement, compile_only_measurement
 from flysearch.evaluators._pool import WorkerPool
 from flysearch.evaluators._resources import (
     KernelResources,
@@ -389,8 +389,4 @@ class TritonAmdCompileEvaluator:
 
     def time(self, compiled: Compiled) -> Measurement:
         """Compile-only: there is no GPU to time on; the measurement carries the resources."""
-        if compiled.outcome is not Outcome.OK:
-            return Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail,
-                               self.resources(compiled))
-        return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, 0.0,
-                           "compile-only evaluator: no AMD GPU to time on", self.resources(compiled))
+        return compile_only_measurement(compiled, self.resources(compiled))

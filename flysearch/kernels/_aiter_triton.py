@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 from flysearch.errors import FlysearchError
 from flysearch.kernels._flydsl_config import ConfigMappingError
 from flysearch.kernels._registry import register_space
+from flysearch.kernels._triton_gemm import next_pow2
 from flysearch.space import Config, Constraint, Param, Shape, Space
 
 if TYPE_CHECKING:
@@ -231,9 +232,6 @@ def register_demand(config: Config, arch: ArchProfile) -> float:
     return acc + _PREFETCH_FACTOR * prefetch + operands + _RESERVE_REGS
 
 
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, (x - 1).bit_length())
-
 
 # -- shape-free rules ----------------------------------------------------------------------------
 
@@ -276,11 +274,11 @@ def _occupancy_fits_lds(c: Config, shape: Shape | None, arch: ArchProfile | None
 
 
 def _tile_m_fits_shape(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
-    return shape is None or _c(c, "BLOCK_SIZE_M") <= 2 * max(16, _next_pow2(shape.M))
+    return shape is None or _c(c, "BLOCK_SIZE_M") <= 2 * max(16, next_pow2(shape.M))
 
 
 def _tile_n_fits_shape(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
-    return shape is None or _c(c, "BLOCK_SIZE_N") <= max(16, _next_pow2(shape.N))
+    return shape is None or _c(c, "BLOCK_SIZE_N") <= max(16, next_pow2(shape.N))
 
 
 def _split_k_tile_fits(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
@@ -471,7 +469,7 @@ def _lowered_k_tile(bk: int, k: int, splits: int) -> int:
     quarter of that when it overshoots, and never less than 16."""
     split = -(-k // splits)
     if bk > split:
-        bk = _next_pow2(split)
+        bk = next_pow2(split)
         if bk > split:
             bk //= 4
     return max(bk, 16)

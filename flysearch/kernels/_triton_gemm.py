@@ -88,7 +88,8 @@ _MAX_WAVES_SPLIT = 8
 _DEFAULT_SMS = 132
 
 
-def _next_pow2(x: int) -> int:
+def next_pow2(x: int) -> int:
+    """The smallest power of two >= *x* (1 for *x* <= 1)."""
     return 1 << max(0, (x - 1).bit_length())
 
 
@@ -99,7 +100,7 @@ def smem_bytes(config: Config) -> int:
     ) * _BF16_BYTES
 
 
-def output_tiles(config: Config, shape: Shape) -> int:
+def output_tiles(config: Config | dict[str, Any], shape: Shape) -> int:
     """Output tiles of *shape* for *config*'s BLOCK_M x BLOCK_N."""
     return math.ceil(shape.M / int(config["BLOCK_M"])) * math.ceil(shape.N / int(config["BLOCK_N"]))
 
@@ -113,7 +114,7 @@ def _smem_fits(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool
     return arch is None or smem_bytes(c) <= arch.max_lds_per_block
 
 
-def _acc_registers_fit(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
+def acc_registers_fit(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
     warp = arch.wave_size if arch is not None else 32
     return int(c["BLOCK_M"]) * int(c["BLOCK_N"]) <= _MAX_ACC_REGS * warp * int(c["num_warps"])
 
@@ -122,9 +123,9 @@ def _warps_fill_tile(c: Config, shape: Shape | None, arch: ArchProfile | None) -
     return int(c["num_warps"]) <= 4 or int(c["BLOCK_M"]) * int(c["BLOCK_N"]) >= 16 * 64
 
 
-def _tile_fits(param: str, dim: str, floor: int, slack: int = 1) -> Any:
+def tile_fits(param: str, dim: str, floor: int, slack: int = 1) -> Any:
     def predicate(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
-        return shape is None or int(c[param]) <= slack * max(floor, _next_pow2(getattr(shape, dim)))
+        return shape is None or int(c[param]) <= slack * max(floor, next_pow2(getattr(shape, dim)))
 
     return predicate
 
@@ -142,25 +143,25 @@ def _split_k_needs_few_tiles(c: Config, shape: Shape | None, arch: ArchProfile |
     return output_tiles(c, shape) * int(c["SPLIT_K"]) <= _MAX_WAVES_SPLIT * sms
 
 
-def _group_m_needs_rows(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
+def group_m_needs_rows(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
     return shape is None or int(c["GROUP_M"]) == 1 or math.ceil(shape.M / int(c["BLOCK_M"])) > 1
 
 
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("smem_fits", _smem_fits, "pipelined A and W tiles fit in one block's shared memory"),
-    Constraint("acc_registers_fit", _acc_registers_fit, "fp32 accumulator <= 128 registers a thread"),
+    Constraint("acc_registers_fit", acc_registers_fit, "fp32 accumulator <= 128 registers a thread"),
     Constraint("warps_fill_tile", _warps_fill_tile, "8 warps only for tiles of at least 16 x 64"),
     Constraint(
-        "tile_m_fits_shape", _tile_fits("BLOCK_M", "M", 16, slack=2), "BLOCK_M <= 2 * next_pow2(M)"
+        "tile_m_fits_shape", tile_fits("BLOCK_M", "M", 16, slack=2), "BLOCK_M <= 2 * next_pow2(M)"
     ),
-    Constraint("tile_n_fits_shape", _tile_fits("BLOCK_N", "N", 32), "BLOCK_N <= next_pow2(N)"),
-    Constraint("tile_k_fits_shape", _tile_fits("BLOCK_K", "K", 32), "BLOCK_K <= next_pow2(K)"),
+    Constraint("tile_n_fits_shape", tile_fits("BLOCK_N", "N", 32), "BLOCK_N <= next_pow2(N)"),
+    Constraint("tile_k_fits_shape", tile_fits("BLOCK_K", "K", 32), "BLOCK_K <= next_pow2(K)"),
     Constraint("split_k_has_work", _split_k_has_work, "every split gets >= 2 BLOCK_K tiles"),
     Constraint(
         "split_k_needs_few_tiles", _split_k_needs_few_tiles,
         "split-K only while tiles x SPLIT_K stay within 8 waves of the SMs",
     ),
-    Constraint("group_m_needs_rows", _group_m_needs_rows, "GROUP_M > 1 needs several tile rows"),
+    Constraint("group_m_needs_rows", group_m_needs_rows, "GROUP_M > 1 needs several tile rows"),
 )
 
 

@@ -63,6 +63,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flysearch.kernels._registry import register_space
+from flysearch.kernels._triton_gemm import acc_registers_fit, group_m_needs_rows, output_tiles, tile_fits
 from flysearch.space import Config, Constraint, Param, Space
 
 if TYPE_CHECKING:
@@ -110,14 +111,10 @@ _BF16_BYTES = 2
 # compiled (``metadata.shared``); 1 KiB leaves room for the alignment of larger pipelines.
 _BARRIER_BYTES = 1024
 # NOTE(flysearch): as in the split-K family: half of the 255-register cap for the accumulator.
-_MAX_ACC_REGS = 128
 # NOTE(flysearch): TMA's global strides must be multiples of 16 bytes: 8 bf16 elements.
 _TMA_ALIGN_ELEMS = 8
 _DEFAULT_SMS = 132
 
-
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, (x - 1).bit_length())
 
 
 def smem_bytes(config: Config | dict[str, Any]) -> int:
@@ -127,10 +124,6 @@ def smem_bytes(config: Config | dict[str, Any]) -> int:
     staging = bm * bn * _BF16_BYTES // (2 if config["EPILOGUE_SUBTILE"] else 1)
     return operands + staging + _BARRIER_BYTES
 
-
-def output_tiles(config: Config | dict[str, Any], shape: Shape) -> int:
-    """Output tiles of *shape* for *config*'s BLOCK_M x BLOCK_N."""
-    return math.ceil(shape.M / int(config["BLOCK_M"])) * math.ceil(shape.N / int(config["BLOCK_N"]))
 
 
 def grid(config: Config | dict[str, Any], shape: Shape, sms: int = _DEFAULT_SMS) -> tuple[int, int, int]:
@@ -146,10 +139,6 @@ def _smem_fits(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool
     return arch is None or smem_bytes(c) <= arch.max_lds_per_block
 
 
-def _acc_registers_fit(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
-    warp = arch.wave_size if arch is not None else 32
-    return int(c["BLOCK_M"]) * int(c["BLOCK_N"]) <= _MAX_ACC_REGS * warp * int(c["num_warps"])
-
 
 def _warps_fill_tile(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
     return int(c["num_warps"]) <= 4 or int(c["BLOCK_M"]) * int(c["BLOCK_N"]) >= 64 * 128
@@ -163,15 +152,6 @@ def _subtile_keeps_layout(c: Config, shape: Shape | None, arch: ArchProfile | No
     return not c["EPILOGUE_SUBTILE"] or int(c["num_warps"]) <= 4 or int(c["BLOCK_M"]) >= 128
 
 
-def _tile_fits(param: str, dim: str, floor: int) -> Callable[..., bool]:
-    def predicate(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
-        return shape is None or int(c[param]) <= max(floor, _next_pow2(getattr(shape, dim)))
-
-    return predicate
-
-
-def _group_m_needs_rows(c: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
-    return shape is None or int(c["GROUP_M"]) == 1 or math.ceil(shape.M / int(c["BLOCK_M"])) > 1
 
 
 CONSTRAINTS: tuple[Constraint, ...] = (
@@ -183,7 +163,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "smem_fits", _smem_fits,
         "pipelined A and W tiles plus the C staging tile fit in one block's shared memory",
     ),
-    Constraint("acc_registers_fit", _acc_registers_fit, "fp32 accumulator <= 128 registers a thread"),
+    Constraint("acc_registers_fit", acc_registers_fit, "fp32 accumulator <= 128 registers a thread"),
     Constraint("warps_fill_tile", _warps_fill_tile, "8 warps only for tiles of at least 64 x 128"),
     Constraint(
         "subtile_needs_wide_tile", _subtile_needs_wide_tile, "EPILOGUE_SUBTILE only with BLOCK_N >= 128"
@@ -192,10 +172,10 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "subtile_keeps_layout", _subtile_keeps_layout,
         "no EPILOGUE_SUBTILE on 64-row tiles with 8 warps (the halves need a layout conversion)",
     ),
-    Constraint("tile_m_fits_shape", _tile_fits("BLOCK_M", "M", 64), "BLOCK_M <= max(64, next_pow2(M))"),
-    Constraint("tile_n_fits_shape", _tile_fits("BLOCK_N", "N", 64), "BLOCK_N <= max(64, next_pow2(N))"),
-    Constraint("tile_k_fits_shape", _tile_fits("BLOCK_K", "K", 32), "BLOCK_K <= max(32, next_pow2(K))"),
-    Constraint("group_m_needs_rows", _group_m_needs_rows, "GROUP_M > 1 needs several tile rows"),
+    Constraint("tile_m_fits_shape", tile_fits("BLOCK_M", "M", 64), "BLOCK_M <= max(64, next_pow2(M))"),
+    Constraint("tile_n_fits_shape", tile_fits("BLOCK_N", "N", 64), "BLOCK_N <= max(64, next_pow2(N))"),
+    Constraint("tile_k_fits_shape", tile_fits("BLOCK_K", "K", 32), "BLOCK_K <= max(32, next_pow2(K))"),
+    Constraint("group_m_needs_rows", group_m_needs_rows, "GROUP_M > 1 needs several tile rows"),
 )
 
 
