@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from flysearch.space import Config, Param, Shape, Space
-from flysearch.tables import GroundTruth, Row, TableMeta
+from flysearch.tables import GroundTruth, Row, TableMeta, read_table_file
 
-__all__ = ["Family", "race_shape"]
+__all__ = ["Family", "best", "load", "race_shape", "space_of"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,3 +196,18 @@ def space_of(name: str, params: list[Param]) -> Space:
     """The space a family's tables record: its parameters, no constraints (the configs raced are
     listed in the table)."""
     return Space(name, params, [])
+
+
+def load(path: Any) -> GroundTruth:
+    """A committed table file as a :class:`GroundTruth`."""
+    meta, rows = read_table_file(path)
+    return GroundTruth(meta, {r.key: r for r in rows})
+
+
+def best(table: GroundTruth) -> tuple[float, Row] | None:
+    """The table's confirmed best row and its time (the re-timed median where its top was re-timed,
+    else the race's); ``None`` when no config ran."""
+    ranked = table.ranked()
+    if not ranked:
+        return None
+    return table.retimed_ms().get(ranked[0].key, ranked[0].time_ms), ranked[0]

@@ -37,11 +37,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _family_race import Family, race_shape, space_of  # noqa: E402
+from _family_race import Family, best, load, race_shape, space_of  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
+from flysearch.race import vendor_ms  # noqa: E402
 from flysearch.space import Config, Param, Shape, get_arch, load_corpus  # noqa: E402
-from flysearch.tables import GroundTruth, Row, TableMeta, dump_table_file, read_table_file  # noqa: E402
+from flysearch.tables import GroundTruth, dump_table_file  # noqa: E402
 
 SHAPES = ROOT / "studies" / "shapes_h200.toml"
 # One shape per regime, all with committed split-K tables: decode, small-M, prefill, square.
@@ -118,23 +119,6 @@ def race(args: argparse.Namespace) -> None:
     }, indent=1) + "\n")
 
 
-def _best(table: GroundTruth) -> tuple[float, Row] | None:
-    ranked = table.ranked()
-    if not ranked:
-        return None
-    top = ranked[0]
-    return table.retimed_ms().get(top.key, top.time_ms), top
-
-
-def _vendor_ms(meta: TableMeta) -> float | None:
-    return (json.loads(meta.notes or "{}").get("vendor") or {}).get("time_ms")
-
-
-def _load(path: Path) -> GroundTruth:
-    meta, rows = read_table_file(path)
-    return GroundTruth(meta, {r.key: r for r in rows})
-
-
 def _agreement(aiter: GroundTruth, splitk: GroundTruth) -> list[str]:
     """Spearman's rho over the configs both ran, and aiter's race time for split-K's best config
     relative to aiter's fastest race time."""
@@ -176,9 +160,9 @@ def report(args: argparse.Namespace) -> None:
         "|---|---|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for path in files:
-        t = _load(path)
+        t = load(path)
         shape = t.meta.shape()
-        got = _best(t)
+        got = best(t)
         split_path = next(iter(sorted(args.splitk.glob(f"triton_gemm__H200__{shape.M}x{shape.N}x{shape.K}"
                                                         ".table.json.gz"))), None)
         cells = [f"{shape.M}x{shape.N}x{shape.K}", shape.regime, str(len(t.rows)),
@@ -187,12 +171,12 @@ def report(args: argparse.Namespace) -> None:
             lines.append("| " + " | ".join([*cells, *["-"] * 9]) + " |")
             continue
         a_ms, a_row = got
-        v = _vendor_ms(t.meta)
+        v = vendor_ms(t.meta)
         cells += [f"{a_ms:.4g}", f"`{a_row.key}`", f"{a_ms / v:.3f}" if v else "-"]
         if split_path is not None:
-            s = _load(split_path)
-            s_ms, _ = _best(s) or (math.nan, None)
-            sv = _vendor_ms(s.meta)
+            s = load(split_path)
+            s_ms, _ = best(s) or (math.nan, None)
+            sv = vendor_ms(s.meta)
             cells += [f"`{split_path.parent.name}`", f"{s_ms:.4g}", f"{s_ms / sv:.3f}" if sv else "-",
                       f"{a_ms / s_ms:.3f}", *_agreement(t, s)]
         else:

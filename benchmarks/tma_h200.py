@@ -30,11 +30,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _family_race import Family, race_shape, space_of  # noqa: E402
+from _family_race import Family, best, load, race_shape, space_of  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
+from flysearch.race import vendor_ms  # noqa: E402
 from flysearch.space import Shape, get_arch, load_corpus  # noqa: E402
-from flysearch.tables import GroundTruth, dump_table_file, read_table_file  # noqa: E402
+from flysearch.tables import GroundTruth, dump_table_file  # noqa: E402
 
 KERNEL = "triton_gemm_tma"
 
@@ -86,22 +87,6 @@ def race(args: argparse.Namespace) -> None:
     }, indent=1) + "\n")
 
 
-def _load(path: Path) -> GroundTruth:
-    meta, rows = read_table_file(path)
-    return GroundTruth(meta, {r.key: r for r in rows})
-
-
-def _best_ms(table: GroundTruth) -> float | None:
-    ranked = table.ranked()
-    if not ranked:
-        return None
-    return table.retimed_ms().get(ranked[0].key, ranked[0].time_ms)
-
-
-def _vendor_ms(table: GroundTruth) -> float | None:
-    return (json.loads(table.meta.notes or "{}").get("vendor") or {}).get("time_ms")
-
-
 def _shape_key(table: GroundTruth) -> tuple[int, int, int]:
     s = table.meta.shape()
     return s.M, s.N, s.K
@@ -117,13 +102,13 @@ def _median(xs: list[float]) -> str:
 
 def report(args: argparse.Namespace) -> None:
     tma = {_shape_key(t): (p, t) for folder in args.data for p in sorted(folder.glob("*.table.json.gz"))
-           for t in [_load(p)]}
+           for t in [load(p)]}
     if not tma:
         sys.exit("no TMA tables in --data; race them first (see the docstring)")
     splitk: dict[tuple[int, int, int], tuple[Path, GroundTruth]] = {}
     for folder in args.splitk:
         for p in sorted(folder.glob("triton_gemm__H200__*.table.json.gz")):
-            t = _load(p)
+            t = load(p)
             splitk.setdefault(_shape_key(t), (p, t))
     lines = [
         "# The persistent TMA GEMM family on the H200, beside split-K and cuBLAS", "",
@@ -142,13 +127,13 @@ def report(args: argparse.Namespace) -> None:
     for key in sorted(tma, key=lambda k: (k[0], k[1], k[2])):
         t_path, t = tma[key]
         shape = t.meta.shape()
-        best, vendor = _best_ms(t), _vendor_ms(t)
-        ratio = best / vendor if best and vendor else None
+        t_best, vendor = (best(t) or (None,))[0], vendor_ms(t.meta)
+        ratio = t_best / vendor if t_best and vendor else None
         top = t.ranked()[0].key if t.ranked() else "-"
         s_ratio, s_where = None, "-"
         if key in splitk:
             s_path, s = splitk[key]
-            s_best, s_vendor = _best_ms(s), _vendor_ms(s)
+            s_best, s_vendor = (best(s) or (None,))[0], vendor_ms(s.meta)
             s_ratio = s_best / s_vendor if s_best and s_vendor else None
             s_where = f"`{s_path.parent.name}`"
         options = {"TMA": ratio, "split-K": s_ratio, "cuBLAS": 1.0}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from flysearch.race._flydsl_sweep import compile_sweep, write_sweep_csv
-from flysearch.race._race import RaceSettings, RaceShape, fastest_backends, race_summary, run_race
+from flysearch.race._race import RaceSettings, RaceShape, fastest_backends, race_summary, run_race, vendor_ms
 from flysearch.race._sweep import sweep_to_table
 
 __all__ = [
@@ -15,5 +15,6 @@ __all__ = [
     "race_summary",
     "run_race",
     "sweep_to_table",
+    "vendor_ms",
     "write_sweep_csv",
 ]
