@@ -17,7 +17,8 @@ one config's, as a dict.
   efficiency of whole resident blocks (:data:`OCCUPANCY_WAVE_FEATURES`), tile padding waste in M and N,
   and a roofline-style pair: the tiled algorithm's memory traffic (A re-read per tile column, B
   per tile row, fp32 partials under split-K) and the flops on the critical path (whole waves of
-  blocks times the flops of one block), also per CU.
+  blocks times the flops of one block), also per CU; split-K's fixed cost against the problem's
+  compulsory traffic (``g_split_fixed``: 0 without split-K, else ``1 / log2(bytes)``).
 * **thread blocks** (Kernel Tuner's ``block_size_{x,y,z}`` and ``tile_size_{x,y,z}``): threads per
   block, outputs per thread, block tile per axis, blocks over ``problem_size``, grid padding,
   threads per wave and wave alignment, and a power-of-two flag per integer parameter.
@@ -192,6 +193,11 @@ def _gemm_columns(roles: Columns, problem: Mapping[str, Any], arch: ArchProfile 
     flops_per_block = 2 * tm * tn * k / split
     out.update({"g_log2_traffic": _log2(traffic), "g_log2_block_flops": _log2(flops_per_block),
                 "g_log2_useful_frac": _log2(m * n / (tiles * tm * tn))})
+    # Split-K's fixed cost (a zeroed fp32 workspace, atomics, a final cast: more launches) against
+    # the problem's compulsory traffic: a small problem cannot amortize it (1x1536x1536 on the H200:
+    # every SPLIT_K=8 config 1.2-6x the SPLIT_K=1 optimum, while larger decode shapes favour split-K).
+    compulsory = (m * k + n * k + m * n) * elem
+    out["g_split_fixed"] = np.where(split > 1, 1.0 / math.log2(compulsory), 0.0)
     if arch is not None:
         cus = float(arch.compute_units)
         out["g_log2_path_flops"] = _log2(np.ceil(blocks / cus) * flops_per_block)

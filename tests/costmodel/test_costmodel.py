@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import glob
+import math
 from pathlib import Path
 from typing import Any
 
@@ -768,3 +769,16 @@ def test_prior_pools_tables_of_several_kernels_without_sources(
 
     other = GroundTruth(replace(conv_a100.meta, name="other/A100", kernel="other"), conv_a100.rows)
     assert fit_prior([conv_mi250x, other], max_iter=10).sources == []
+
+
+def test_split_k_fixed_cost_weighs_more_on_smaller_problems() -> None:
+    # bf16 1x1536x1536 moves (1536 + 1536 * 1536 + 1536) * 2 bytes, 1x8192x8192 about 28 times more.
+    sm90 = get_arch("sm_90")
+    config = {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "num_stages": 4, "num_warps": 4}
+    small, large = {"M": 1, "N": 1536, "K": 1536}, {"M": 1, "N": 8192, "K": 8192}
+    whole = config_features(config | {"SPLIT_K": 1}, small, sm90)
+    split_small = config_features(config | {"SPLIT_K": 8}, small, sm90)
+    split_large = config_features(config | {"SPLIT_K": 8}, large, sm90)
+    assert whole["g_split_fixed"] == 0.0
+    assert split_small["g_split_fixed"] == pytest.approx(1 / math.log2((1536 + 1536 * 1536 + 1536) * 2))
+    assert split_small["g_split_fixed"] > split_large["g_split_fixed"] > 0.0
