@@ -16,7 +16,7 @@ from flysearch.costmodel import fit_prior, walks
 from flysearch.errors import InputFormatError, UnknownArchError
 from flysearch.evaluators import ReplayEvaluator
 from flysearch.export import kernel_tuner_cache, write_kernel_tuner_cache
-from flysearch.space import get_arch
+from flysearch.space import get_arch, load_corpus
 from flysearch.study import StudySpec, run_study
 from flysearch.tables import (
     Declaration,
@@ -189,3 +189,26 @@ def test_the_cli_imports_a_declared_cache_and_refuses_a_bad_rename_in_one_line(o
     assert [line for line in bad.output.splitlines() if line.startswith("Error")] == [
         "Error: Rename 'BM' is not of the form OLD=NEW (e.g. BM=BLOCK_M)."]
     assert not (tmp_path / "d.db").exists()
+
+
+@pytest.mark.parametrize("folder", ["external_h200", "external_h200_b", "external_h200_dev",
+                                    "external_h200_c"])
+def test_each_committed_external_cache_imports_as_the_shape_its_study_file_names(
+        folder: str, tmp_path: Path) -> None:
+    # The documented path of benchmarks/external_h200.py: the shape from problem_size, the family,
+    # the arch and the names back. Each cache must carry the shape its studies/ entry committed.
+    suffix = folder.removeprefix("external_h200")
+    shapes = {e.name: e.shape for e in load_corpus(REPO / "studies" / f"external_h200{suffix}.toml")}
+    caches = sorted((REPO / "benchmarks" / "data" / folder).glob("*.json.gz"))
+    assert sorted(p.name.removesuffix(".json.gz") for p in caches) == sorted(shapes)
+    declaration = Declaration(shape_from="MNK", kernel="triton_gemm_splitk", arch="sm_90",
+                              rename=parse_renames(BACK))
+    for path in caches:
+        db = tmp_path / f"{path.name}.db"
+        import_tables([path], db=db, declaration=declaration)
+        store = TableStore(str(db))
+        (table,) = (store.load(n) for n in store.names())
+        assert table.meta.shape() == shapes[path.name.removesuffix(".json.gz")]
+        assert (table.meta.kernel, table.meta.arch, table.meta.space["name"]) == (
+            "triton_gemm", "sm_90", "triton_gemm_splitk")
+        assert {"BLOCK_M", "SPLIT_K", "num_stages"} <= set(next(iter(table.rows.values())).params)
