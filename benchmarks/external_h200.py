@@ -250,7 +250,7 @@ def leave_one_out_dev(args: argparse.Namespace) -> None:
         f"- versions: Python {platform.python_version()}, "
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
         f"- date: {dt.date.today().isoformat()}",
-        f"- held out: the {len(stage5)} {'/'.join(args.regime or ['all'])} tables of "
+        f"- held out: the {len(stage5)} {'/'.join(args.regime or [])}{' ' if args.regime else ''}tables of "
         f"`{'`, `'.join((*UNPRUNED, *EXTERNAL_TRAINING))}`; "
         f"each prior trained on the {len(tables) - 1} others; "
         f"{len(seeds)} seed(s), budget {BUDGET}. **Development numbers**: these tables shaped the method.",
