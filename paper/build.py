@@ -636,7 +636,8 @@ TEST_SETS = (
 T2_OTHER_PRIORS = (("T2EXT", "benchmarks/results/costmodel_eval_holdout2_extra.md"),
                    ("T2ALL", "benchmarks/results/costmodel_eval_holdout2_all.md"))
 EXTERNAL_SETS = (("E1", "external_h200.md", "studies/external_h200.toml"),
-                 ("E2", "external_h200_b.md", "studies/external_h200_b.toml"))
+                 ("E2", "external_h200_b.md", "studies/external_h200_b.toml"),
+                 ("E3", "external_h200_c.md", "studies/external_h200_c.toml"))
 EXTERNAL_RERUN = ("E1R", "external_h200_rerun.md", "studies/external_h200.toml")  # a development number
 # The compare runs of the first two held-out sets, as first committed (every sampler, budget 100).
 FIRST_COMPARE = (("682f944", "compare_h200_holdout"), ("8fae93e", "compare_h200_holdout2"))
@@ -685,7 +686,7 @@ def _stages5(data_dir: str, table: str) -> tuple[int, int]:
 
 
 def external_facts() -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The two external-style test sets, each evaluated once (benchmarks/external_h200.py eval)."""
+    """The external-style test sets, each evaluated once (benchmarks/external_h200.py eval)."""
     facts: dict[str, str] = {}
     out_rows: list[dict[str, Any]] = []
     for key, name, _ in (*EXTERNAL_SETS, EXTERNAL_RERUN):
@@ -735,6 +736,10 @@ def external_facts() -> tuple[dict[str, str], list[dict[str, Any]]]:
     facts["E2_HARD"] = hard_text[:1].upper() + hard_text[1:]
     facts["E2_HARD_ALL5"] = "every" if all(r["stages5"] == r["near"] for r in hard) else "not every"
     facts["STAGES5_TABLES"] = str(sum(_folder(f)[2] for f in H200_FOLDERS))
+    dev = re.search(r"Over the (\d+) tables: median of the per-table medians (\S+), worst single run "
+                    r"(\d+); (\d+) of \d+ tables within 8", _result("external_h200_dev.md"))
+    facts |= {"DEV5_N": dev.group(1), "DEV5_MEDIAN": dev.group(2), "DEV5_WORST": dev.group(3),
+              "DEV5_HITS": dev.group(4)}
     return facts, out_rows
 
 
@@ -763,7 +768,7 @@ def test_set_facts() -> tuple[dict[str, str], str, list[dict[str, Any]]]:
     ext, ext_rows = external_facts()
     facts |= ext
     prior_tables = {key: facts[f"{key}_PRIOR_TABLES"] for key, _, _ in EXTERNAL_SETS}
-    for (key, _, shapes), label in zip(EXTERNAL_SETS, ("first", "second"), strict=True):
+    for (key, _, shapes), label in zip(EXTERNAL_SETS, ("first", "second", "third"), strict=True):
         n = int(facts[f"{key}_N"])
         hits += int(facts[f"{key}_HITS"])
         tables += n
@@ -773,7 +778,8 @@ def test_set_facts() -> tuple[dict[str, str], str, list[dict[str, Any]]]:
                      f"{facts[f'{key}_MEDIAN']} | {_fmt(worst, int(facts[f'{key}_BUDGET']))} | "
                      "not reported |")
     lines.append(f"| **all test sets** | **{tables}** | | **{_kn(hits, tables)}** | | | | |")
-    facts |= {"TEST_N": str(tables), "TEST_HITS": str(hits), "TEST_SETS_N": str(len(TEST_SETS) + 2)}
+    facts |= {"TEST_N": str(tables), "TEST_HITS": str(hits),
+              "TEST_SETS_N": str(len(TEST_SETS) + len(EXTERNAL_SETS))}
     prior_rows = [r for r in figure_rows]
     facts["TEST_PRIOR_HITS"] = str(sum(r["prior"] <= 8 for r in prior_rows))
     facts["TEST_PRIOR_N"] = str(len(prior_rows))
