@@ -75,6 +75,10 @@ EXTERNAL_GRID = (
     Param("num_warps", (4, 8)),
     Param("num_stages", (2, 3, 4, 5)),
 )
+# The documented import of an external cache: its shape from problem_size, the family, the arch and
+# flysearch's names back.
+DOCUMENTED = Declaration(shape_from="MNK", kernel="triton_gemm_splitk", arch="sm_90",
+                         rename={v: k for k, v in EXTERNAL_NAMES.items()})
 SEEDS = (0, 1, 2, 3, 4)
 BUDGET = 100
 
@@ -122,7 +126,7 @@ def race(args: argparse.Namespace) -> None:
     print(f"wrote {len(written)} caches to {args.out}")
 
 
-def _training(evaluated: Path, declaration: Declaration) -> list[GroundTruth]:
+def _training(evaluated: Path | None = None) -> list[GroundTruth]:
     """Every committed H200 table of the split-K kernel but those of the *evaluated* folder."""
     tables = []
     for folder in (*TRAINING, *UNPRUNED):
@@ -132,9 +136,9 @@ def _training(evaluated: Path, declaration: Declaration) -> list[GroundTruth]:
             tables.append(GroundTruth(meta, {r.key: r for r in rows}))
     for folder in EXTERNAL_TRAINING:
         data = ROOT / "benchmarks" / "data" / folder
-        if data.resolve() == evaluated.resolve():
+        if evaluated is not None and data.resolve() == evaluated.resolve():
             continue
-        for table in _imported(sorted(glob.glob(str(data / "*.json.gz"))), declaration):
+        for table in _imported(sorted(glob.glob(str(data / "*.json.gz"))), DOCUMENTED):
             table.meta.kernel = "triton_gemm"
             tables.append(table)
     return tables
@@ -152,10 +156,32 @@ def _cell(runs: list[int | None]) -> str:
     return ", ".join("-" if r is None else str(r) for r in runs)
 
 
+def _counted(runs: list[int | None]) -> list[int]:
+    """Each run's compiles, a run that never got there counted as ``BUDGET + 1``."""
+    return [BUDGET + 1 if r is None else r for r in runs]
+
+
 def _median(runs: list[int | None]) -> str:
-    got = sorted(BUDGET + 1 if r is None else r for r in runs)
-    m = statistics.median(got)
+    m = statistics.median(_counted(runs))
     return f">{BUDGET}" if m > BUDGET else f"{m:g}"
+
+
+def _provenance(hardware: str) -> list[str]:
+    """A results file's provenance lines: command, commit, *hardware*, versions, date."""
+    return [
+        f"- command: `{' '.join(['python', *sys.argv])}`",
+        f"- commit: {code_commit(ROOT)}",
+        f"- hardware: {platform.machine()} CPU; {hardware}",
+        f"- versions: Python {platform.python_version()}, "
+        + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
+        f"- date: {dt.date.today().isoformat()}",
+    ]
+
+
+def _write(out: Path, lines: list[str]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def evaluate(args: argparse.Namespace) -> None:
@@ -163,12 +189,10 @@ def evaluate(args: argparse.Namespace) -> None:
     files = sorted(glob.glob(str(args.data / "*.json.gz")))
     if not files:
         sys.exit(f"no Kernel Tuner caches in {args.data}; race them first (see the docstring)")
-    rename = {v: k for k, v in EXTERNAL_NAMES.items()}
-    documented = Declaration(shape_from="MNK", kernel="triton_gemm_splitk", arch="sm_90", rename=rename)
-    train = _training(args.data, documented)
-    shape_only = Declaration(shape_from="MNK", arch="sm_90", rename=rename)
+    train = _training(args.data)
+    shape_only = dataclasses.replace(DOCUMENTED, kernel=None)
     results = {}
-    for label, declaration in (("documented", documented), ("shape_only", shape_only)):
+    for label, declaration in (("documented", DOCUMENTED), ("shape_only", shape_only)):
         tests = _imported(files, declaration)
         if label == "shape_only":  # another kernel name would find no prior: train on the same kernel
             for t in tests:
@@ -178,13 +202,8 @@ def evaluate(args: argparse.Namespace) -> None:
     lines = [
         "# Users' own tables: the cost model on external-style Kernel Tuner caches",
         "",
-        f"- command: `{' '.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
-        f"- hardware: {platform.machine()} CPU; the caches were measured on an NVIDIA H200 "
-        f"(`{args.data.resolve().relative_to(ROOT)}/race_report.json`)",
-        f"- versions: Python {platform.python_version()}, "
-        + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
-        f"- date: {dt.date.today().isoformat()}",
+        *_provenance("the caches were measured on an NVIDIA H200 "
+                     f"(`{args.data.resolve().relative_to(ROOT)}/race_report.json`)"),
         f"- test set: `{args.shapes.resolve().relative_to(ROOT)}` (committed before the race); prior trained "
         f"on the {len(train)} committed H200 tables; {len(SEEDS)} seeds, budget {BUDGET}",
         *([f"- **development number**: {args.development}"] if args.development else []),
@@ -204,8 +223,8 @@ def evaluate(args: argparse.Namespace) -> None:
         table = results["documented_tables"][name]
         kept, best_kept = _family_kept(table)
         runs = doc.sampler[0.01]
-        medians.append(statistics.median(BUDGET + 1 if r is None else r for r in runs))
-        worst.append(max(BUDGET + 1 if r is None else r for r in runs))
+        medians.append(statistics.median(_counted(runs)))
+        worst.append(max(_counted(runs)))
         lines.append(
             f"| {name} | {len(table.rows)} | {table.meta.shape().regime} | {kept} | {best_kept} | "
             f"{_median(runs)} | {_cell(runs)} | {_median(doc.sampler[0.05])} | "
@@ -221,9 +240,7 @@ def evaluate(args: argparse.Namespace) -> None:
         "",
         f"({time.monotonic() - start:.0f} s)",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    _write(args.out, lines)
 
 
 def leave_one_out_dev(args: argparse.Namespace) -> None:
@@ -233,23 +250,17 @@ def leave_one_out_dev(args: argparse.Namespace) -> None:
     from flysearch.compare import leave_one_out
 
     start = time.monotonic()
-    rename = {v: k for k, v in EXTERNAL_NAMES.items()}
-    documented = Declaration(shape_from="MNK", kernel="triton_gemm_splitk", arch="sm_90", rename=rename)
-    tables = _training(ROOT / "benchmarks" / "data" / "none", documented)
+    tables = _training()
+    regimes = {t.name: t.meta.shape().regime for t in tables}
     stage5 = [t for t in tables if not t.name.startswith("triton_gemm/")
-              and (not args.regime or t.meta.shape().regime in args.regime)]
+              and (not args.regime or regimes[t.name] in args.regime)]
     seeds = tuple(range(args.seeds))
     results = leave_one_out(stage5, seeds=seeds, budget=BUDGET, extra=tables, workers=args.workers,
                             progress=lambda name: print(f"held out {name}", flush=True))
     lines = [
         "# Development: the prior on the tables that measure num_stages = 5, left out one at a time",
         "",
-        f"- command: `{' '.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
-        f"- hardware: {platform.machine()} CPU; the tables were measured on an NVIDIA H200",
-        f"- versions: Python {platform.python_version()}, "
-        + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
-        f"- date: {dt.date.today().isoformat()}",
+        *_provenance("the tables were measured on an NVIDIA H200"),
         f"- held out: the {len(stage5)} {'/'.join(args.regime or [])}{' ' if args.regime else ''}tables of "
         f"`{'`, `'.join((*UNPRUNED, *EXTERNAL_TRAINING))}`; "
         f"each prior trained on the {len(tables) - 1} others; "
@@ -261,9 +272,9 @@ def leave_one_out_dev(args: argparse.Namespace) -> None:
     medians, worst = [], []
     for r in results:
         runs = r.sampler[0.01]
-        medians.append(statistics.median(BUDGET + 1 if x is None else x for x in runs))
-        worst.append(max(BUDGET + 1 if x is None else x for x in runs))
-        regime = next(t for t in stage5 if t.name == r.table).meta.shape().regime
+        medians.append(statistics.median(_counted(runs)))
+        worst.append(max(_counted(runs)))
+        regime = regimes[r.table]
         lines.append(f"| {r.table} | {regime} | {r.prior_rank[0.01]} | {_cell(runs)} | "
                      f"{_cell(r.sampler[0.05])} |")
     lines += [
@@ -274,9 +285,7 @@ def leave_one_out_dev(args: argparse.Namespace) -> None:
         "",
         f"({time.monotonic() - start:.0f} s)",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    _write(args.out, lines)
 
 
 def _family_kept(table: GroundTruth) -> tuple[int, str]:

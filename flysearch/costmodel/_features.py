@@ -195,7 +195,8 @@ def _gemm_columns(roles: Columns, problem: Mapping[str, Any], arch: ArchProfile 
                 "g_log2_useful_frac": _log2(m * n / (tiles * tm * tn))})
     # Split-K's fixed cost (a zeroed fp32 workspace, atomics, a final cast: more launches) against
     # the problem's compulsory traffic: a small problem cannot amortize it (1x1536x1536 on the H200:
-    # every SPLIT_K=8 config 1.2-6x the SPLIT_K=1 optimum, while larger decode shapes favour split-K).
+    # every split-K config is more than 1.2x the SPLIT_K=1 optimum, though its few output tiles are
+    # what favours split-K on decode shapes with a long K).
     compulsory = (m * k + n * k + m * n) * elem
     out["g_split_fixed"] = np.where(split > 1, 1.0 / math.log2(compulsory), 0.0)
     if arch is not None:
