@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, evaluate_test_set  # noqa: E402
 from flysearch.export import write_kernel_tuner_cache  # noqa: E402
-from flysearch.space import Param, Space, load_corpus  # noqa: E402
+from flysearch.space import REGIMES, Param, Space, load_corpus  # noqa: E402
 from flysearch.tables import (  # noqa: E402
     Declaration,
     GroundTruth,
@@ -318,7 +318,8 @@ def main() -> None:
     e.add_argument("--development", metavar="WHY", default=None,
                    help="label the result a development number (the test set was seen before), saying why")
     d = sub.add_parser("loo", help="development: leave out each table measuring num_stages=5 (CPU)")
-    d.add_argument("--regime", action="append", help="only tables of this regime; repeatable")
+    d.add_argument("--regime", action="append", choices=REGIMES,
+                   help="only tables of this regime; repeatable")
     d.add_argument("--seeds", type=int, default=1)
     d.add_argument("--workers", type=int, default=2)
     d.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "external_h200_dev.md")
