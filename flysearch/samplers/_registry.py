@@ -7,8 +7,9 @@ config is infeasible), so they learn which regions not to propose. ``tpe-unseen`
 proposes the best of its candidates that is feasible and not tried yet (:mod:`flysearch.samplers`).
 ``cmaes`` is CMA-ES with margin that restarts with a larger population once it stops finding new
 configs (:mod:`flysearch.samplers`); ``cmaes-margin`` is Optuna's CMA-ES with margin as it comes.
-``kt:<strategy>`` runs one of Kernel Tuner's strategies on a replayed table
-(:mod:`flysearch.samplers`).
+``auto`` is the default cold start: flysearch's exact GP (``fastgp``) and its feature forest
+(``surrogate``) propose in turn (:mod:`flysearch.samplers`). ``kt:<strategy>`` runs one of
+Kernel Tuner's strategies on a replayed table (:mod:`flysearch.samplers`).
 
 Example:
     >>> from flysearch.samplers import make_sampler
@@ -219,6 +220,19 @@ def _fastgp(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._gp import FeasibleGPSampler
 
     return FeasibleGPSampler(r.needs_context(), seed=r.seed)
+
+
+@register_sampler("auto")
+def _auto(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._costmodel import CostModelSampler
+    from flysearch.samplers._gp import FeasibleGPSampler
+    from flysearch.samplers._portfolio import PortfolioSampler
+
+    # The default cold start: the exact GP and the feature forest propose in turn.
+    context = r.needs_context()
+    forest_seed = None if r.seed is None else r.seed + 1
+    return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed),
+                             CostModelSampler(context, None, seed=forest_seed)])
 
 
 @register_sampler("cmaes")
