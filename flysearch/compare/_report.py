@@ -60,6 +60,11 @@ def _median(values: Sequence[float]) -> float:
     return vals[mid] if len(vals) % 2 else 0.5 * (vals[mid - 1] + vals[mid])
 
 
+def _mean(values: Sequence[float]) -> float:
+    vals = [v for v in values if not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
 def _run_fields(runs: list[dict[str, Any]], optima: list[float], budget: int, seed: int) -> dict[str, Any]:
     """Quantiles over runs; ``optima[i]`` is the optimum run ``i`` is measured against."""
     trajs: list[Trajectory] = [r["trajectory"] for r in runs]
@@ -72,9 +77,10 @@ def _run_fields(runs: list[dict[str, Any]], optima: list[float], budget: int, se
         out.update(_stats_fields(f"seconds_{name}", quantile_stats(seconds, seed=seed)))
     for k in MILESTONES:
         if k <= budget:
-            out[f"fraction_at_{k}"] = _median(
-                [t.fraction_at(k, o) for t, o in zip(trajs, optima, strict=True)]
-            )
+            fractions = [t.fraction_at(k, o) for t, o in zip(trajs, optima, strict=True)]
+            out[f"fraction_at_{k}"] = _median(fractions)
+            # The mean too: Schoonhoven et al. (2022) and Kernel Tuner's studies report it.
+            out[f"fraction_mean_at_{k}"] = _mean(fractions)
     out["best_over_optimum"] = _median(
         [
             o / t.best_at(budget) if not math.isnan(t.best_at(budget)) else 0.0

@@ -196,6 +196,17 @@ def test_summary_rows_analytic_reference(tmp_path: Path, dedisp_path: Path) -> N
     assert analytic["compiles_1pct_mean"] == pytest.approx((info.n_feasible + 1) / (g + 1))
 
 
+def test_summary_rows_give_the_mean_and_the_median_fraction_of_the_optimum() -> None:
+    from flysearch.compare._report import _run_fields
+
+    steps = [[(4.0, 1.0), (2.0, 2.0)], [(8.0, 1.0), (8.0, 2.0)], [(2.0, 1.0)]]
+    runs = [{"trajectory": Trajectory.from_steps(s), "ms_per_trial": 1.0, "trials": len(s),
+             "compiles": len(s)} for s in steps]
+    row = _run_fields(runs, [2.0, 2.0, 2.0], budget=25, seed=0)
+    assert row["fraction_at_25"] == 1.0  # fractions 1, 0.25, 1
+    assert row["fraction_mean_at_25"] == pytest.approx(0.75)
+
+
 def test_restricted_space(dedisp_path: Path) -> None:
     table = load_table(TableSpec(str(dedisp_path)), "")
     space = space_for_table(table)
