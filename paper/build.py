@@ -911,6 +911,40 @@ def coldstart_dev_facts() -> tuple[dict[str, str], dict[str, Any]]:
     return facts, {"milestones": milestones, "curves": curves, "ours": ours, "anchors": anchors}
 
 
+def coldstart_test_facts() -> dict[str, str]:
+    """The default cold start ``auto`` against Kernel Tuner's strategies and Optuna's CMA-ES with
+    margin, on the test tables of studies/coldstart_split.toml, run once
+    (benchmarks/results/compare/coldstart_test)."""
+    folder = ROOT / "benchmarks" / "results" / "compare" / "coldstart_test"
+    with open(folder / "summary.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["level"] == "table"]
+    by: dict[str, dict[str, dict[str, str]]] = {}
+    for r in rows:
+        by.setdefault(r["sampler"], {})[r["where"]] = r
+    tables = sorted(by["auto"])
+    anchors = tuple(s for s in sorted(by) if s.startswith("kt:") or s == "cmaes-margin")
+
+    def med(s: str, t: str) -> float:
+        return float(by[s][t]["compiles_1pct_median"])
+
+    best = {t: min(med(a, t) for a in anchors) for t in tables}
+    gemm = [t for t in tables if "GEMM" in t]  # Schoonhoven et al.'s: A100, V100, MI50
+    summary = (folder / "summary.md").read_text()
+
+    def fractions(k: int) -> str:
+        return " / ".join(f"{float(by['auto'][t][f'fraction_mean_at_{k}']):.3f}" for t in gemm)
+
+    return {"CT_N": str(len(tables)), "CT_H200": str(sum(t.startswith("triton_gemm/") for t in tables)),
+            "CT_ANCHORS": str(len(anchors)),
+            "CT_FEWER": str(sum(med("auto", t) < best[t] for t in tables)),
+            "CT_HALF": str(sum(med("auto", t) <= 0.5 * best[t] for t in tables)),
+            "CT_SUCC_MIN": f"{min(float(by['auto'][t]['compiles_1pct_success']) for t in tables):.0%}",
+            "CT_FASTGP": str(sum(med("auto", t) < med("fastgp", t) for t in tables)),
+            "CT_GEMM_N": str(len(gemm)), "CT_GEMM50": fractions(50), "CT_GEMM200": fractions(200),
+            "CT_BUDGET": re.search(r"budget B = (\d+)", summary).group(1),
+            "CT_SEEDS": re.search(r"(\d+) seeds per sampler", summary).group(1)}
+
+
 def history_facts() -> dict[str, str]:
     """How often the cost-model sampler and its main report changed while the development tables
     were in view (git history)."""
@@ -1344,6 +1378,7 @@ def main() -> None:
     facts.update(hc_facts)
     cd_facts, cd_data = coldstart_dev_facts()
     facts.update(cd_facts)
+    facts.update(coldstart_test_facts())
     facts.update(history_facts())
     facts.update(training_facts())
     facts.update(pruning_facts())
