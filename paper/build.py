@@ -34,6 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from scipy.stats import binomtest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -956,6 +957,97 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
             f"{prefix}_SEEDS": re.search(r"(\d+) seeds per sampler", summary).group(1)}
 
 
+COLDSTART_TESTS = ("coldstart_test", "coldstart_test2")
+CURVE_KS = (1, 2, 4, 8, 16, 25, 32, 50, 100, 200)
+
+
+def _coldstart_test_rows() -> dict[str, dict[str, dict[str, str]]]:
+    """sampler -> "<file>:<table>" -> summary row, over both cold-start test sets."""
+    by: dict[str, dict[str, dict[str, str]]] = {}
+    for name in COLDSTART_TESTS:
+        path = ROOT / "benchmarks" / "results" / "compare" / name / "summary.csv"
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                if r["level"] == "table" and r["runs"] != "0":  # not the analytic random reference
+                    by.setdefault(r["sampler"], {})[f"{name}:{r['where']}"] = r
+    return by
+
+
+def _average_ranks(values: list[list[float]]) -> list[list[float]]:
+    """Per row, the rank of each value (1 = lowest; ties, infinite ones too, share their mean rank)."""
+    from scipy.stats import rankdata
+
+    return [list(rankdata(row)) for row in values]
+
+
+def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
+    """Across the tables of both cold-start test sets: the regret curve (1 - optimum / best found,
+    the mean over runs, every run counted) with a 95% bootstrap interval over tables, and the
+    samplers' average ranks by median compiles to 1% with Friedman's test and the Nemenyi critical
+    difference (Demsar, 2006); sign tests of `auto` against each anchor."""
+    from scipy.stats import friedmanchisquare, studentized_range
+
+    by = _coldstart_test_rows()
+    tables = sorted(by["auto"])
+    samplers = sorted(by, key=lambda s: (s != "auto", s != "fastgp", s))
+    anchors = [s for s in samplers if s.startswith("kt:") or s == "cmaes-margin"]
+    rng = np.random.default_rng(0)
+
+    def regret(s: str, k: int) -> np.ndarray:
+        return np.array([1.0 - float(by[s][t][f"fraction_mean_at_{k}"]) for t in tables])
+
+    curves, bands = {}, {}
+    for s in samplers:
+        curves[s] = [float(regret(s, k).mean()) for k in CURVE_KS]
+        lows, highs = [], []
+        for k in CURVE_KS:
+            r = regret(s, k)
+            boot = r[rng.integers(0, len(r), (2000, len(r)))].mean(axis=1)
+            lows.append(float(np.quantile(boot, 0.025)))
+            highs.append(float(np.quantile(boot, 0.975)))
+        bands[s] = (lows, highs)
+    med = [[float(by[s][t]["compiles_1pct_median"]) for s in samplers] for t in tables]
+    ranks = np.array(_average_ranks(med)).mean(axis=0)
+    avg = dict(zip(samplers, (float(r) for r in ranks), strict=True))
+    n, k = len(tables), len(samplers)
+    friedman = friedmanchisquare(*[[row[j] if math.isfinite(row[j]) else 1e9 for row in med]
+                                   for j in range(k)])
+    cd = float(studentized_range.ppf(0.95, k, np.inf) / math.sqrt(2) * math.sqrt(k * (k + 1) / (6 * n)))
+    best_anchor = min(anchors, key=lambda s: avg[s])
+    sign = {}
+    for a in anchors:
+        j, i = samplers.index(a), samplers.index("auto")
+        wins = sum(row[i] < row[j] for row in med)
+        losses = sum(row[i] > row[j] for row in med)
+        sign[a] = (wins, losses, binomtest(wins, wins + losses).pvalue if wins + losses else 1.0)
+    within = [s for s in samplers if s != "auto" and abs(avg[s] - avg["auto"]) < cd]
+    at = {kk: CURVE_KS.index(kk) for kk in (8, 32, 200)}
+
+    def fmt_band(s: str, kk: int) -> str:
+        lo, hi = bands[s][0][at[kk]], bands[s][1][at[kk]]
+        return f"{curves[s][at[kk]]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    best_curve = {kk: min(anchors, key=lambda s: curves[s][at[kk]]) for kk in at}
+    facts = {
+        "CS_N": str(n), "CS_K": str(k), "CS_ANCHORS": str(len(anchors)),
+        "CS_AUTO_RANK": f"{avg['auto']:.2f}", "CS_FASTGP_RANK": f"{avg['fastgp']:.2f}",
+        "CS_BEST_ANCHOR": best_anchor, "CS_BEST_ANCHOR_RANK": f"{avg[best_anchor]:.2f}",
+        "CS_CD": f"{cd:.2f}", "CS_FRIEDMAN_P": f"{friedman.pvalue:.1e}",
+        "CS_WITHIN_CD": ", ".join(f"`{s}`" for s in within) or "none",
+        "CS_SIGN_BEST": f"{sign[best_anchor][0]} tables against {sign[best_anchor][1]}, "
+                        f"p = {sign[best_anchor][2]:.1e}",
+        # Bonferroni over the anchors: a sign test at 0.05 / (number of anchors).
+        "CS_SIGN_SIG": str(sum(p < 0.05 / len(anchors) and w > lo for w, lo, p in sign.values())),
+        "CS_AUTO_R8": fmt_band("auto", 8), "CS_AUTO_R32": fmt_band("auto", 32),
+        "CS_AUTO_R200": fmt_band("auto", 200),
+        "CS_ANCHOR_R8": fmt_band(best_curve[8], 8), "CS_ANCHOR_R8_NAME": best_curve[8],
+        "CS_ANCHOR_R32": fmt_band(best_curve[32], 32), "CS_ANCHOR_R32_NAME": best_curve[32],
+        "CS_ANCHOR_R200": fmt_band(best_curve[200], 200), "CS_ANCHOR_R200_NAME": best_curve[200],
+    }
+    return facts, {"ks": CURVE_KS, "curves": curves, "bands": bands, "anchors": anchors,
+                   "ranks": avg, "cd": cd, "n": n}
+
+
 def history_facts() -> dict[str, str]:
     """How often the cost-model sampler and its main report changed while the development tables
     were in view (git history)."""
@@ -1302,6 +1394,49 @@ def figure_coldstart(data: dict[str, Any], replayed: str) -> None:
     plt.close(fig)
 
 
+def figure_coldstart_regret(data: dict[str, Any]) -> None:
+    """Figure 4 (test tables of both cold-start test sets): mean regret after 1-200 compiles."""
+    plt = _figure_setup()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ks = data["ks"]
+    for s in data["anchors"]:
+        ax.plot(ks, data["curves"][s], color="lightgray", lw=0.8)
+    for s in ("auto", "fastgp"):
+        lo, hi = data["bands"][s]
+        ax.fill_between(ks, lo, hi, alpha=0.2)
+        ax.plot(ks, data["curves"][s], lw=1.4, marker="o", ms=3, label=s)
+    ax.plot([], [], color="lightgray", lw=0.8, label="Kernel Tuner strategies,\ncmaes-margin")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("unique compiles")
+    ax.set_ylabel("1 - optimum / best found\n(mean over runs, then tables)")
+    ax.set_title(f"TEST tables of both cold-start test sets ({data['n']}), every run counted", fontsize=9)
+    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    _save(fig, "fig_coldstart_regret.svg")
+    plt.close(fig)
+
+
+def figure_critical_difference(data: dict[str, Any]) -> None:
+    """Figure 5: average ranks over the cold-start test tables, with the Nemenyi critical difference."""
+    plt = _figure_setup()
+    ranks = sorted(data["ranks"].items(), key=lambda kv: kv[1])
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ys = range(len(ranks))
+    ax.barh(list(ys), [r for _s, r in ranks],
+            color=["tab:blue" if s in ("auto", "fastgp") else "lightgray" for s, _r in ranks])
+    ax.set_yticks(list(ys), [s for s, _r in ranks], fontsize=7)
+    ax.invert_yaxis()
+    best = ranks[0][1]
+    ax.axvline(best + data["cd"], color="black", lw=0.8, ls="--",
+               label=f"best + critical difference ({data['cd']:.2f})")
+    ax.set_xlabel(f"average rank by median compiles to 1% over {data['n']} test tables (1 = best)")
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    _save(fig, "fig_coldstart_ranks.svg")
+    plt.close(fig)
+
+
 # -- output ----------------------------------------------------------------------------------------
 
 HEX_TOKEN = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
@@ -1391,6 +1526,8 @@ def main() -> None:
     facts.update(cd_facts)
     facts.update(coldstart_test_facts())
     facts.update(coldstart_test_facts("coldstart_test2", "CT2"))
+    cs_facts, cs_data = coldstart_statistics()
+    facts.update(cs_facts)
     facts.update(history_facts())
     facts.update(training_facts())
     facts.update(pruning_facts())
@@ -1405,6 +1542,8 @@ def main() -> None:
     figure_heldout(hc_data)
     figure_prior_rank(prior_rows)
     figure_coldstart(cd_data, facts["CD_REPLAYED"])
+    figure_coldstart_regret(cs_data)
+    figure_critical_difference(cs_data)
     text = _fill(TEMPLATE.read_text(), facts)
     _check(text)
     OUT.write_text(text)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "CURVE_AT",
     "EPSILONS",
     "MILESTONES",
     "QuantileStats",
@@ -46,6 +47,8 @@ __all__ = [
 
 EPSILONS: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05)
 MILESTONES: tuple[int, ...] = (25, 50, 100, 200)
+# The early part of the curve (regret after 1, 2, 4, ... compiles), in the CSV summaries only.
+CURVE_AT: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 # Two times that differ by less than this relative amount are the same time (float noise of a
 # replayed table: the optimum is compared with itself after a JSON round trip).
 _REL_TOL = 1e-9

@@ -18,6 +18,7 @@ from typing import Any
 
 from flysearch._atomicfile import atomic_write, write_text_atomic
 from flysearch.compare._metrics import (
+    CURVE_AT,
     EPSILONS,
     MILESTONES,
     QuantileStats,
@@ -75,7 +76,7 @@ def _run_fields(runs: list[dict[str, Any]], optima: list[float], budget: int, se
         seconds = [t.seconds_to(o * (1 + eps)) for t, o in zip(trajs, optima, strict=True)]
         out.update(_stats_fields(f"compiles_{name}", quantile_stats(compiles, seed=seed)))
         out.update(_stats_fields(f"seconds_{name}", quantile_stats(seconds, seed=seed)))
-    for k in MILESTONES:
+    for k in sorted({*CURVE_AT, *MILESTONES}):
         if k <= budget:
             fractions = [t.fraction_at(k, o) for t, o in zip(trajs, optima, strict=True)]
             out[f"fraction_at_{k}"] = _median(fractions)
