@@ -174,7 +174,7 @@ def study() -> None:
 @click.option("--shape", default=None,
               help="GEMM shape MxNxK, e.g. 1x4096x4096 (picks the table). Live: several, comma-separated, "
                    "run one study each on pools started once.")
-@click.option("--sampler", default=None, help=f"One of: {', '.join(SAMPLERS)} (default tpe).")
+@click.option("--sampler", default=None, help=f"One of: {', '.join(SAMPLERS)} (default auto).")
 @click.option("--budget", type=int, default=None, help="Unique compiles (default 200).")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None, help="Sampler seed (default 0).")
 @click.option("--encoding", default=None, help=f"One of: {', '.join(ENCODINGS)} (default ordinal).")

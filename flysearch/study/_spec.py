@@ -161,7 +161,7 @@ class StudySpec:
     arch: str | None = None
     shape: str | None = None
     space: str | None = None
-    sampler: str = "tpe"
+    sampler: str = "auto"
     budget: int = 200
     seed: int | None = 0
     encoding: Encoding = "ordinal"
