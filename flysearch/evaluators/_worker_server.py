@@ -445,11 +445,20 @@ def connect_worker(path: str, func: Callable[[Any], Any], initializer: Callable[
 
 @contextlib.contextmanager
 def serving(specs: Sequence[WorkerSpec], path: str | None = None) -> Iterator[WorkerServer]:
-    """Run a :class:`WorkerServer` in a background thread of this process for the block."""
+    """Run a :class:`WorkerServer` in a background thread of this process for the block. What stops
+    the server's thread early (its workers die warming up) is raised when the block ends."""
     server = WorkerServer(specs, path)
     server.start()
     done = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, args=(done.is_set,), daemon=True)
+    failed: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            server.serve_forever(done.is_set)
+        except BaseException as e:  # raised in the block's thread when the block ends
+            failed.append(e)
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
         yield server
@@ -457,6 +466,8 @@ def serving(specs: Sequence[WorkerSpec], path: str | None = None) -> Iterator[Wo
         done.set()
         thread.join()
         server.close()
+    if failed:
+        raise failed[0]
 
 
 def wait_warm(path: str, timeout_s: float = 120.0) -> dict[str, Any]:

@@ -195,10 +195,25 @@ def test_a_server_whose_workers_die_warming_up_stops_instead_of_restarting_them(
 
     broken = WorkerSpec(fakes.whoami, fakes.die_init, spares=1, name="broken")
     deadline = time.monotonic() + 60
-    with serving([broken], sock) as server:
+    server = WorkerServer([broken], sock)
+    server.start()
+    try:
         with pytest.raises(FlysearchError, match=f"{MAX_COLD_DEATHS} broken workers in a row died"):
             server.serve_forever(lambda: time.monotonic() > deadline)
+    finally:
+        server.close()
     assert time.monotonic() < deadline
+
+
+def test_serving_raises_what_stopped_its_thread_when_the_block_ends(sock, monkeypatch):
+    from flysearch.errors import FlysearchError
+
+    def stops(self, stop, tick_s=0.2):  # type: ignore[no-untyped-def]
+        raise FlysearchError("the server's thread stopped")
+
+    monkeypatch.setattr(WorkerServer, "serve_forever", stops)
+    with pytest.raises(FlysearchError, match="thread stopped"), serving([SPEC], sock):
+        pass
 
 
 def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, monkeypatch):  # noqa: F811
@@ -377,8 +392,7 @@ def _completed(path: Path) -> int:
     """Complete trials of the killed study's database (0 while it has none)."""
     if not path.exists():
         return 0
-    try:
-        study = optuna.load_study(study_name=f"simulated:{TABLE}:tpe:seed0", storage=f"sqlite:///{path}")
-    except KeyError:  # not created yet
-        return 0
-    return sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    storage = f"sqlite:///{path}"
+    names = optuna.get_all_study_names(storage)  # one, named after the default sampler; none yet
+    return sum(t.state == optuna.trial.TrialState.COMPLETE
+               for name in names for t in optuna.load_study(study_name=name, storage=storage).trials)
