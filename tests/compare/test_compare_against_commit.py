@@ -1,0 +1,41 @@
+"""benchmarks/compare_against_commit.py: its summary comparison and its bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "compare_against_commit.py"
+
+
+def _module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("compare_against_commit", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _csv(path: Path, rows: list[str]) -> Path:
+    path.write_text("\n".join(["level,where,sampler,compiles_1pct_median,ms_per_trial", *rows]) + "\n")
+    return path
+
+
+def test_only_shared_columns_and_rows_count_and_the_time_per_trial_never(tmp_path: Path) -> None:
+    differing = _module()._differing
+    base = _csv(tmp_path / "a.csv", ["table,t1,tpe,12,1.0", "table,t1,grid,30,0.2"])
+    same = _csv(tmp_path / "b.csv", ["table,t1,tpe,12,9.0", "table,t1,grid,30,0.1"])
+    assert differing(base, same) == (8, 0)  # ms_per_trial differs, and does not count
+    other = _csv(tmp_path / "c.csv", ["table,t1,tpe,13,1.0", "table,t2,grid,30,0.2"])
+    # one shared row (4 cells compared, 1 differs) and a row on each side only
+    assert differing(base, other) == (4, 3)
+
+
+def test_an_unknown_experiment_is_one_line_and_exit_2() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--base", "HEAD", "--experiments", "no_such"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "compare_against_commit: no studies/no_such.toml"
