@@ -3,9 +3,9 @@
 Runs each named experiment file (``studies/<name>.toml``) twice on this machine, one after the
 other, into temporary folders: with the code of *--base* (a ``git worktree`` of that commit, its own
 ``flysearch`` on ``PYTHONPATH``) and with the code of this checkout. Reports each run's wall time,
-their ratio, and how many summary cells differ in the columns both summaries have (``ms_per_trial``
-excluded, since a trial's time always differs). A differing cell means the runs themselves differ:
-a sampler changed between the commits, not only the machinery around it.
+their ratio, and how many summary cells differ in the columns both summaries have (the timing
+columns such as ``ms_per_trial`` excluded, since a trial's time always differs). A differing cell
+means the runs themselves differ: a sampler changed between the commits, not only the machinery around it.
 
 Run it (the five H200 regime experiments by default; about 25 minutes on 2 cores), with the commit to
 compare against:
@@ -28,6 +28,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from flysearch.compare import TIMING_COLUMNS, code_commit  # noqa: E402
+
 REGIMES = ("decode", "small_m", "k_heavy", "prefill", "square")
 
 
@@ -59,7 +63,7 @@ def _differing(base: Path, head: Path) -> tuple[int, int]:
     a, b = rows(base), rows(head)
     compared = differ = 0
     for key in a.keys() & b.keys():
-        for column in a[key].keys() & b[key].keys() - {"ms_per_trial"}:
+        for column in a[key].keys() & b[key].keys() - TIMING_COLUMNS:
             compared += 1
             differ += a[key][column] != b[key][column]
     differ += len(a.keys() ^ b.keys())  # a row only one side has
@@ -85,8 +89,12 @@ def main() -> int:
     if missing:
         print(f"compare_against_commit: no studies/{missing[0]}.toml", file=sys.stderr)
         return 2
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}"], cwd=REPO,
+                           capture_output=True, check=False).returncode == 0
+    if not known:
+        print(f"compare_against_commit: {args.base!r} is not a commit of this repository", file=sys.stderr)
+        return 2
+    head = code_commit(REPO)
     lines, total = [], [0.0, 0.0]
     with tempfile.TemporaryDirectory() as tmp:
         worktree = Path(tmp) / "base"

@@ -39,3 +39,11 @@ def test_an_unknown_experiment_is_one_line_and_exit_2() -> None:
                           capture_output=True, text=True, check=False)
     assert done.returncode == 2
     assert done.stderr.strip() == "compare_against_commit: no studies/no_such.toml"
+
+
+def test_an_unknown_base_commit_is_one_line_and_exit_2() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--base", "no-such-commit", "--experiments",
+                           "compare_h200_square"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("compare_against_commit: 'no-such-commit' is not a commit of this "
+                                   "repository")
