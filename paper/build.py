@@ -918,11 +918,7 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
     margin on a test set of cold-start tables, run once (benchmarks/results/compare/<name>). A table
     where every anchor's median is censored (``>B``) counts for ``auto`` when its own is not."""
     folder = ROOT / "benchmarks" / "results" / "compare" / name
-    with open(folder / "summary.csv", newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["level"] == "table"]
-    by: dict[str, dict[str, dict[str, str]]] = {}
-    for r in rows:
-        by.setdefault(r["sampler"], {})[r["where"]] = r
+    by = _table_rows(name)
     tables = sorted(by["auto"])
     anchors = tuple(s for s in sorted(by) if s.startswith("kt:") or s == "cmaes-margin")
 
@@ -961,23 +957,25 @@ COLDSTART_TESTS = ("coldstart_test", "coldstart_test2")
 CURVE_KS = (1, 2, 4, 8, 16, 25, 32, 50, 100, 200)
 
 
+@cache
+def _table_rows(name: str) -> dict[str, dict[str, dict[str, str]]]:
+    """sampler -> table -> per-table summary row of benchmarks/results/compare/<name> (read once;
+    the analytic random reference, which has no runs, left out)."""
+    by: dict[str, dict[str, dict[str, str]]] = {}
+    with open(ROOT / "benchmarks" / "results" / "compare" / name / "summary.csv", newline="") as fh:
+        for r in csv.DictReader(fh):
+            if r["level"] == "table" and r["runs"] != "0":
+                by.setdefault(r["sampler"], {})[r["where"]] = r
+    return by
+
+
 def _coldstart_test_rows() -> dict[str, dict[str, dict[str, str]]]:
     """sampler -> "<file>:<table>" -> summary row, over both cold-start test sets."""
     by: dict[str, dict[str, dict[str, str]]] = {}
     for name in COLDSTART_TESTS:
-        path = ROOT / "benchmarks" / "results" / "compare" / name / "summary.csv"
-        with open(path, newline="") as fh:
-            for r in csv.DictReader(fh):
-                if r["level"] == "table" and r["runs"] != "0":  # not the analytic random reference
-                    by.setdefault(r["sampler"], {})[f"{name}:{r['where']}"] = r
+        for sampler, rows in _table_rows(name).items():
+            by.setdefault(sampler, {}).update({f"{name}:{t}": r for t, r in rows.items()})
     return by
-
-
-def _average_ranks(values: list[list[float]]) -> list[list[float]]:
-    """Per row, the rank of each value (1 = lowest; ties, infinite ones too, share their mean rank)."""
-    from scipy.stats import rankdata
-
-    return [list(rankdata(row)) for row in values]
 
 
 def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
@@ -985,7 +983,7 @@ def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
     the mean over runs, every run counted) with a 95% bootstrap interval over tables, and the
     samplers' average ranks by median compiles to 1% with Friedman's test and the Nemenyi critical
     difference (Demsar, 2006); sign tests of `auto` against each anchor."""
-    from scipy.stats import friedmanchisquare, studentized_range
+    from scipy.stats import friedmanchisquare, rankdata, studentized_range
 
     by = _coldstart_test_rows()
     tables = sorted(by["auto"])
@@ -1007,7 +1005,7 @@ def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
             highs.append(float(np.quantile(boot, 0.975)))
         bands[s] = (lows, highs)
     med = [[float(by[s][t]["compiles_1pct_median"]) for s in samplers] for t in tables]
-    ranks = np.array(_average_ranks(med)).mean(axis=0)
+    ranks = np.array([rankdata(row) for row in med]).mean(axis=0)  # ties share their mean rank
     avg = dict(zip(samplers, (float(r) for r in ranks), strict=True))
     n, k = len(tables), len(samplers)
     friedman = friedmanchisquare(*[[row[j] if math.isfinite(row[j]) else 1e9 for row in med]
