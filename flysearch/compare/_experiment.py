@@ -11,6 +11,8 @@ An experiment file::
     output = "../benchmarks/results/compare/hub-convolution-MI250X"   # where its committed results are
     db = "../flysearch.db"                   # table database, for tables given by name
     stop_at_optimum = true                   # end a run once it found the space's optimum (default)
+    times = "race"                           # or "retimed": count against re-timed medians
+    prior_on_tables = true                   # costmodel's prior also trains on the other [[table]]s
 
     [[table]]
     source = "../../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz"   # a file, or a table name
@@ -24,7 +26,9 @@ An experiment file::
     label = "tpe-categorical"                # optional
 
 ``[[prior_table]]`` entries (same keys as ``[[table]]``) add training tables for the ``costmodel``
-sampler; it is always trained leave-one-table-out. Relative paths are read from the file's folder.
+sampler; it is always trained leave-one-table-out: on the ``[[prior_table]]`` entries and the
+experiment's other tables, or on the ``[[prior_table]]`` entries alone with ``prior_on_tables =
+false`` (test tables that must never train a prior). Relative paths are read from the file's folder.
 A ``[[prior_table]]`` source may be a glob (``"../benchmarks/data/h200/*.table.json.gz"``). A
 sampler may run fewer seeds than the experiment (``seeds = 2`` on a slow one, such as ``gp``).
 Unknown keys are rejected with the list of allowed ones.
@@ -40,6 +44,12 @@ searched space: from then on its best time cannot change, so every reported metr
 simulated seconds to 0/1/2/5%, fractions of the optimum at 25..200 compiles, success rates, the
 score) is the same as if it had spent its whole budget; only the compiles, trials and seconds a run
 actually spent are smaller. Set it to false to spend every budget in full.
+
+``times = "retimed"`` makes the ground truth noise-aware: a config that the table's race re-timed in
+interleaved rounds (:meth:`flysearch.tables.GroundTruth.with_retimed_times`) answers with its median
+over the rounds, both to the samplers and to the metrics, so the optimum and the 1% and 2% sets are
+the re-timed ones; every other config keeps its race time. ``"race"`` (the default) uses each
+config's single race timing.
 """
 
 from __future__ import annotations
@@ -71,6 +81,7 @@ __all__ = [
 ]
 
 KINDS: tuple[str, ...] = ("search", "key_mistake")
+TIMES: tuple[str, ...] = ("race", "retimed")
 # Samplers of flysearch.costmodel / flysearch.samplers; skipped while that module is absent.
 MODEL_SAMPLERS: tuple[str, ...] = ("costmodel", "surrogate", "spreadforest")
 _TABLE_SUFFIXES = (".json", ".json.gz")
@@ -141,6 +152,8 @@ class Experiment:
     title: str = ""
     prior_tables: tuple[TableSpec, ...] = field(default=())
     stop_at_optimum: bool = True
+    times: str = "race"
+    prior_on_tables: bool = True
     # Positions (from 0) of the tables that get runs and a report; ``None``: all. The others still
     # train the costmodel sampler's prior, so a run on a few tables is the same run as in the whole.
     only_tables: tuple[int, ...] | None = None
@@ -168,6 +181,10 @@ class Experiment:
             raise InputFormatError(f"workers must be a positive integer, got {self.workers!r}.")
         if not isinstance(self.stop_at_optimum, bool):
             raise InputFormatError(f"stop_at_optimum must be true or false, got {self.stop_at_optimum!r}.")
+        if not isinstance(self.prior_on_tables, bool):
+            raise InputFormatError(f"prior_on_tables must be true or false, got {self.prior_on_tables!r}.")
+        if self.times not in TIMES:
+            raise InputFormatError(f"Unknown times {self.times!r}; choose one of: {', '.join(TIMES)}.")
         for s in self.samplers:
             if s.name not in SAMPLERS + MODEL_SAMPLERS:
                 known = ", ".join(dict.fromkeys(SAMPLERS + MODEL_SAMPLERS))
@@ -182,10 +199,11 @@ class Experiment:
                 )
         _unique("sampler label", [s.label for s in self.samplers])
         with_prior = any(s.name == "costmodel" for s in self.samplers)
-        if with_prior and len(self.tables) + len(self.prior_tables) < 2:
+        candidates = len(self.prior_tables) + (len(self.tables) if self.prior_on_tables else 0)
+        if with_prior and candidates < (2 if self.prior_on_tables else 1):
             raise InputFormatError(
                 "The costmodel sampler's prior trains on the other tables (leave-one-table-out); add a "
-                "[[prior_table]] or a second [[table]]."
+                "[[prior_table]]" + (" or a second [[table]]." if self.prior_on_tables else ".")
             )
         if len(set(self.seeds)) != len(self.seeds) or not self.seeds:
             raise InputFormatError(f"Seeds must be a non-empty list without repeats, got {list(self.seeds)}.")
@@ -197,7 +215,8 @@ def _unique(what: str, labels: list[str]) -> None:
         raise InputFormatError(f"Each {what} must be unique, but {dup} repeat; give them distinct labels.")
 
 
-_EXP_KEYS = {"name", "kind", "budget", "seeds", "workers", "output", "db", "title", "stop_at_optimum"}
+_EXP_KEYS = {"name", "kind", "budget", "seeds", "workers", "output", "db", "title", "stop_at_optimum",
+             "times", "prior_on_tables"}
 _TABLE_KEYS = {"source", "label", "restrict", "group"}
 _SAMPLER_KEYS = {"name", "label", "encoding", "max_idle", "seeds"}
 _TOP_KEYS = {"experiment", "table", "sampler", "prior_table"}

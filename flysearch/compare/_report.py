@@ -325,6 +325,16 @@ def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> lis
     missing = model_samplers_available()
     if missing and any(s.name in ("costmodel", "surrogate") for s in exp.samplers):
         notes.append(missing + ".")
+    if exp.times == "retimed":
+        notes.append(
+            f"Noise-aware times: {sum(i.n_retimed > 0 for i in infos)} of {len(infos)} tables were re-timed "
+            f"({sum(i.n_retimed for i in infos)} configs); a re-timed config answers with its median over "
+            "the rounds, every other config with its race time, so the optima and the 1% and 2% sets "
+            "are the re-timed ones."
+        )
+    if not exp.prior_on_tables and any(s.needs_prior for s in exp.samplers):
+        notes.append("costmodel's prior trains on the [[prior_table]] entries only, never on a table "
+                     "of this experiment.")
     command = command or f"flysearch compare {exp.name}"
     written = [
         write_csv(rows, out / "summary.csv"),

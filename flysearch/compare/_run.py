@@ -7,8 +7,10 @@ through sqlite-utils) in one transaction when the run is done. Running the exper
 the finished runs, so an interrupted experiment resumes where it stopped.
 
 The ``costmodel`` sampler is trained leave-one-table-out: for the table it is scored on, its prior
-is fitted on the experiment's *other* tables (and its ``[[prior_table]]`` entries), never on that
-table nor on a restriction of it (:func:`training_tables`).
+is fitted on the experiment's *other* tables (unless ``prior_on_tables`` is false) and its
+``[[prior_table]]`` entries, never on that table nor on a restriction of it (:func:`training_tables`).
+With ``times = "retimed"`` the runs and the report read each table's noise-aware variant; a prior
+trains on race times.
 
 With ``Experiment.stop_at_optimum`` (the default) a run ends once it has compiled the best config of
 its searched space: its trajectory is then shorter than the budget, and every metric reads it as
@@ -158,6 +160,7 @@ class TableInfo:
     ok_times: list[float] = field(repr=False, default_factory=list)
     row_times: list[float | None] = field(repr=False, default_factory=list)
     costs: list[float] = field(repr=False, default_factory=list)
+    n_retimed: int = 0  # configs of the table with a re-timed median
 
 
 def _table_info(spec: TableSpec, table: GroundTruth) -> TableInfo:
@@ -189,6 +192,7 @@ def _table_info(spec: TableSpec, table: GroundTruth) -> TableInfo:
         ok_times=[float(r.time_ms) for r in ok if r.time_ms is not None],
         row_times=[float(r.time_ms) if r.ok and r.time_ms is not None else None for r in rows],
         costs=[(r.compile_s or 0.0) + (r.bench_s or 0.0) for r in rows],
+        n_retimed=len(table.retimed_ms()),
     )
 
 
@@ -237,6 +241,7 @@ class RunTask:
     db: str
     priors: tuple[TableSpec, ...] = ()
     stop_at_optimum: bool = False
+    retimed: bool = False  # the table's re-timed medians stand for its race times
 
     @property
     def table_label(self) -> str:
@@ -252,20 +257,24 @@ class RunTask:
         settings: list[Any] = [asdict(self.table), sampler, self.budget]
         if self.priors:  # a prior trained on other tables is another setting
             settings.append(sorted(p.label for p in self.priors))
+        if self.retimed:  # so is the ground truth
+            settings.append("retimed")
         text = json.dumps(settings, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_TABLES: dict[tuple[str, str], GroundTruth] = {}
-_PRIORS: dict[tuple[str, str], Any] = {}
-_OPTIMA: dict[tuple[str, str], float] = {}
+_TABLES: dict[tuple[str, str, bool], GroundTruth] = {}
+_PRIORS: dict[tuple[Any, ...], Any] = {}
+_OPTIMA: dict[tuple[str, str, bool], float] = {}
 _SPACES: dict[tuple[str, str, str], Space] = {}
 
 
-def _cached_table(spec: TableSpec, db: str) -> GroundTruth:
-    key = (spec.source, db)
+def _cached_table(spec: TableSpec, db: str, retimed: bool = False) -> GroundTruth:
+    """*spec*'s table (loaded once per process); with *retimed*, its noise-aware variant."""
+    key = (spec.source, db, retimed)
     if key not in _TABLES:
-        _TABLES[key] = load_table(spec, db)
+        table = _cached_table(spec, db) if retimed else load_table(spec, db)
+        _TABLES[key] = table.with_retimed_times() if retimed else table
     return _TABLES[key]
 
 
@@ -280,7 +289,7 @@ def _cached_space(spec: TableSpec, db: str, table: GroundTruth) -> Space:
 
 
 def _prior_for(task: RunTask, scored: GroundTruth) -> Any:
-    key = (scored.name, task.sampler.label)
+    key = (scored.name, task.sampler.label, task.priors, task.db)
     if key not in _PRIORS:
         from flysearch.costmodel import fit_prior
 
@@ -291,7 +300,7 @@ def _prior_for(task: RunTask, scored: GroundTruth) -> Any:
 
 def _space_optimum(task: RunTask, table: GroundTruth, space: Space, shape: Any, arch: Any) -> float:
     """The best successful time among the feasible configs of the run's space (cached per table)."""
-    key = (task.table.label, task.db)
+    key = (task.table.label, task.db, task.retimed)
     if key not in _OPTIMA:
         times = [
             table.rows[c.key].time_ms
@@ -321,7 +330,7 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
     from flysearch.evaluators import ReplayEvaluator
     from flysearch.study import StudySpec, run_study, trial_records
 
-    table = _cached_table(task.table, task.db)
+    table = _cached_table(task.table, task.db, task.retimed)
     space = _cached_space(task.table, task.db, table)
     arch, shape = _arch_of(table), table.meta.shape()
     if not task.sampler.needs_prior:
@@ -452,7 +461,7 @@ class CompareResult:
 def _labelled(exp: Experiment) -> tuple[list[TableSpec], list[TableSpec], list[TableInfo]]:
     tables, infos = [], []
     for spec in exp.tables:
-        table = _cached_table(spec, exp.db)
+        table = _cached_table(spec, exp.db, exp.times == "retimed")
         spec = TableSpec(spec.source, _label_of(spec, table), spec.restrict, _group_of(spec, table))
         tables.append(spec)
         infos.append(_table_info(spec, table))
@@ -499,9 +508,11 @@ def plan_runs(exp: Experiment) -> tuple[list[RunTask], list[TableInfo], list[str
         names = [s.label for s in samplers if s.name in MODEL_SAMPLERS]
         skipped.append(f"{', '.join(names)}: {missing}")
         samplers = [s for s in samplers if s.name not in MODEL_SAMPLERS]
-    every = tuple(every_table) + tuple(priors)
+    every = (tuple(every_table) if exp.prior_on_tables else ()) + tuple(priors)
+    retimed = exp.times == "retimed"
     tasks = [
-        RunTask(exp.name, t, s, seed, exp.budget, exp.db, every if s.needs_prior else (), exp.stop_at_optimum)
+        RunTask(exp.name, t, s, seed, exp.budget, exp.db, every if s.needs_prior else (), exp.stop_at_optimum,
+                retimed)
         for s in sorted(samplers, key=lambda s: _COST_ORDER.get(s.name, 9))
         for t in tables
         for seed in (s.seeds if s.seeds is not None else exp.seeds)

@@ -26,7 +26,7 @@ import os
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +193,15 @@ class GroundTruth:
             if median is not None:
                 out[r.key] = float(median)
         return out
+
+    def with_retimed_times(self) -> GroundTruth:
+        """This table with each re-timed config's time replaced by its re-timed median, every other
+        time kept: the noise-aware ground truth, whose optimum and 1%/2% sets come from the rounds
+        (they re-time every config within 5% of the race's best, up to 32). A table never re-timed
+        comes back unchanged."""
+        retimed = self.retimed_ms()
+        rows = {k: replace(r, time_ms=retimed[k]) if k in retimed else r for k, r in self.rows.items()}
+        return GroundTruth(self.meta, rows)
 
     def ranked(self) -> list[Row]:
         """The correct rows, fastest first, by the best measurement the table has: the re-timed
