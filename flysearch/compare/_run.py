@@ -288,13 +288,24 @@ def _cached_space(spec: TableSpec, db: str, table: GroundTruth) -> Space:
     return _SPACES[key]
 
 
-def _prior_for(task: RunTask, scored: GroundTruth) -> Any:
-    key = (scored.name, task.sampler.label, task.priors, task.db)
+def _training_of(task: RunTask) -> list[GroundTruth]:
+    """The tables *task*'s prior trains on (:func:`training_tables` of its candidates)."""
+    candidates = [_cached_table(s, task.db) for s in task.priors]
+    return training_tables(_cached_table(task.table, task.db), candidates)
+
+
+def _prior_key(task: RunTask) -> tuple[Any, ...]:
+    """What a prior depends on: its sampler and the tables it trains on. Runs on tables whose
+    training sets are the same (``prior_on_tables = false``) share one fitted prior."""
+    return (task.sampler.label, task.db, tuple(t.name for t in _training_of(task)))
+
+
+def _prior_for(task: RunTask) -> Any:
+    key = _prior_key(task)
     if key not in _PRIORS:
         from flysearch.costmodel import fit_prior
 
-        candidates = [_cached_table(s, task.db) for s in task.priors]
-        _PRIORS[key] = fit_prior(training_tables(scored, candidates))
+        _PRIORS[key] = fit_prior(_training_of(task))
     return _PRIORS[key]
 
 
@@ -313,11 +324,7 @@ def _space_optimum(task: RunTask, table: GroundTruth, space: Space, shape: Any, 
 
 def fit_run_prior(task: RunTask) -> Any:
     """The prior *task* runs with (fitted here, and kept for this worker's later tasks)."""
-    return _prior_for(task, _cached_table(task.table, task.db))
-
-
-def _prior_key(task: RunTask) -> tuple[Any, ...]:
-    return (task.table.label, task.sampler.label, task.priors, task.db)
+    return _prior_for(task)
 
 
 def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
@@ -336,7 +343,7 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
     if not task.sampler.needs_prior:
         prior = None
     elif prior is None:
-        prior = _prior_for(task, table)
+        prior = _prior_for(task)
     settings = StudySpec(
         sampler=task.sampler.name,
         budget=task.budget,

@@ -258,12 +258,13 @@ def test_leave_one_table_out_prior(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     )
     assert run_experiment(exp).done == 2
     assert sorted(seen) == [["triton_gemm/H200/1x6144x4096"], ["triton_gemm/H200/8x8192x8192"]]
-    # prior_on_tables = false: the prior sees the [[prior_table]] entries only, never a scored table
+    # prior_on_tables = false: the prior sees the [[prior_table]] entries only, never a scored table,
+    # and the runs of both tables share the one prior (fitted once)
     seen.clear()
-    only_priors = replace(exp, tables=exp.tables[:1], prior_tables=exp.tables[1:], prior_on_tables=False,
-                          output=str(tmp_path / "priors"))
-    assert run_experiment(only_priors).done == 1
-    assert seen == [["triton_gemm/H200/8x8192x8192"]]
+    third = TableSpec(str(h200 / "triton_gemm__H200__4x576x7168.table.json.gz"))
+    only_priors = replace(exp, prior_tables=(third,), prior_on_tables=False, output=str(tmp_path / "priors"))
+    assert run_experiment(only_priors).done == 2
+    assert seen == [["triton_gemm/H200/4x576x7168"]]
     with pytest.raises(InputFormatError, match=r"add a \[\[prior_table\]\]\.$"):
         replace(exp, prior_on_tables=False).validate()
 
