@@ -35,7 +35,7 @@ from flysearch.compare._landscape import (
 from flysearch.compare._learning_curve import learning_curve_lines, learning_curve_row, training_subsets
 from flysearch.compare._live_served import served_report, served_summary
 from flysearch.compare._needle_rank import needle_compiles, needle_predictions, needle_row
-from flysearch.compare._provenance import code_commit
+from flysearch.compare._provenance import code_commit, host_description
 from flysearch.compare._report import fmt_csv, key_mistake, report_experiment, summary_rows
 from flysearch.compare._retime_agreement import (
     retime_agreement,
@@ -76,6 +76,7 @@ __all__ = [
     "fmt_csv",
     "format_compiles",
     "held_out_section",
+    "host_description",
     "key_mistake",
     "landscape_row",
     "landscape_section",

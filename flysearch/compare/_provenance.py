@@ -1,4 +1,5 @@
-"""Which code wrote a result file: the git commit of the checkout that ran it.
+"""Which code and which machine wrote a result file: the git commit of the checkout that ran it,
+and the machine it ran on.
 
 A result file that names its commit can be traced back to the code that made it; one whose tree
 differed from that commit must say so, and a copy of the code without a repository of its own (a
@@ -7,10 +8,12 @@ snapshot unpacked inside another checkout) must name none rather than the outer 
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 from pathlib import Path
 
-__all__ = ["code_commit"]
+__all__ = ["code_commit", "host_description"]
 
 
 def code_commit(root: Path) -> str:
@@ -25,3 +28,15 @@ def code_commit(root: Path) -> str:
 
     commit = git("rev-parse", "--short", "HEAD")
     return f"{commit}+changes" if commit and git("status", "--porcelain") else commit
+
+
+def host_description() -> str:
+    """This machine as a provenance line names it: architecture, cores and, where the system says,
+    the CPU model (``"x86_64, 2 cores, AMD EPYC 7B13"``)."""
+    cpu = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                    if line.startswith("model name")), "")
+    cpu = cpu or platform.processor()
+    return f"{platform.machine()}, {os.cpu_count()} cores" + (f", {cpu}" if cpu else "")

@@ -267,14 +267,18 @@ def write_markdown(
     command: str,
     notes: Sequence[str] = (),
     versions: dict[str, str] | None = None,
+    provenance: Sequence[str] = (),
 ) -> Path:
-    """Write the summary as markdown: the tables measured, then one table per group and per table."""
+    """Write the summary as markdown: its provenance, the tables measured, then one table per group
+    and per table."""
     ks = "/".join(str(k) for k in MILESTONES if k <= budget)
     today = _dt.date.today().isoformat()
     vers = ", ".join(f"{k} {v}" for k, v in (versions or {}).items())
     lines = [
         f"# {title}",
         "",
+        *(f"- {line}" for line in provenance),
+        *([""] if provenance else []),
         f"Replayed {today} ({vers}); budget B = {budget} unique compiles; {seeds} seeds per sampler. "
         f"Regenerate: `{command}`.",
         "",
@@ -348,6 +352,7 @@ def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> lis
             command=command,
             notes=notes,
             versions=versions,
+            provenance=provenance_lines(runs, command),
         ),
     ]
     if plots:
@@ -378,6 +383,29 @@ def _asked_for(runs: list[dict[str, Any]], exp: Any, infos: list[TableInfo]) -> 
             "and budget; run them first (without --report-only), or give the overrides they were run with."
         )
     return kept
+
+
+def provenance_lines(runs: list[dict[str, Any]], command: str) -> list[str]:
+    """The summary's opening lines: the command, the commit and machine of the runs (as each run
+    recorded them; runs stored before flysearch recorded them count as not recorded) and of this
+    report, and the dates."""
+    from flysearch.compare._provenance import code_commit, host_description
+
+    def tally(key: str) -> str:
+        counts: dict[str, int] = {}
+        for r in runs:
+            value = r.get(key) or "not recorded"
+            counts[value] = counts.get(value, 0) + 1
+        return "; ".join(f"{v} ({n} runs)" if len(counts) > 1 else v for v, n in counts.items()) or "no runs"
+
+    finished = sorted(str(r["finished"])[:10] for r in runs if r.get("finished"))
+    days = "-" if not finished else finished[0] if finished[0] == finished[-1] else \
+        f"{finished[0]} to {finished[-1]}"
+    report_commit = code_commit(Path(__file__).resolve().parents[2]) or "not a git checkout"
+    return [f"command: `{command}`",
+            f"commit: the runs {tally('commit')}; this report {report_commit}",
+            f"hardware: the runs {tally('host')}; this report {host_description()}",
+            f"date: the runs {days}; this report {_dt.date.today().isoformat()}"]
 
 
 def _versions_of(runs: list[dict[str, Any]]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
@@ -403,7 +404,17 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
         "cost_json": json.dumps([round(x, 6) for x in traj.cost_s]),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
         "versions": json.dumps(_versions()),
+        **_where(),
     }
+
+
+@functools.cache
+def _where() -> dict[str, str]:
+    """The commit of the code that runs here and this machine, recorded with every run (once per
+    process)."""
+    from flysearch.compare._provenance import code_commit, host_description
+
+    return {"commit": code_commit(Path(__file__).resolve().parents[2]), "host": host_description()}
 
 
 def _versions() -> dict[str, str]:

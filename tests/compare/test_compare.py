@@ -176,6 +176,15 @@ def test_report_files(tmp_path: Path, dedisp_path: Path) -> None:
     assert any(n.endswith(".png") for n in names) and any(n.endswith(".svg") for n in names)
     text = (tmp_path / "out" / "summary.md").read_text()
     assert "random (analytic)" in text and "A100" in text
+    # it opens with its provenance: each run recorded the code and the machine it ran with
+    from flysearch.compare import code_commit, host_description
+
+    runs = load_runs(tmp_path / "out" / "results.db")
+    assert {r["host"] for r in runs} == {host_description()}
+    assert {r["commit"] for r in runs} == {code_commit(Path(__file__).resolve().parents[2])}
+    head = text.splitlines()[2:6]
+    assert [line.split(":")[0] for line in head] == ["- command", "- commit", "- hardware", "- date"]
+    assert f"the runs {host_description()}; this report {host_description()}" in head[2]
 
 
 def test_summary_counts_keep_the_half_of_an_even_median() -> None:
