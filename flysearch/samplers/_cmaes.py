@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from flysearch.space import Encoding, Space
 
-__all__ = ["PlainMarginCmaEsSampler", "RestartingCmaEsSampler"]
+__all__ = ["FinishedOnceCmaEsSampler", "PlainMarginCmaEsSampler", "RestartingCmaEsSampler"]
 
 
 class Context(Protocol):
@@ -69,6 +69,55 @@ ten generations of the default population (a search that still moves finds a new
 MAX_DOUBLINGS = 4
 """A restart's population is the default one times ``2**min(restart, MAX_DOUBLINGS)``, so that its
 patience (at least two generations) stays below a study's default ``max_idle``."""
+
+
+class FinishedOnceCmaEsSampler(CmaEsSampler):
+    """Optuna's ``CmaEsSampler``, unchanged in what it proposes, that sorts each finished trial once.
+
+    At every suggestion Optuna's sampler walks every trial of the study twice: for the completed
+    ones, then for those of the current generation. A converged CMA-ES answers duplicates for
+    thousands of trials (until the study's ``max_idle``), so a run costs time quadratic in its
+    trials: 67 s for one run of 4,728 trials on a split-K table, 58% of it in those two walks. A
+    finished trial never changes, so this sampler files each one once, in trial order, under its
+    generation, and hands Optuna the same lists (the trials after the first unfinished one are read
+    afresh, as a shared study may finish them in any order). Takes ``CmaEsSampler``'s arguments.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._study_key: tuple[int, int] | None = None
+        self._read = 0  # trials before this position are finished and filed
+        self._complete: list[FrozenTrial] = []
+        self._generations: dict[Any, list[FrozenTrial]] = {}
+        self._last: tuple[list[FrozenTrial], list[FrozenTrial]] | None = None  # (list handed out, its tail)
+
+    def _get_trials(self, study: Study) -> list[FrozenTrial]:
+        if self._consider_pruned_trials:
+            return super()._get_trials(study)
+        from optuna.trial import TrialState
+
+        trials = study._get_trials(deepcopy=False, use_cache=True)
+        key = (id(study._storage), study._study_id)
+        if key != self._study_key or len(trials) < self._read:
+            self._study_key, self._read, self._complete, self._generations = key, 0, [], {}
+        attr = self._attr_key_generation
+        while self._read < len(trials) and trials[self._read].state.is_finished():
+            t = trials[self._read]
+            if t.state == TrialState.COMPLETE:
+                self._complete.append(t)
+                self._generations.setdefault(t.system_attrs.get(attr, -1), []).append(t)
+            self._read += 1
+        tail = [t for t in trials[self._read:] if t.state == TrialState.COMPLETE]
+        complete = self._complete + tail
+        self._last = (complete, tail)
+        return complete
+
+    def _get_solution_trials(self, trials: list[FrozenTrial], generation: int) -> list[FrozenTrial]:
+        if self._last is None or trials is not self._last[0]:
+            return super()._get_solution_trials(trials, generation)
+        attr = self._attr_key_generation
+        return self._generations.get(generation, []) + [
+            t for t in self._last[1] if t.system_attrs.get(attr, -1) == generation]
 
 
 class RestartingCmaEsSampler(BaseSampler):
@@ -146,7 +195,7 @@ class RestartingCmaEsSampler(BaseSampler):
             seed = int(np.random.SeedSequence([seed, restart]).generate_state(1)[0])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = CmaEsSampler(
+            sampler = FinishedOnceCmaEsSampler(
                 seed=seed, popsize=self._popsize(restart), with_margin=True,
                 warn_independent_sampling=False,
             )
@@ -200,7 +249,7 @@ def _is_cma_dimension(dist: BaseDistribution) -> bool:
     return isinstance(dist, IntDistribution | FloatDistribution) and not dist.single()
 
 
-class PlainMarginCmaEsSampler(CmaEsSampler):
+class PlainMarginCmaEsSampler(FinishedOnceCmaEsSampler):
     """Optuna's CMA-ES with margin as it comes (``cmaes-margin``, an anchor), except that a search
     whose mean has diverged does not end the study: the ``cmaes`` library refuses values beyond
     1e32 with an ``AssertionError``, and from then on every suggestion is the independent sampler's

@@ -82,3 +82,26 @@ def test_cmaes_margin_turns_random_when_its_search_diverges(monkeypatch: pytest.
     settings = StudySpec(sampler="cmaes-margin", budget=40, seed=0, space=space.name, table=table.name)
     summary = run_study("m", space, ReplayEvaluator(table), settings, storage=storage)
     assert summary.compiles == 40 and calls["n"] == 13  # asked once after diverging, never again
+
+
+def test_filing_finished_trials_once_changes_no_suggestion() -> None:
+    """FinishedOnceCmaEsSampler proposes exactly what Optuna's CmaEsSampler does, duplicates and
+    generations included, while reading each finished trial once (a converged search on a small
+    integer space repeats configs, which is where the two differ in cost)."""
+    from flysearch.samplers._cmaes import FinishedOnceCmaEsSampler
+
+    def suggestions(sampler: optuna.samplers.BaseSampler) -> list[tuple[int, int, int]]:
+        study = optuna.create_study(sampler=sampler)
+
+        def objective(trial: optuna.Trial) -> float:
+            x, y, z = (trial.suggest_int(n, 0, 6) for n in "xyz")
+            return (x - 2) ** 2 + abs(y - 5) + 0.5 * (z - 1) ** 2
+
+        study.optimize(objective, n_trials=300)
+        return [(t.params["x"], t.params["y"], t.params["z"]) for t in study.trials]
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    plain = suggestions(optuna.samplers.CmaEsSampler(seed=3, with_margin=True))
+    filed = suggestions(FinishedOnceCmaEsSampler(seed=3, with_margin=True))
+    assert filed == plain
+    assert len(set(plain)) < len(plain) / 2  # it converged: most suggestions were repeats
