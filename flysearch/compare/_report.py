@@ -263,7 +263,7 @@ def write_markdown(
     *,
     title: str,
     budget: int,
-    seeds: int,
+    seeds: str,
     command: str,
     notes: Sequence[str] = (),
     versions: dict[str, str] | None = None,
@@ -279,7 +279,7 @@ def write_markdown(
         "",
         *(f"- {line}" for line in provenance),
         *([""] if provenance else []),
-        f"Replayed {today} ({vers}); budget B = {budget} unique compiles; {seeds} seeds per sampler. "
+        f"Replayed {today} ({vers}); budget B = {budget} unique compiles; {seeds}. "
         f"Regenerate: `{command}`.",
         "",
         "Medians count unique compiles until the best time found is within 1% of the table optimum; "
@@ -348,7 +348,7 @@ def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> lis
             out / "summary.md",
             title=exp.title or f"Sampler comparison: {exp.name}",
             budget=exp.budget,
-            seeds=len(exp.seeds),
+            seeds=_seeds_phrase(exp),
             command=command,
             notes=notes,
             versions=versions,
@@ -383,6 +383,17 @@ def _asked_for(runs: list[dict[str, Any]], exp: Any, infos: list[TableInfo]) -> 
             "and budget; run them first (without --report-only), or give the overrides they were run with."
         )
     return kept
+
+
+def _seeds_phrase(exp: Any) -> str:
+    """The experiment's seeds per sampler: ``"20 seeds per sampler"``, or ``"20 seeds per sampler;
+    10 for kt:pso, kt:mls"`` when some samplers run other seeds (a sampler's own ``seeds``)."""
+    other: dict[int, list[str]] = {}
+    for s in exp.samplers:
+        if s.seeds is not None and len(s.seeds) != len(exp.seeds):
+            other.setdefault(len(s.seeds), []).append(s.label)
+    extra = "".join(f"; {n} for {', '.join(labels)}" for n, labels in other.items())
+    return f"{len(exp.seeds)} seeds per sampler{extra}"
 
 
 def provenance_lines(runs: list[dict[str, Any]], command: str) -> list[str]:

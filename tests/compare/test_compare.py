@@ -428,3 +428,12 @@ def test_key_mistake_matrix_and_one_table_per_kernel(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["compare", str(one), "--out", str(tmp_path / "one")])
     assert result.exit_code == 2 and "one table per kernel (triton_gemm)" in result.output
     assert not (tmp_path / "one").exists()
+
+
+def test_the_summary_names_samplers_that_ran_fewer_seeds(tmp_path: Path, dedisp_path: Path) -> None:
+    exp = _experiment(tmp_path, dedisp_path, seeds=(0, 1), budget=4,
+                      samplers=(SamplerSpec("random"), SamplerSpec("qmc", seeds=(0,))))
+    run_experiment(exp)
+    report_experiment(exp, plots=False)
+    text = (tmp_path / "out" / "summary.md").read_text()
+    assert "2 seeds per sampler; 1 for qmc." in text
