@@ -18,8 +18,9 @@ __all__ = ["code_commit", "host_description"]
 
 def code_commit(root: Path) -> str:
     """The commit of the checkout at *root* that ran this, ``"<commit>+changes"`` when its files
-    differ from that commit (a copy whose git HEAD is older than its tree), ``""`` without a .git
-    of its own (a snapshot must not name an outer checkout's commit)."""
+    differ from that commit (a copy whose git HEAD is older than its tree; new result files under
+    ``benchmarks/results/`` aside), ``""`` without a .git of its own (a snapshot must not name an
+    outer checkout's commit)."""
     if not (root / ".git").exists():
         return ""
 
@@ -27,7 +28,13 @@ def code_commit(root: Path) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=root).stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD")
-    return f"{commit}+changes" if commit and git("status", "--porcelain") else commit
+    changed = [line for line in git("status", "--porcelain", "--untracked-files=all").splitlines()
+               if not (line.startswith("?? ") and line[3:].startswith(_OUTPUTS))]
+    return f"{commit}+changes" if commit and changed else commit
+
+
+# A new, untracked file here is a result being written (by the very command that asks), not code.
+_OUTPUTS = "benchmarks/results/"
 
 
 def host_description() -> str:
