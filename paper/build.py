@@ -745,7 +745,7 @@ def external_facts() -> tuple[dict[str, str], list[dict[str, Any]]]:
     return facts, out_rows
 
 
-def test_set_facts() -> tuple[dict[str, str], str, list[dict[str, Any]]]:
+def test_set_facts() -> tuple[dict[str, str], str, list[dict[str, Any]], list[dict[str, Any]]]:
     """Each held-out set's first search (as first committed) and the external sets (run once)."""
     facts: dict[str, str] = {}
     figure_rows: list[dict[str, Any]] = []
@@ -789,7 +789,7 @@ def test_set_facts() -> tuple[dict[str, str], str, list[dict[str, Any]]]:
     same = sum(int(facts[f"{k}_SAME"]) for k, *_ in TEST_SETS)
     facts["TEST_SAME"] = str(same)
     facts["TEST_SAME_N"] = str(len(prior_rows))
-    return facts, "\n".join(lines), figure_rows
+    return facts, "\n".join(lines), figure_rows, ext_rows
 
 
 def _compare_rows(commit: str, folder: str) -> tuple[dict[str, dict[str, dict[str, str]]], str, int]:
@@ -944,11 +944,13 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
             f"{prefix}_CENSORED": str(sum(math.isinf(best[t]) for t in tables)),
             f"{prefix}_SUCC_MIN": f"{min(succ(t) for t in tables):.0%}",
             f"{prefix}_SUCC95": str(sum(succ(t) >= 0.95 for t in tables)),
-            f"{prefix}_FASTGP": str(sum(ours[t] < med("fastgp", t) for t in tables)),
+            **({f"{prefix}_FASTGP": str(sum(ours[t] < med("fastgp", t) for t in tables))}
+               if "fastgp" in by else {}),
             f"{prefix}_PNPOLY_N": str(sum("pnpoly" in t for t in tables)),
             f"{prefix}_PNPOLY_MORE": str(sum(ours[t] > best[t] for t in tables if "pnpoly" in t)),
             f"{prefix}_GEMM_N": str(len(gemm)), f"{prefix}_GEMM50": fractions(50),
             f"{prefix}_GEMM200": fractions(200),
+            f"{prefix}_ANCHOR_RUNS": str(max(int(by[a][t]["runs"]) for a in anchors for t in tables)),
             f"{prefix}_BUDGET": re.search(r"budget B = (\d+)", summary).group(1),
             f"{prefix}_SEEDS": re.search(r"(\d+) seeds per sampler", summary).group(1)}
 
@@ -978,46 +980,67 @@ def _coldstart_test_rows() -> dict[str, dict[str, dict[str, str]]]:
     return by
 
 
-def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
-    """Across the tables of both cold-start test sets: the regret curve (1 - optimum / best found,
-    the mean over runs, every run counted) with a 95% bootstrap interval over tables, and the
-    samplers' average ranks by median compiles to 1% with Friedman's test and the Nemenyi critical
-    difference (Demsar, 2006); sign tests of `auto` against each anchor."""
-    from scipy.stats import friedmanchisquare, rankdata, studentized_range
+_Rows = dict[str, dict[str, dict[str, str]]]  # sampler -> table -> summary row
+_Band = tuple[list[float], list[float]]
 
-    by = _coldstart_test_rows()
-    tables = sorted(by["auto"])
-    samplers = sorted(by, key=lambda s: (s != "auto", s != "fastgp", s))
-    anchors = [s for s in samplers if s.startswith("kt:") or s == "cmaes-margin"]
+
+def _regret_bands(by: _Rows, tables: list[str], samplers: list[str],
+                  ks: tuple[int, ...]) -> tuple[dict[str, list[float]], dict[str, _Band]]:
+    """Per sampler, the regret (1 - optimum / best found, the mean over every run of a table) after
+    each of *ks* compiles, its mean over *tables*, and a 95% bootstrap interval over tables."""
     rng = np.random.default_rng(0)
-
-    def regret(s: str, k: int) -> np.ndarray:
-        return np.array([1.0 - float(by[s][t][f"fraction_mean_at_{k}"]) for t in tables])
-
     curves, bands = {}, {}
     for s in samplers:
-        curves[s] = [float(regret(s, k).mean()) for k in CURVE_KS]
+        regret = {k: np.array([1.0 - float(by[s][t][f"fraction_mean_at_{k}"]) for t in tables]) for k in ks}
+        curves[s] = [float(regret[k].mean()) for k in ks]
         lows, highs = [], []
-        for k in CURVE_KS:
-            r = regret(s, k)
+        for k in ks:
+            r = regret[k]
             boot = r[rng.integers(0, len(r), (2000, len(r)))].mean(axis=1)
             lows.append(float(np.quantile(boot, 0.025)))
             highs.append(float(np.quantile(boot, 0.975)))
         bands[s] = (lows, highs)
+    return curves, bands
+
+
+def _rank_statistics(by: _Rows, tables: list[str], samplers: list[str],
+                     focus: str) -> tuple[dict[str, float], float, float, dict[str, tuple[int, int, float]]]:
+    """Average ranks by median compiles to 1% over *tables* (ties, censored medians too, share their
+    mean rank), Friedman's p, the Nemenyi critical difference at 0.05 (Demsar, 2006), and a sign
+    test of *focus* against every other sampler: (tables it needs fewer on, more on, p)."""
+    from scipy.stats import friedmanchisquare, rankdata, studentized_range
+
     med = [[float(by[s][t]["compiles_1pct_median"]) for s in samplers] for t in tables]
-    ranks = np.array([rankdata(row) for row in med]).mean(axis=0)  # ties share their mean rank
+    ranks = np.array([rankdata(row) for row in med]).mean(axis=0)
     avg = dict(zip(samplers, (float(r) for r in ranks), strict=True))
     n, k = len(tables), len(samplers)
     friedman = friedmanchisquare(*[[row[j] if math.isfinite(row[j]) else 1e9 for row in med]
                                    for j in range(k)])
     cd = float(studentized_range.ppf(0.95, k, np.inf) / math.sqrt(2) * math.sqrt(k * (k + 1) / (6 * n)))
-    best_anchor = min(anchors, key=lambda s: avg[s])
     sign = {}
-    for a in anchors:
-        j, i = samplers.index(a), samplers.index("auto")
+    i = samplers.index(focus)
+    for j, other in enumerate(samplers):
+        if other == focus:
+            continue
         wins = sum(row[i] < row[j] for row in med)
         losses = sum(row[i] > row[j] for row in med)
-        sign[a] = (wins, losses, binomtest(wins, wins + losses).pvalue if wins + losses else 1.0)
+        sign[other] = (wins, losses, binomtest(wins, wins + losses).pvalue if wins + losses else 1.0)
+    return avg, float(friedman.pvalue), cd, sign
+
+
+def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
+    """Across the tables of both cold-start test sets: the regret curve (1 - optimum / best found,
+    the mean over runs, every run counted) with a 95% bootstrap interval over tables, and the
+    samplers' average ranks by median compiles to 1% with Friedman's test and the Nemenyi critical
+    difference (Demsar, 2006); sign tests of `auto` against each anchor."""
+    by = _coldstart_test_rows()
+    tables = sorted(by["auto"])
+    samplers = sorted(by, key=lambda s: (s != "auto", s != "fastgp", s))
+    anchors = [s for s in samplers if s.startswith("kt:") or s == "cmaes-margin"]
+    curves, bands = _regret_bands(by, tables, samplers, CURVE_KS)
+    avg, friedman_p, cd, sign = _rank_statistics(by, tables, samplers, "auto")
+    n, k = len(tables), len(samplers)
+    best_anchor = min(anchors, key=lambda s: avg[s])
     within = [s for s in samplers if s != "auto" and abs(avg[s] - avg["auto"]) < cd]
     at = {kk: CURVE_KS.index(kk) for kk in (8, 32, 200)}
 
@@ -1030,12 +1053,13 @@ def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
         "CS_N": str(n), "CS_K": str(k), "CS_ANCHORS": str(len(anchors)),
         "CS_AUTO_RANK": f"{avg['auto']:.2f}", "CS_FASTGP_RANK": f"{avg['fastgp']:.2f}",
         "CS_BEST_ANCHOR": best_anchor, "CS_BEST_ANCHOR_RANK": f"{avg[best_anchor]:.2f}",
-        "CS_CD": f"{cd:.2f}", "CS_FRIEDMAN_P": f"{friedman.pvalue:.1e}",
+        "CS_CD": f"{cd:.2f}", "CS_FRIEDMAN_P": f"{friedman_p:.1e}",
         "CS_WITHIN_CD": ", ".join(f"`{s}`" for s in within) or "none",
         "CS_SIGN_BEST": f"{sign[best_anchor][0]} tables against {sign[best_anchor][1]}, "
                         f"p = {sign[best_anchor][2]:.1e}",
         # Bonferroni over the anchors: a sign test at 0.05 / (number of anchors).
-        "CS_SIGN_SIG": str(sum(p < 0.05 / len(anchors) and w > lo for w, lo, p in sign.values())),
+        "CS_SIGN_SIG": str(sum(sign[a][2] < 0.05 / len(anchors) and sign[a][0] > sign[a][1]
+                               for a in anchors)),
         "CS_AUTO_R8": fmt_band("auto", 8), "CS_AUTO_R32": fmt_band("auto", 32),
         "CS_AUTO_R200": fmt_band("auto", 200),
         "CS_ANCHOR_R8": fmt_band(best_curve[8], 8), "CS_ANCHOR_R8_NAME": best_curve[8],
@@ -1044,6 +1068,148 @@ def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
     }
     return facts, {"ks": CURVE_KS, "curves": curves, "bands": bands, "anchors": anchors,
                    "ranks": avg, "cd": cd, "n": n}
+
+
+FROZEN = "compare_h200_kernels_holdout"  # the frozen method's test run (studies/<name>.toml)
+FROZEN_TAG = "method-2026-12-04"
+REGRET_KS = (1, 2, 4, 8, 16, 32)
+
+
+def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
+    """The method frozen at a tag, run once on held-out split-K tables beside every anchor, with
+    noise-aware times (benchmarks/results/compare/compare_h200_kernels_holdout): facts, the
+    per-table table, the regret table and the figure's data."""
+    by = _table_rows(FROZEN)
+    tables = sorted(by["costmodel"], key=lambda t: [int(x) for x in t.rsplit("/", 1)[1].split("x")])
+    anchors = sorted(s for s in by if s.startswith("kt:") or s == "cmaes-margin")
+    samplers = ["costmodel", "auto", *anchors]
+    summary = (ROOT / "benchmarks" / "results" / "compare" / FROZEN / "summary.md").read_text()
+    budget = int(re.search(r"budget B = (\d+)", summary).group(1))
+
+    def med(s: str, t: str, eps: str = "1pct") -> float:
+        return float(by[s][t][f"compiles_{eps}_median"])
+
+    best = {t: min(anchors, key=lambda a: (med(a, t), a)) for t in tables}
+    cm = {t: med("costmodel", t) for t in tables}
+    auto = {t: med("auto", t) for t in tables}
+    lines = ["| table | regime | configs | `costmodel` to 1% / 2% / 5% | `auto` to 1% | best anchor to 1% |",
+             "|---|---|---:|---|---:|---|"]
+    for t in tables:
+        r = by["costmodel"][t]
+        lines.append(f"| {t.rsplit('/', 1)[1]} | {r['group'].rsplit('/', 1)[1]} | {_feasible(FROZEN, t)} | "
+                     + " / ".join(_fmt(med("costmodel", t, e), budget) for e in ("1pct", "2pct", "5pct"))
+                     + f" | {_fmt(auto[t], budget)} | {_fmt(med(best[t], t), budget)} (`{best[t]}`) |")
+    curves, bands = _regret_bands(by, tables, samplers, REGRET_KS)
+    best_at = {k: min(anchors, key=lambda a: curves[a][i]) for i, k in enumerate(REGRET_KS)}
+    regret = ["| compiles | `costmodel` | `auto` | best anchor at that count |", "|---:|---|---|---|"]
+    for i, k in enumerate(REGRET_KS):
+        cells = [f"{curves[s][i]:.3f} [{bands[s][0][i]:.3f}, {bands[s][1][i]:.3f}]"
+                 for s in ("costmodel", "auto", best_at[k])]
+        regret.append(f"| {k} | {cells[0]} | {cells[1]} | {cells[2]} (`{best_at[k]}`) |")
+    avg, friedman_p, cd, sign = _rank_statistics(by, tables, samplers, "costmodel")
+    _, _, _, sign_auto = _rank_statistics(by, tables, samplers, "auto")
+    top_anchor = min(anchors, key=lambda a: avg[a])
+    noise = re.search(r"Noise-aware times: (\d+) of (\d+) tables were re-timed \((\d+) configs\)", summary)
+    best_med = [med(best[t], t) for t in tables]
+    facts = {
+        "FZ_N": str(len(tables)), "FZ_TAG": FROZEN_TAG, "FZ_BUDGET": str(budget),
+        "FZ_SEEDS": re.search(r"(\d+) seeds per sampler", summary).group(1),
+        "FZ_REPLAYED": re.search(r"Replayed ([^;]*);", summary).group(1),
+        "FZ_RETIMED_TABLES": noise.group(1), "FZ_RETIMED_CONFIGS": noise.group(3),
+        "FZ_ANCHORS": str(len(anchors)),
+        "FZ_ANCHOR_RUNS": str(max(int(by[a][t]["runs"]) for a in anchors for t in tables)),
+        "FZ_COMMIT_RUNS": " and ".join(f"{int(n):,}" for n in re.findall(
+            r"\((\d+) runs\)", re.search(r"^- commit: the runs (.*); this report", summary, re.M).group(1))),
+        "FZ_CM_HITS": _kn(sum(m <= 8 for m in cm.values()), len(tables)),
+        "FZ_CM_HITS_K": str(sum(m <= 8 for m in cm.values())),
+        "FZ_CM_HITS2": str(sum(med("costmodel", t, "2pct") <= 8 for t in tables)),
+        "FZ_CM_HITS5": str(sum(med("costmodel", t, "5pct") <= 8 for t in tables)),
+        "FZ_CM_MEDIAN": _fmt(statistics.median(cm.values()), budget),
+        "FZ_CM_WORST": _fmt(max(cm.values()), budget),
+        "FZ_CM_MISSED": ", ".join(f"{t.rsplit('/', 1)[1]} ({_fmt(cm[t], budget)})"
+                                  for t in tables if cm[t] > 8) or "none",
+        "FZ_CM_SUCC_MIN": f"{min(float(by['costmodel'][t]['compiles_1pct_success']) for t in tables):.0%}",
+        "FZ_AUTO_MEDIAN": _fmt(statistics.median(auto.values()), budget),
+        "FZ_ANCHOR_MEDIAN": _fmt(statistics.median(best_med), budget),
+        "FZ_CM_FEWER": _kn(sum(cm[t] < med(best[t], t) for t in tables), len(tables)),
+        "FZ_CM_HALF": str(sum(cm[t] <= 0.5 * med(best[t], t) for t in tables)),
+        "FZ_AUTO_FEWER": str(sum(auto[t] < med(best[t], t) for t in tables)),
+        "FZ_AUTO_HALF": str(sum(math.isfinite(auto[t]) and auto[t] <= 0.5 * med(best[t], t) for t in tables)),
+        "FZ_K": str(len(samplers)), "FZ_CM_RANK": f"{avg['costmodel']:.2f}",
+        "FZ_AUTO_RANK": f"{avg['auto']:.2f}",
+        "FZ_TOP_ANCHOR": top_anchor, "FZ_TOP_ANCHOR_RANK": f"{avg[top_anchor]:.2f}",
+        "FZ_FRIEDMAN_P": f"{friedman_p:.1e}", "FZ_CD": f"{cd:.2f}",
+        "FZ_WITHIN_CD": ", ".join(f"`{s}`" for s in samplers
+                                  if s != "costmodel" and avg[s] - avg["costmodel"] < cd) or "any other",
+        "FZ_SIGN_TOP": f"{sign[top_anchor][0]} tables against {sign[top_anchor][1]}, "
+                       f"p = {_p(sign[top_anchor][2])}",
+        "FZ_SIGN_AUTO": f"{sign['auto'][0]} tables against {sign['auto'][1]}, p = {_p(sign['auto'][2])}",
+        "FZ_AUTO_SIGN_TOP": f"{sign_auto[top_anchor][0]} tables against {sign_auto[top_anchor][1]}, "
+                            f"p = {_p(sign_auto[top_anchor][2])}",
+        "FZ_CM_SIGN_SIG": str(sum(sign[a][2] < 0.05 / len(anchors) and sign[a][0] > sign[a][1]
+                                  for a in anchors)),
+    }
+    data = {"ks": REGRET_KS, "curves": curves, "bands": bands, "anchors": anchors, "n": len(tables)}
+    return facts, "\n".join(lines), "\n".join(regret), data
+
+
+def _feasible(name: str, table: str) -> str:
+    """The feasible configs of *table* in compare folder *name*'s summary (its Tables section)."""
+    text = (ROOT / "benchmarks" / "results" / "compare" / name / "summary.md").read_text()
+    (row,) = [r for r in _markdown_rows(text, table) if r["table"] == table]
+    return row["feasible"]
+
+
+def external_anchor_facts(ext_rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The prior's single evaluation of each external set (5 seeds, its own budget) beside the anchors
+    and `auto` run later on the same caches and target (coldstart_test3, 20 seeds, budget 400). A
+    prior's median past its budget counts as not fewer."""
+    by = _table_rows("coldstart_test3")
+    anchors = sorted(s for s in by if s.startswith("kt:") or s == "cmaes-margin")
+    out: dict[str, str] = {}
+    rows = {f"{_EXT_FOLDER[r['set']]}/{r['shape']}": r for r in ext_rows}
+    assert set(rows) == set(by["auto"]), sorted(set(rows) ^ set(by["auto"]))
+    best = {t: min(float(by[a][t]["compiles_1pct_median"]) for a in anchors) for t in rows}
+    prior = {t: r["median"] for t, r in rows.items()}
+    auto = {t: float(by["auto"][t]["compiles_1pct_median"]) for t in rows}
+    n = len(rows)
+    out |= {"XA_N": str(n),
+            "XA_PRIOR_FEWER": _kn(sum(prior[t] < best[t] for t in rows), n),
+            "XA_PRIOR_HALF": str(sum(prior[t] <= 0.5 * best[t] for t in rows)),
+            "XA_PRIOR_MORE": ", ".join(f"{t.split('/')[1]} ({_fmt(prior[t], 100)} against {best[t]:g})"
+                                       for t in sorted(rows) if prior[t] > best[t]) or "none",
+            "XA_PRIOR_MEDIAN": f"{statistics.median(prior.values()):g}",
+            "XA_ANCHOR_MEDIAN": f"{statistics.median(best.values()):g}",
+            "XA_AUTO_MEDIAN": f"{statistics.median(auto.values()):g}",
+            "XA_PRIOR_AUTO": str(sum(prior[t] < auto[t] for t in rows))}
+    return out
+
+
+_EXT_FOLDER = {"E1": "external_h200", "E2": "external_h200_b", "E3": "external_h200_c"}
+
+
+def figure_frozen_regret(data: dict[str, Any]) -> None:
+    """Figure 6: the frozen method's test run, mean regret after 1-32 compiles (noise-aware)."""
+    plt = _figure_setup()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ks = data["ks"]
+    for s in data["anchors"]:
+        ax.plot(ks, data["curves"][s], color="lightgray", lw=0.8)
+    for s in ("costmodel", "auto"):
+        lo, hi = data["bands"][s]
+        ax.fill_between(ks, [max(x, 1e-4) for x in lo], [max(x, 1e-4) for x in hi], alpha=0.2)
+        ax.plot(ks, [max(x, 1e-4) for x in data["curves"][s]], lw=1.4, marker="o", ms=3, label=s)
+    ax.plot([], [], color="lightgray", lw=0.8, label="Kernel Tuner strategies,\ncmaes-margin")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("unique compiles")
+    ax.set_ylabel("1 - optimum / best found\n(mean over runs, then tables)")
+    ax.set_title(f"TEST: {data['n']} held-out split-K tables, frozen method, re-timed optima", fontsize=9)
+    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    _save(fig, "fig_frozen_regret.svg")
+    plt.close(fig)
 
 
 def history_facts() -> dict[str, str]:
@@ -1516,7 +1682,7 @@ def main() -> None:
     facts.update(agreement_facts())
     facts.update(served_facts())
     facts.update(live_section()[1])
-    test_facts, facts["TEST_TABLE"], prior_rows = test_set_facts()
+    test_facts, facts["TEST_TABLE"], prior_rows, ext_rows = test_set_facts()
     facts.update(test_facts)
     hc_facts, facts["HELDOUT_COMPARE_TABLE"], hc_data = heldout_compare_facts()
     facts.update(hc_facts)
@@ -1526,6 +1692,10 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test2", "CT2"))
     cs_facts, cs_data = coldstart_statistics()
     facts.update(cs_facts)
+    facts.update(coldstart_test_facts("coldstart_test3", "CT3"))
+    facts.update(external_anchor_facts(ext_rows))
+    fz_facts, facts["FROZEN_TABLE"], facts["FROZEN_REGRET_TABLE"], fz_data = frozen_test_facts()
+    facts.update(fz_facts)
     facts.update(history_facts())
     facts.update(training_facts())
     facts.update(pruning_facts())
@@ -1542,6 +1712,7 @@ def main() -> None:
     figure_coldstart(cd_data, facts["CD_REPLAYED"])
     figure_coldstart_regret(cs_data)
     figure_critical_difference(cs_data)
+    figure_frozen_regret(fz_data)
     text = _fill(TEMPLATE.read_text(), facts)
     _check(text)
     OUT.write_text(text)
