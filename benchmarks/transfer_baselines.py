@@ -17,6 +17,18 @@ first config within 1% of the held-out table's optimum (``GroundTruth.best()``) 
 
 In the three baselines a config no other table measured goes after all known ones; ties are broken
 by config key. About five minutes on 2 cores (the 27 prior fits).
+
+On a test set instead (``--test FOLDER``): every table of the folder is scored by baselines computed
+from the ``--train`` tables alone (one prior fit), with ``--retimed`` against its re-timed optimum
+(``GroundTruth.with_retimed_times``), as the frozen method's test run counts it:
+
+    OMP_NUM_THREADS=1 python benchmarks/transfer_baselines.py \\
+        --test benchmarks/data/h200_kernels_holdout --retimed \\
+        --train 'benchmarks/data/h200/*.table.json.gz' --train 'benchmarks/data/h200_extra/*.table.json.gz' \\
+        --train 'benchmarks/data/h200_extra2/*.table.json.gz' \\
+        --train 'benchmarks/data/h200_holdout/*.table.json.gz' \\
+        --train 'benchmarks/data/h200_holdout2/*.table.json.gz' \\
+        --out benchmarks/results/transfer_baselines_test.md
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from flysearch._atomicfile import write_text_atomic  # noqa: E402
 from flysearch.compare import code_commit, prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
@@ -48,11 +61,12 @@ HIT = 8
 BASELINES = ("mean rank", "nearest shape", "other winners", "prior")
 
 
-def _tables() -> list[GroundTruth]:
+def _tables(*patterns: str) -> list[GroundTruth]:
     out = []
-    for path in sorted(glob.glob(str(DATA / "*.table.json.gz"))):
-        meta, rows = read_table_file(path)
-        out.append(GroundTruth(meta, {r.key: r for r in rows}))
+    for pattern in patterns or (str(DATA / "*.table.json.gz"),):
+        for path in sorted(glob.glob(pattern)):
+            meta, rows = read_table_file(path)
+            out.append(GroundTruth(meta, {r.key: r for r in rows}))
     return out
 
 
@@ -98,15 +112,18 @@ def _winners(others: Sequence[GroundTruth], mean: dict[str, float]) -> dict[str,
     return {k: (0, -wins[k], v) if k in wins else (1, 0, v) for k, v in mean.items()}
 
 
-def baseline_ranks(held: GroundTruth, others: Sequence[GroundTruth], *, prior: bool) -> dict[str, int | None]:
-    mean = _mean_rank(others)
+def baseline_ranks(held: GroundTruth, others: Sequence[GroundTruth], *, prior: bool | Any,
+                   mean: dict[str, float] | None = None) -> dict[str, int | None]:
+    """Each baseline's rank of *held*'s first config within 1%; *prior*: fit one on *others*
+    (``True``), use this fitted one, or none (``False``)."""
+    mean = _mean_rank(others) if mean is None else mean
     out: dict[str, int | None] = {
         "mean rank": _first_within(held, mean),
         "nearest shape": _first_within(held, _times(_nearest(held, others))),
         "other winners": _first_within(held, _winners(others, mean)),
     }
-    if prior:
-        out["prior"] = prior_ranks(fit_prior(list(others)), held)[EPS]
+    if prior is not False:
+        out["prior"] = prior_ranks(fit_prior(list(others)) if prior is True else prior, held)[EPS]
     return out
 
 
@@ -117,29 +134,55 @@ def _fmt(r: int | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "transfer_baselines.md")
-    ap.add_argument("--no-prior", action="store_true", help="skip the 27 prior fits (the slow part)")
+    ap.add_argument("--no-prior", action="store_true", help="skip the prior fits (the slow part)")
+    ap.add_argument("--test", type=Path, help="score this folder's tables (a test set) instead")
+    ap.add_argument("--train", action="append", default=[], help="with --test: the training tables (glob)")
+    ap.add_argument("--retimed", action="store_true", help="with --test: against re-timed optima")
     args = ap.parse_args()
+    if args.test is not None and (not args.test.is_dir() or not args.train):
+        print(f"error: --test needs a folder of tables ({args.test} is not one) and --train", file=sys.stderr)
+        raise SystemExit(2)
     start = time.monotonic()
-    tables = _tables()
     names = BASELINES if not args.no_prior else BASELINES[:-1]
+    if args.test is None:
+        tables = _tables()
+        scored = tables
+        what = (f"{len(tables)} development tables (`benchmarks/data/h200`), each held out in turn; every "
+                "baseline uses only the other tables")
+        title = "H200 split-K, leave one shape out"
+    else:
+        tables = _tables(*args.train)
+        scored = _tables(str(args.test / "*.table.json.gz"))
+        if args.retimed:
+            scored = [t.with_retimed_times() for t in scored]
+        where = args.test.resolve().relative_to(ROOT)
+        what = (f"{len(scored)} test tables (`{where}`), "
+                f"every baseline computed from the {len(tables)} training tables alone"
+                + (", against each table's re-timed optimum" if args.retimed else ""))
+        title = f"H200 split-K, test set {args.test.name}"
     lines = [
-        "# Cheap transfer baselines against the cost model (H200 split-K, leave one shape out)", "",
+        f"# Cheap transfer baselines against the cost model ({title})", "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
         f"- hardware: {platform.machine()} CPU; the tables were raced on an NVIDIA H200",
         f"- versions: Python {platform.python_version()}, "
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
         f"- date: {dt.date.today().isoformat()}",
-        f"- {len(tables)} development tables (`benchmarks/data/h200`), each held out in turn; every "
-        "baseline uses only the other tables. Cell: rank (1-based) of the held-out table's first "
-        "config within 1% of its optimum in that order (`-`: none)", "",
+        f"- {what}. Cell: rank (1-based) of the table's first config within 1% of its optimum in that "
+        "order (`-`: none)", "",
         "| table | regime | configs | " + " | ".join(names) + " |",
         "|---|---|---:|" + "---:|" * len(names),
     ]
+    fixed_prior: Any = None
+    fixed_mean = None
+    if args.test is not None:
+        fixed_prior = False if args.no_prior else fit_prior(list(tables))
+        fixed_mean = _mean_rank(tables)
     ranks: dict[str, list[int | None]] = {b: [] for b in names}
-    for held in sorted(tables, key=lambda t: (t.meta.shape().M, t.name)):
+    for held in sorted(scored, key=lambda t: (t.meta.shape().M, t.name)):
         others = [t for t in tables if t.name != held.name]
-        row = baseline_ranks(held, others, prior=not args.no_prior)
+        prior = (not args.no_prior) if args.test is None else fixed_prior
+        row = baseline_ranks(held, others, prior=prior, mean=fixed_mean)
         for b in names:
             ranks[b].append(row[b])
         lines.append(f"| {held.name} | {held.meta.shape().regime} | {len(held.rows)} | "
@@ -151,7 +194,7 @@ def main() -> None:
         lines.append(f"- {b}: median rank {statistics.median(rs):g}; <= {HIT} on "
                      f"{sum(r <= HIT for r in rs)} of {len(rs)} tables; worst {max(rs):g}")
     lines += ["", f"({time.monotonic() - start:.0f} s)"]
-    args.out.write_text("\n".join(lines) + "\n")
+    write_text_atomic(args.out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
