@@ -292,25 +292,26 @@ TB_BASELINES = (("TB_MEAN", "mean rank"), ("TB_NEAR", "nearest shape"), ("TB_WIN
                 ("TB_PRIOR", "prior"))
 
 
-def transfer_baseline_facts() -> dict[str, str]:
-    """Cheap transfer baselines against the prior, leave one development table out
-    (transfer_baselines.md): per order, the report's summary line (median rank of the first config
-    within 1%, tables at rank <= 8), checked against its per-table rows; and the tables on which the
-    prior ranks no worse than every baseline."""
-    text = _result("transfer_baselines.md")
+def transfer_baseline_facts(name: str = "transfer_baselines.md", prefix: str = "") -> dict[str, str]:
+    """Cheap transfer baselines against the prior (transfer_baselines.md: leave one development table
+    out; transfer_baselines_test.md: the frozen run's test tables, from the training tables alone):
+    per order, the report's summary line (median rank of the first config within 1%, tables at rank
+    <= 8), checked against its per-table rows; and the tables on which the prior ranks no worse than
+    every baseline."""
+    text = _result(name)
     rows = _markdown_rows(text, "triton_gemm")
-    facts = {"TB_N": str(len(rows))}
-    ranks = {name: [float("inf") if r[name] == "-" else int(r[name]) for r in rows]
-             for _, name in TB_BASELINES}
-    for key, name in TB_BASELINES:
-        median, k, n, worst = re.search(rf"^- {name}: median rank (\S+); <= 8 on (\d+) of (\d+) tables; "
+    facts = {f"{prefix}TB_N": str(len(rows))}
+    ranks = {order: [float("inf") if r[order] == "-" else int(r[order]) for r in rows]
+             for _, order in TB_BASELINES}
+    for key, order in TB_BASELINES:
+        median, k, n, worst = re.search(rf"^- {order}: median rank (\S+); <= 8 on (\d+) of (\d+) tables; "
                                         r"worst (\S+)$", text, flags=re.M).groups()
-        assert int(n) == len(rows), f"transfer_baselines.md: {name}"
-        assert int(k) == sum(r <= 8 for r in ranks[name]), f"transfer_baselines.md: {name}"
-        assert f"{statistics.median(ranks[name]):g}" == median, f"transfer_baselines.md: {name}"
-        facts |= {f"{key}_MEDIAN": median, f"{key}_HITS": k, f"{key}_WORST": worst}
-    facts["TB_PRIOR_BEST"] = str(sum(ranks["prior"][i] <= min(ranks[name][i] for _, name in TB_BASELINES[:-1])
-                                     for i in range(len(rows))))
+        assert int(n) == len(rows), f"{name}: {order}"
+        assert int(k) == sum(r <= 8 for r in ranks[order]), f"{name}: {order}"
+        assert f"{statistics.median(ranks[order]):g}" == median, f"{name}: {order}"
+        facts |= {f"{prefix}{key}_MEDIAN": median, f"{prefix}{key}_HITS": k, f"{prefix}{key}_WORST": worst}
+    best = [min(ranks[order][i] for _, order in TB_BASELINES[:-1]) for i in range(len(rows))]
+    facts[f"{prefix}TB_PRIOR_BEST"] = str(sum(p <= b for p, b in zip(ranks["prior"], best, strict=True)))
     return facts
 
 
@@ -1677,6 +1678,7 @@ def main() -> None:
     facts.update(learning_curve_facts())
     facts.update(transfer_facts())
     facts.update(transfer_baseline_facts())
+    facts.update(transfer_baseline_facts("transfer_baselines_test.md", "FZ"))
     facts.update(landscape_facts())
     facts.update(retime_facts())
     facts.update(agreement_facts())
