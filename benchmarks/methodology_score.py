@@ -36,12 +36,17 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from flysearch._atomicfile import write_text_atomic  # noqa: E402
-from flysearch.compare import code_commit, host_description, load_experiment, load_runs  # noqa: E402
-from flysearch.compare._run import RESULTS_DB, TableInfo, load_table_infos  # noqa: E402
+from flysearch.compare import (  # noqa: E402
+    RESULTS_DB,
+    code_commit,
+    host_description,
+    load_experiment,
+    load_runs,
+    load_table_infos,
+)
 
 
-def _t4_file(info: TableInfo, folder: Path) -> Path:
+def _t4_file(info: Any, folder: Path) -> Path:
     """*info*'s successful configs as a T4 results file (the package's input format)."""
     results = [{"configuration": {"index": i}, "times": {"compilation_time": cost},
                 "invalidity": "correct", "correctness": 1,
@@ -170,7 +175,7 @@ def main() -> int:
                      f"{np.mean([own[s][t] for t in tables]):.3f} | {diff:.3f} |")
     text = "\n".join(lines) + "\n"
     if args.out:
-        write_text_atomic(args.out, text)
+        args.out.write_text(text)
         print(args.out)
     else:
         print(text, end="")

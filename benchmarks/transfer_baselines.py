@@ -50,7 +50,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch._atomicfile import write_text_atomic  # noqa: E402
 from flysearch.compare import code_commit, prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
@@ -194,7 +193,7 @@ def main() -> None:
         lines.append(f"- {b}: median rank {statistics.median(rs):g}; <= {HIT} on "
                      f"{sum(r <= HIT for r in rs)} of {len(rs)} tables; worst {max(rs):g}")
     lines += ["", f"({time.monotonic() - start:.0f} s)"]
-    write_text_atomic(args.out, "\n".join(lines) + "\n")
+    args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

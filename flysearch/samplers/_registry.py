@@ -288,6 +288,14 @@ def _spreadforest(r: SamplerRequest) -> BaseSampler:
     return SpreadForestSampler(r.needs_context(), seed=r.seed)
 
 
+@register_sampler("ranker")
+def _ranker(r: SamplerRequest) -> BaseSampler:
+    from flysearch.samplers._ranker import OnlineRankerSampler
+
+    # An online gradient-boosted cost model in the style of Ansor: a baseline for the prior.
+    return OnlineRankerSampler(r.needs_context(), seed=r.seed)
+
+
 def _kernel_tuner(strategy: str) -> Callable[[SamplerRequest], BaseSampler]:
     def build(r: SamplerRequest) -> BaseSampler:
         from flysearch.samplers._kernel_tuner import kernel_tuner_order
