@@ -18,7 +18,7 @@ __all__ = ["code_commit", "host_description"]
 
 def code_commit(root: Path) -> str:
     """The commit of the checkout at *root* that ran this, ``"<commit>+changes"`` when its files
-    differ from that commit (a copy whose git HEAD is older than its tree; new result files under
+    differ from that commit (a copy whose git HEAD is older than its tree; result files under
     ``benchmarks/results/`` aside), ``""`` without a .git of its own (a snapshot must not name an
     outer checkout's commit)."""
     if not (root / ".git").exists():
@@ -29,11 +29,11 @@ def code_commit(root: Path) -> str:
 
     commit = git("rev-parse", "--short", "HEAD")
     changed = [line for line in git("status", "--porcelain", "--untracked-files=all").splitlines()
-               if not (line.startswith("?? ") and line[3:].startswith(_OUTPUTS))]
+               if not line[3:].startswith(_OUTPUTS)]
     return f"{commit}+changes" if commit and changed else commit
 
 
-# A new, untracked file here is a result being written (by the very command that asks), not code.
+# A file here, new or rewritten, is a result (perhaps the one the asking command writes), not code.
 _OUTPUTS = "benchmarks/results/"
 
 
