@@ -28,8 +28,9 @@ def code_commit(root: Path) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=root).stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD")
-    changed = [line for line in git("status", "--porcelain", "--untracked-files=all").splitlines()
-               if not line[3:].startswith(_OUTPUTS)]
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], capture_output=True,
+                            text=True, cwd=root).stdout  # not stripped: each line starts "XY path"
+    changed = [line for line in status.splitlines() if line and not line[3:].startswith(_OUTPUTS)]
     return f"{commit}+changes" if commit and changed else commit
 
 

@@ -53,5 +53,11 @@ def test_the_commit_it_names_says_when_the_tree_is_not_that_commit(tmp_path: Pat
     (tmp_path / "benchmarks" / "results" / "new").mkdir(parents=True)
     (tmp_path / "benchmarks" / "results" / "new" / "summary.md").write_text("x")  # a result being written
     assert code_commit(tmp_path) == commit
+    git("add", "benchmarks")
+    git("commit", "-qm", "b")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tmp_path, capture_output=True,
+                            text=True).stdout.strip()
+    (tmp_path / "benchmarks" / "results" / "new" / "summary.md").write_text("y")  # a result rewritten
+    assert code_commit(tmp_path) == commit
     (tmp_path / "new.toml").write_text("x")  # a file the commit does not have (a stale HEAD's copy)
     assert code_commit(tmp_path) == f"{commit}+changes"
