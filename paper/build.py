@@ -1083,7 +1083,7 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
     by = _table_rows(FROZEN)
     tables = sorted(by["costmodel"], key=lambda t: [int(x) for x in t.rsplit("/", 1)[1].split("x")])
     anchors = sorted(s for s in by if s.startswith("kt:") or s == "cmaes-margin")
-    samplers = ["costmodel", "auto", *anchors]
+    samplers = ["costmodel", "auto", "ranker", *anchors]
     summary = (ROOT / "benchmarks" / "results" / "compare" / FROZEN / "summary.md").read_text()
     budget = int(re.search(r"budget B = (\d+)", summary).group(1))
 
@@ -1093,6 +1093,7 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
     best = {t: min(anchors, key=lambda a: (med(a, t), a)) for t in tables}
     cm = {t: med("costmodel", t) for t in tables}
     auto = {t: med("auto", t) for t in tables}
+    ranker = {t: med("ranker", t) for t in tables}
     lines = ["| table | regime | configs | `costmodel` to 1% / 2% / 5% | `auto` to 1% | best anchor to 1% |",
              "|---|---|---:|---|---:|---|"]
     for t in tables:
@@ -1131,6 +1132,12 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
                                   for t in tables if cm[t] > 8) or "none",
         "FZ_CM_SUCC_MIN": f"{min(float(by['costmodel'][t]['compiles_1pct_success']) for t in tables):.0%}",
         "FZ_AUTO_MEDIAN": _fmt(statistics.median(auto.values()), budget),
+        "FZ_RANKER_MEDIAN": _fmt(statistics.median(ranker.values()), budget),
+        "FZ_RANKER_RANK": f"{avg['ranker']:.2f}",
+        "FZ_RANKER_FEWER": str(sum(ranker[t] < med(best[t], t) for t in tables)),
+        "FZ_SIGN_RANKER": f"{sign['ranker'][0]} tables against {sign['ranker'][1]}, "
+                          f"p = {_p(sign['ranker'][2])}",
+        "FZ_RANKER_RUNS": str(max(int(by["ranker"][t]["runs"]) for t in tables)),
         "FZ_ANCHOR_MEDIAN": _fmt(statistics.median(best_med), budget),
         "FZ_CM_FEWER": _kn(sum(cm[t] < med(best[t], t) for t in tables), len(tables)),
         "FZ_CM_HALF": str(sum(cm[t] <= 0.5 * med(best[t], t) for t in tables)),
@@ -1200,6 +1207,8 @@ def figure_frozen_regret(data: dict[str, Any]) -> None:
         lo, hi = data["bands"][s]
         ax.fill_between(ks, [max(x, 1e-4) for x in lo], [max(x, 1e-4) for x in hi], alpha=0.2)
         ax.plot(ks, [max(x, 1e-4) for x in data["curves"][s]], lw=1.4, marker="o", ms=3, label=s)
+    ax.plot(ks, [max(x, 1e-4) for x in data["curves"]["ranker"]], color="black", lw=1.0, ls="--",
+            label="ranker (online model, Ansor-style)")
     ax.plot([], [], color="lightgray", lw=0.8, label="Kernel Tuner strategies,\ncmaes-margin")
     ax.set_xscale("log")
     ax.set_yscale("log")
