@@ -1083,7 +1083,8 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
     by = _table_rows(FROZEN)
     tables = sorted(by["costmodel"], key=lambda t: [int(x) for x in t.rsplit("/", 1)[1].split("x")])
     anchors = sorted(s for s in by if s.startswith("kt:") or s == "cmaes-margin")
-    samplers = ["costmodel", "auto", "ranker", *anchors]
+    adapted = [s for s in ("tpe-unseen", "cmaes") if s in by]  # Optuna's, as flysearch adapted them
+    samplers = ["costmodel", "auto", "ranker", *adapted, *anchors]
     summary = (ROOT / "benchmarks" / "results" / "compare" / FROZEN / "summary.md").read_text()
     budget = int(re.search(r"budget B = (\d+)", summary).group(1))
 
@@ -1120,8 +1121,12 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
         "FZ_RETIMED_TABLES": noise.group(1), "FZ_RETIMED_CONFIGS": noise.group(3),
         "FZ_ANCHORS": str(len(anchors)),
         "FZ_ANCHOR_RUNS": str(max(int(by[a][t]["runs"]) for a in anchors for t in tables)),
-        "FZ_COMMIT_RUNS": " and ".join(f"{int(n):,}" for n in re.findall(
-            r"\((\d+) runs\)", re.search(r"^- commit: the runs (.*); this report", summary, re.M).group(1))),
+        "FZ_COMMIT_RUNS": _commit_runs(summary),
+        "FZ_ADAPTED": "; ".join(
+            f"`{a}` needed a median of {_fmt(statistics.median(med(a, t) for t in tables), budget)} and "
+            f"fewer compiles than the best anchor on {sum(med(a, t) < med(best[t], t) for t in tables)}"
+            for a in adapted),
+        "FZ_ADAPTED_RUNS": str(max(int(by[a][t]["runs"]) for a in adapted for t in tables)),
         "FZ_CM_HITS": _kn(sum(m <= 8 for m in cm.values()), len(tables)),
         "FZ_CM_HITS_K": str(sum(m <= 8 for m in cm.values())),
         "FZ_CM_HITS2": str(sum(med("costmodel", t, "2pct") <= 8 for t in tables)),
@@ -1159,6 +1164,15 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
     }
     data = {"ks": REGRET_KS, "curves": curves, "bands": bands, "anchors": anchors, "n": len(tables)}
     return facts, "\n".join(lines), "\n".join(regret), data
+
+
+def _commit_runs(summary: str) -> str:
+    """``"four commits (285, 240, 1,635 and 120 runs)"`` from a compare summary's commit line."""
+    line = re.search(r"^- commit: the runs (.*); this report", summary, re.M).group(1)
+    counts = [f"{int(n):,}" for n in re.findall(r"\((\d+) runs\)", line)] or ["all"]
+    words = {1: "one commit", 2: "two commits", 3: "three commits", 4: "four commits", 5: "five commits"}
+    listed = ", ".join(counts[:-1]) + f" and {counts[-1]}" if len(counts) > 1 else counts[0]
+    return f"{words.get(len(counts), f'{len(counts)} commits')} ({listed} runs)"
 
 
 def _feasible(name: str, table: str) -> str:
