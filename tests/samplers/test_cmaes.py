@@ -84,6 +84,7 @@ def test_cmaes_margin_turns_random_when_its_search_diverges(monkeypatch: pytest.
     assert summary.compiles == 40 and calls["n"] == 13  # asked once after diverging, never again
 
 
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")  # with_margin
 def test_filing_finished_trials_once_changes_no_suggestion() -> None:
     """FinishedOnceCmaEsSampler proposes exactly what Optuna's CmaEsSampler does, duplicates and
     generations included, while reading each finished trial once (a converged search on a small
