@@ -403,10 +403,7 @@ def provenance_lines(runs: list[dict[str, Any]], command: str) -> list[str]:
     from flysearch.compare._provenance import code_commit, host_description
 
     def tally(key: str) -> str:
-        counts: dict[str, int] = {}
-        for r in runs:
-            value = r.get(key) or "not recorded"
-            counts[value] = counts.get(value, 0) + 1
+        counts = Counter(r.get(key) or "not recorded" for r in runs)
         return "; ".join(f"{v} ({n} runs)" if len(counts) > 1 else v for v, n in counts.items()) or "no runs"
 
     finished = sorted(str(r["finished"])[:10] for r in runs if r.get("finished"))

@@ -121,13 +121,8 @@ class SpreadForestSampler(CandidateSampler):
     def _lowest_bound(self, candidates: np.ndarray, idx: np.ndarray, y: np.ndarray) -> int:
         """The candidate of lowest ``mean - kappa * std`` over the trees (ties: lowest mean, order)."""
         trees = fit_extra_trees(self._X[idx], y, n_trees=self._n_trees, max_features=self._max_features,
-                                seed=self._forest_seed(len(idx)))
+                                seed=self._seed_after(len(idx)))
         per_tree = tree_predictions(trees, self._X[candidates])
         mean, sd = per_tree.mean(axis=0), per_tree.std(axis=0)
         order = np.lexsort((candidates, mean, mean - self._kappa * sd))
         return int(candidates[order[0]])
-
-    def _forest_seed(self, n: int) -> int:
-        """The forest's seed after *n* measurements (the run's seed, varied per fit)."""
-        base = 0 if self._seed is None else self._seed
-        return (base * 1_000_003 + n) % (2**31)

@@ -155,6 +155,11 @@ class CandidateSampler(BaseSampler):
     def reseed_rng(self) -> None:
         self._rng = np.random.default_rng()
 
+    def _seed_after(self, n: int) -> int:
+        """A model's seed after *n* measurements: the run's seed, varied per fit."""
+        base = 0 if self._seed is None else self._seed
+        return (base * 1_000_003 + n) % (2**31)
+
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         return dict(self._context.distributions)
 

@@ -92,10 +92,6 @@ class OnlineRankerSampler(CandidateSampler):
         best = log_ms[finite].min() if finite.any() else 0.0
         y = np.where(finite, np.exp(best - np.where(finite, log_ms, best)), 0.0)
         model = HistGradientBoostingRegressor(max_iter=100, min_samples_leaf=2,
-                                              random_state=self._model_seed(len(idx)))
+                                              random_state=self._seed_after(len(idx)))
         model.fit(self._X[idx], y)
         return model.predict(self._X)
-
-    def _model_seed(self, n: int) -> int:
-        base = 0 if self._seed is None else self._seed
-        return (base * 1_000_003 + n) % (2**31)
