@@ -1,9 +1,23 @@
-"""Read a committed results file of benchmarks/ as git's HEAD holds it, for tests that check it."""
+"""The benchmarks/ folder for tests: a committed results file as git's HEAD holds it, and a
+benchmark script imported as a module."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def benchmark_script(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` imported as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def committed_file(path: Path, copy: Path) -> Path:

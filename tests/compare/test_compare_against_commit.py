@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "compare_against_commit.py"
+from tests._benchmarks import BENCHMARKS, benchmark_script
 
-
-def _module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("compare_against_commit", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = BENCHMARKS / "compare_against_commit.py"
 
 
 def _csv(path: Path, rows: list[str]) -> Path:
@@ -25,7 +17,7 @@ def _csv(path: Path, rows: list[str]) -> Path:
 
 
 def test_only_shared_columns_and_rows_count_and_the_time_per_trial_never(tmp_path: Path) -> None:
-    differing = _module()._differing
+    differing = benchmark_script("compare_against_commit")._differing
     base = _csv(tmp_path / "a.csv", ["table,t1,tpe,12,1.0", "table,t1,grid,30,0.2"])
     same = _csv(tmp_path / "b.csv", ["table,t1,tpe,12,9.0", "table,t1,grid,30,0.1"])
     assert differing(base, same) == (8, 0)  # ms_per_trial differs, and does not count

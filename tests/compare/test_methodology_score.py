@@ -3,7 +3,6 @@ compare itself does, and bad input is one line and exit 2."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,18 +10,10 @@ from pathlib import Path
 import pytest
 
 from flysearch.compare import load_experiment, report_experiment, run_experiment
+from tests._benchmarks import BENCHMARKS, benchmark_script
 from tests.conftest import hub_file
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "methodology_score.py"
-
-
-def _module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("methodology_score", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = BENCHMARKS / "methodology_score.py"
 
 
 def test_the_package_agrees_with_compares_own_score(tmp_path: Path) -> None:
@@ -44,7 +35,7 @@ name = "fastgp"
     exp = load_experiment(study)
     run_experiment(exp)
     report_experiment(exp, plots=False)
-    module = _module()
+    module = benchmark_script("methodology_score")
     package, budget = module.package_scores(study, tmp_path / "out")
     own = module._own_scores(tmp_path / "out")
     assert budget == 30 and set(package) == {"random", "fastgp"}
