@@ -30,6 +30,7 @@ import re
 import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -853,11 +854,9 @@ def heldout_compare_facts() -> tuple[dict[str, str], str, dict[str, Any]]:
     # each table (picked after the fact); ties are left out of the sign test.
     for label, other in (("SUR", lambda t: med("surrogate", t)),
                          ("BEST", lambda t: min(med(s, t) for s in COLD_SAMPLERS))):
-        wins = sum(med("costmodel", t) < other(t) for t in tables)
-        losses = sum(med("costmodel", t) > other(t) for t in tables)
+        wins, losses, p = _sign_test([med("costmodel", t) for t in tables], [other(t) for t in tables])
         facts |= {f"HC_{label}_WINS": str(wins), f"HC_{label}_LOSSES": str(losses),
-                  f"HC_{label}_TIES": str(n - wins - losses),
-                  f"HC_{label}_P": _p(binomtest(wins, wins + losses).pvalue)}
+                  f"HC_{label}_TIES": str(n - wins - losses), f"HC_{label}_P": _p(p)}
     # What the prior saves per new shape against the cold start, with a run over the budget counted
     # as the budget, and after how many shapes that pays for the development races.
     saved = [min(med("surrogate", t), budget) - min(med("costmodel", t), budget) for t in tables]
@@ -1004,11 +1003,23 @@ def _regret_bands(by: _Rows, tables: list[str], samplers: list[str],
     return curves, bands
 
 
-def _rank_statistics(by: _Rows, tables: list[str], samplers: list[str],
-                     focus: str) -> tuple[dict[str, float], float, float, dict[str, tuple[int, int, float]]]:
+def _sign_test(ours: Sequence[float], theirs: Sequence[float]) -> tuple[int, int, float]:
+    """Paired over tables: (tables where *ours* is lower, where it is higher, the two-sided sign
+    test's p with ties left out)."""
+    wins = sum(a < b for a, b in zip(ours, theirs, strict=True))
+    losses = sum(a > b for a, b in zip(ours, theirs, strict=True))
+    return wins, losses, binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+
+
+def _medians(by: _Rows, tables: list[str], sampler: str) -> list[float]:
+    """*sampler*'s median compiles to 1% on each of *tables*."""
+    return [float(by[sampler][t]["compiles_1pct_median"]) for t in tables]
+
+
+def _rank_statistics(by: _Rows, tables: list[str],
+                     samplers: list[str]) -> tuple[dict[str, float], float, float]:
     """Average ranks by median compiles to 1% over *tables* (ties, censored medians too, share their
-    mean rank), Friedman's p, the Nemenyi critical difference at 0.05 (Demsar, 2006), and a sign
-    test of *focus* against every other sampler: (tables it needs fewer on, more on, p)."""
+    mean rank), Friedman's p and the Nemenyi critical difference at 0.05 (Demsar, 2006)."""
     from scipy.stats import friedmanchisquare, rankdata, studentized_range
 
     med = [[float(by[s][t]["compiles_1pct_median"]) for s in samplers] for t in tables]
@@ -1018,15 +1029,7 @@ def _rank_statistics(by: _Rows, tables: list[str], samplers: list[str],
     friedman = friedmanchisquare(*[[row[j] if math.isfinite(row[j]) else 1e9 for row in med]
                                    for j in range(k)])
     cd = float(studentized_range.ppf(0.95, k, np.inf) / math.sqrt(2) * math.sqrt(k * (k + 1) / (6 * n)))
-    sign = {}
-    i = samplers.index(focus)
-    for j, other in enumerate(samplers):
-        if other == focus:
-            continue
-        wins = sum(row[i] < row[j] for row in med)
-        losses = sum(row[i] > row[j] for row in med)
-        sign[other] = (wins, losses, binomtest(wins, wins + losses).pvalue if wins + losses else 1.0)
-    return avg, float(friedman.pvalue), cd, sign
+    return avg, float(friedman.pvalue), cd
 
 
 def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
@@ -1039,7 +1042,8 @@ def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
     samplers = sorted(by, key=lambda s: (s != "auto", s != "fastgp", s))
     anchors = [s for s in samplers if s.startswith("kt:") or s == "cmaes-margin"]
     curves, bands = _regret_bands(by, tables, samplers, CURVE_KS)
-    avg, friedman_p, cd, sign = _rank_statistics(by, tables, samplers, "auto")
+    avg, friedman_p, cd = _rank_statistics(by, tables, samplers)
+    sign = {a: _sign_test(_medians(by, tables, "auto"), _medians(by, tables, a)) for a in anchors}
     n, k = len(tables), len(samplers)
     best_anchor = min(anchors, key=lambda s: avg[s])
     within = [s for s in samplers if s != "auto" and abs(avg[s] - avg["auto"]) < cd]
@@ -1109,8 +1113,9 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
         cells = [f"{curves[s][i]:.3f} [{bands[s][0][i]:.3f}, {bands[s][1][i]:.3f}]"
                  for s in ("costmodel", "auto", best_at[k])]
         regret.append(f"| {k} | {cells[0]} | {cells[1]} | {cells[2]} (`{best_at[k]}`) |")
-    avg, friedman_p, cd, sign = _rank_statistics(by, tables, samplers, "costmodel")
-    _, _, _, sign_auto = _rank_statistics(by, tables, samplers, "auto")
+    avg, friedman_p, cd = _rank_statistics(by, tables, samplers)
+    sign = {s: _sign_test(_medians(by, tables, "costmodel"), _medians(by, tables, s)) for s in samplers[1:]}
+    sign_auto = {s: _sign_test(_medians(by, tables, "auto"), _medians(by, tables, s)) for s in anchors}
     top_anchor = min(anchors, key=lambda a: avg[a])
     noise = re.search(r"Noise-aware times: (\d+) of (\d+) tables were re-timed \((\d+) configs\)", summary)
     best_med = [med(best[t], t) for t in tables]
@@ -1212,28 +1217,9 @@ _EXT_FOLDER = {"E1": "external_h200", "E2": "external_h200_b", "E3": "external_h
 
 def figure_frozen_regret(data: dict[str, Any]) -> None:
     """Figure 6: the frozen method's test run, mean regret after 1-32 compiles (noise-aware)."""
-    plt = _figure_setup()
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    ks = data["ks"]
-    for s in data["anchors"]:
-        ax.plot(ks, data["curves"][s], color="lightgray", lw=0.8)
-    for s in ("costmodel", "auto"):
-        lo, hi = data["bands"][s]
-        ax.fill_between(ks, [max(x, 1e-4) for x in lo], [max(x, 1e-4) for x in hi], alpha=0.2)
-        ax.plot(ks, [max(x, 1e-4) for x in data["curves"][s]], lw=1.4, marker="o", ms=3, label=s)
-    ax.plot(ks, [max(x, 1e-4) for x in data["curves"]["ranker"]], color="black", lw=1.0, ls="--",
-            label="ranker (online model, Ansor-style)")
-    ax.plot([], [], color="lightgray", lw=0.8, label="Kernel Tuner strategies,\ncmaes-margin")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.minorticks_off()
-    ax.set_xticks(ks, [str(k) for k in ks])
-    ax.set_xlabel("unique compiles")
-    ax.set_ylabel("1 - optimum / best found\n(mean over runs, then tables)")
-    ax.set_title(f"TEST: {data['n']} held-out split-K tables, frozen method, re-timed optima", fontsize=9)
-    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    _save(fig, "fig_frozen_regret.svg")
-    plt.close(fig)
+    _regret_figure(data, ("costmodel", "auto"), "fig_frozen_regret.svg",
+                   f"TEST: {data['n']} held-out split-K tables, frozen method, re-timed optima",
+                   dashed="ranker", floor=1e-4)
 
 
 def history_facts() -> dict[str, str]:
@@ -1418,8 +1404,7 @@ def cross_kernel_facts() -> dict[str, str]:
         ranks = [int(r["prior's rank of the first within 1%"]) for r in rows]
         configs = [int(r["configs"]) for r in rows]
         assert sum(m <= 8 for m in med.values()) == int(k)
-        wins = sum(med[t] < gp[t] for t in med)
-        losses = sum(med[t] > gp[t] for t in med)
+        wins, _losses, gp_p = _sign_test(list(med.values()), [gp[t] for t in med])
         missed = sorted((m, t) for t, m in med.items() if m > 8)
         facts |= {f"{key}_TRAIN": trained, f"{key}_N": n, f"{key}_HITS": k, f"{key}_MEDIAN": prior,
                   f"{key}_WORST": worst, f"{key}_FASTGP": fastgp, f"{key}_RANDOM": random_,
@@ -1427,7 +1412,7 @@ def cross_kernel_facts() -> dict[str, str]:
                   f"{key}_RANK_MEDIAN": f"{statistics.median(ranks):g}", f"{key}_RANK_WORST": str(max(ranks)),
                   f"{key}_RANK_HITS": str(sum(r <= 8 for r in ranks)),
                   f"{key}_CONFIGS": f"{min(configs)}–{max(configs)}",
-                  f"{key}_GP_WINS": str(wins), f"{key}_GP_P": _p(binomtest(wins, wins + losses).pvalue)}
+                  f"{key}_GP_WINS": str(wins), f"{key}_GP_P": _p(gp_p)}
     return facts
 
 
@@ -1582,17 +1567,27 @@ def figure_coldstart(data: dict[str, Any], replayed: str) -> None:
     plt.close(fig)
 
 
-def figure_coldstart_regret(data: dict[str, Any]) -> None:
-    """Figure 4 (test tables of both cold-start test sets): mean regret after 1-200 compiles."""
+def _regret_figure(data: dict[str, Any], ours: Sequence[str], name: str, title: str,
+                   dashed: str | None = None, floor: float | None = None) -> None:
+    """Mean regret after each of ``data["ks"]`` compiles: *ours* with their bootstrap bands, the
+    anchors in grey, *dashed* as a black dashed line; regrets below *floor* drawn at it (a log axis
+    cannot show 0)."""
     plt = _figure_setup()
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     ks = data["ks"]
+
+    def shown(values: Sequence[float]) -> list[float]:
+        return list(values) if floor is None else [max(x, floor) for x in values]
+
     for s in data["anchors"]:
         ax.plot(ks, data["curves"][s], color="lightgray", lw=0.8)
-    for s in ("auto", "fastgp"):
+    for s in ours:
         lo, hi = data["bands"][s]
-        ax.fill_between(ks, lo, hi, alpha=0.2)
-        ax.plot(ks, data["curves"][s], lw=1.4, marker="o", ms=3, label=s)
+        ax.fill_between(ks, shown(lo), shown(hi), alpha=0.2)
+        ax.plot(ks, shown(data["curves"][s]), lw=1.4, marker="o", ms=3, label=s)
+    if dashed is not None:
+        ax.plot(ks, shown(data["curves"][dashed]), color="black", lw=1.0, ls="--",
+                label=f"{dashed} (online model, Ansor-style)")
     ax.plot([], [], color="lightgray", lw=0.8, label="Kernel Tuner strategies,\ncmaes-margin")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -1600,10 +1595,16 @@ def figure_coldstart_regret(data: dict[str, Any]) -> None:
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("unique compiles")
     ax.set_ylabel("1 - optimum / best found\n(mean over runs, then tables)")
-    ax.set_title(f"TEST tables of both cold-start test sets ({data['n']}), every run counted", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    _save(fig, "fig_coldstart_regret.svg")
+    _save(fig, name)
     plt.close(fig)
+
+
+def figure_coldstart_regret(data: dict[str, Any]) -> None:
+    """Figure 4 (test tables of both cold-start test sets): mean regret after 1-200 compiles."""
+    _regret_figure(data, ("auto", "fastgp"), "fig_coldstart_regret.svg",
+                   f"TEST tables of both cold-start test sets ({data['n']}), every run counted")
 
 
 def figure_critical_difference(data: dict[str, Any]) -> None:
