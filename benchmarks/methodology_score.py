@@ -46,13 +46,12 @@ from flysearch.compare import (  # noqa: E402
 )
 
 
-def _t4_file(info: Any, folder: Path) -> Path:
-    """*info*'s successful configs as a T4 results file (the package's input format)."""
+def _t4_file(info: Any, path: Path) -> Path:
+    """*info*'s successful configs written to *path* as a T4 results file (the package's input)."""
     results = [{"configuration": {"index": i}, "times": {"compilation_time": cost},
                 "invalidity": "correct", "correctness": 1,
                 "measurements": [{"name": "time", "value": ms, "unit": "ms"}]}
                for i, (ms, cost) in enumerate(zip(info.row_times, info.costs, strict=True)) if ms is not None]
-    path = folder / f"{len(list(folder.iterdir()))}.json"
     path.write_text(json.dumps({"schema_version": "1.0.0", "metadata": {"timeunit": "seconds"},
                                 "results": results}))
     return path
@@ -96,9 +95,9 @@ def package_scores(study: Path, results: Path) -> tuple[dict[str, dict[str, floa
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the package warns of runs that stopped at the optimum
-        for label, info in infos.items():
+        for n, (label, info) in enumerate(infos.items()):
             stats = SearchspaceStatistics(label, info.device, True, ["compilation_time"], ["time"],
-                                          _t4_file(info, Path(tmp)))
+                                          _t4_file(info, Path(tmp) / f"{n}.json"))
             baseline = RandomSearchCalculatedBaseline(stats)
             # Where random search already sits at the optimum the score is 0/0: the range ends there
             # (compare's own score skips those compiles too).
