@@ -25,7 +25,7 @@ CORPUS = "studies/shapes_h200.toml"
 
 def test_space_is_registered_and_about_4000_configs() -> None:
     space = get_space(SPACE_NAME)
-    assert space.size == 4800
+    assert space.size == 6400
     assert [p.name for p in space.params] == [
         "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages"
     ]
