@@ -9,6 +9,8 @@ import pytest
 
 from flysearch.errors import InputFormatError, MissingConfigError, MissingTableError
 from flysearch.evaluators import ReplayEvaluator
+from flysearch.kernels import get_space
+from flysearch.space import get_arch
 from flysearch.tables import (
     GroundTruth,
     Outcome,
@@ -166,6 +168,21 @@ def test_space_of_an_imported_table(conv_mi250x: GroundTruth) -> None:
     result = space.enumerate()
     assert result.summary() == "10240 -> 4362: listed_in_table -5878"
     assert {c.key for c in result.feasible} == set(conv_mi250x.rows)
+
+
+def test_a_raced_table_replays_over_the_value_sets_of_its_race() -> None:
+    """A family that gained a value after a table was raced (split-K's num_stages = 5) does not
+    offer it in that table's replay: the space, and so every search of the table, is the race's."""
+    path = sorted((Path(__file__).resolve().parents[2] / "benchmarks/data/h200").glob("*.table.json.gz"))[0]
+    meta, rows = read_table_file(path)
+    table = GroundTruth(meta, {r.key: r for r in rows})
+    family = get_space(meta.space["name"])
+    assert 5 in family.param("num_stages").values
+    space = space_for_table(table)
+    assert space.param("num_stages").values == (2, 3, 4)
+    assert [p.name for p in space.params] == [p.name for p in family.params]
+    enum = space.enumerate(meta.shape(), get_arch("sm_90"))
+    assert {c.key for c in enum.feasible} == set(table.rows)
 
 
 def test_replay_charges_a_compile_once(conv_a100: GroundTruth) -> None:
