@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))  # retime_top.summarize
 from flysearch.kernels import get_space  # noqa: E402
 from flysearch.race import race_summary  # noqa: E402
 from flysearch.space import REGIMES  # noqa: E402
-from flysearch.tables import TableStore, read_table_file  # noqa: E402
+from flysearch.tables import TableStore, read_table_file, space_for_table  # noqa: E402
 
 PAPER = ROOT / "paper"
 TEMPLATE = PAPER / "template.md"
@@ -78,7 +78,7 @@ def race_section(store: TableStore) -> tuple[str, dict[str, str]]:
         "RATIO_MEDIAN": f"{statistics.median(ratios):.2f}", "RATIO_MIN": f"{min(ratios):.2f}",
         "RATIO_MAX": f"{max(ratios):.2f}", "DEVICE": rows[0]["device"],
         "DATE": " and ".join(sorted({r["date"] for r in rows})),
-        "SPACE_SIZE": f"{get_space(tables[0].meta.space['name']).size:,}",
+        "SPACE_SIZE": f"{space_for_table(tables[0]).size:,}",  # the value sets the tables were raced over
         "COMPILE_MEDIAN": f"{statistics.median(compile_s):.2f}",
         "BENCH_MEDIAN_MS": f"{1000 * statistics.median(bench_s):.1f}",
     }
@@ -1080,6 +1080,37 @@ FROZEN_TAG = "method-2026-12-04"
 REGRET_KS = (1, 2, 4, 8, 16, 32)
 
 
+def stages5_facts() -> dict[str, str]:
+    """What num_stages = 5 buys the split-K family within each race (splitk_stages5.md)."""
+    text = _result("splitk_stages5.md")
+    rows = [r for r in _markdown_rows(text, "") if "x" in r["shape"]]
+    gains = [float(r["gain"].rstrip("%")) for r in rows]
+    top = max(rows, key=lambda r: float(r["gain"].rstrip("%")))
+    regimes = _markdown_rows(text.split("Per regime:", 1)[1], "")
+    moves = [float(r["median without / cuBLAS"]) - float(r["median best / cuBLAS"]) for r in regimes
+             if r["regime"] != "all"]
+    return {
+        "S5_N": str(len(rows)), "S5_AT5": str(sum(r["its num_stages"] == "5" for r in rows)),
+        "S5_OVER1": str(sum(g > 1.0 for g in gains)), "S5_MAX": f"{max(gains):.1f}%",
+        "S5_MAX_SHAPE": f"{top['shape']}, {top['regime']}", "S5_MEDIAN": f"{statistics.median(gains):.1f}%",
+        "S5_REGIME_MOVE": f"{max(moves):.3f}",
+    }
+
+
+def methodology_score_facts() -> dict[str, str]:
+    """Willemsen et al.'s score as the autotuning-methodology package computes it over the frozen
+    run's trajectories (methodology_score.md), beside compare's own implementation."""
+    rows = _markdown_rows(_result("methodology_score.md"), "")
+    assert rows, "no rows in methodology_score.md"
+    top = rows[:4]
+    return {
+        "MS_N": str(len(rows)),
+        "MS_TOP": ", ".join(f"`{r['sampler']}` {r['score (package)']}" for r in top),
+        "MS_MAXDIFF": f"{max(float(r['largest difference on a table']) for r in rows):.3f}",
+        "MS_SAME": str(sum(r["score (package)"] == r["score (compare's own)"] for r in rows)),
+    }
+
+
 def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
     """The method frozen at a tag, run once on held-out split-K tables beside every anchor, with
     noise-aware times (benchmarks/results/compare/compare_h200_kernels_holdout): facts, the
@@ -1703,6 +1734,8 @@ def main() -> None:
     facts.update(transfer_facts())
     facts.update(transfer_baseline_facts())
     facts.update(transfer_baseline_facts("transfer_baselines_test.md", "FZ"))
+    facts.update(methodology_score_facts())
+    facts.update(stages5_facts())
     facts.update(landscape_facts())
     facts.update(retime_facts())
     facts.update(agreement_facts())
