@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import platform
 import statistics
 import sys
@@ -52,8 +53,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit  # noqa: E402
-from flysearch.kernels._triton_gemm import output_tiles  # noqa: E402
-from flysearch.kernels._triton_tma import KERNEL_NAME, grid  # noqa: E402
 from flysearch.space import Shape  # noqa: E402
 from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
 
@@ -81,7 +80,7 @@ def shape_name(shape: Shape) -> str:
 
 
 def table_path(data: Path, shape: Shape) -> Path:
-    return data / f"{KERNEL_NAME}__H200__{shape_name(shape)}.table.json.gz"
+    return data / f"triton_gemm_tma__H200__{shape_name(shape)}.table.json.gz"
 
 
 def load_table(path: Path) -> GroundTruth:
@@ -91,8 +90,8 @@ def load_table(path: Path) -> GroundTruth:
 
 def program_counts(config: dict[str, Any], shape: Shape, sms: int) -> dict[str, int]:
     """Programs of each variant of :data:`VARIANTS` for *config* at *shape* on *sms* SMs."""
-    tiles = output_tiles(config, shape)
-    return {"today": grid(config, shape, sms)[0], "2xSMs": min(2 * sms, tiles), "tiles": tiles}
+    tiles = math.ceil(shape.M / int(config["BLOCK_M"])) * math.ceil(shape.N / int(config["BLOCK_N"]))
+    return {"today": min(sms, tiles), "2xSMs": min(2 * sms, tiles), "tiles": tiles}
 
 
 def distinct_variants(counts: dict[str, int]) -> dict[str, str]:
@@ -144,36 +143,11 @@ def dry_run(args: argparse.Namespace) -> None:
 
 
 def build(a: Any, w: Any, c: Any, config: dict[str, Any], programs: int | None) -> Callable[[], None]:
-    """A zero-argument launch of ``c = a @ w.T`` for *config* with *programs* programs.
-
-    ``programs=None`` is flysearch's launcher as it ships (:func:`flysearch.kernels.tma_gemm_launcher`:
-    ``min(SMs, tiles)`` programs, ``NUM_SMS`` = SMs). Otherwise the launcher's own helpers build the
-    same descriptors and constexprs and ``tma_gemm_kernel`` is launched on a grid of *programs*, with
-    ``NUM_SMS = programs``: the tile loop's stride is the grid size, so any count from 1 to tiles
-    covers every tile exactly once.
-    """
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
+    """A zero-argument launch of ``c = a @ w.T`` for *config* with *programs* programs
+    (``None``: the launcher's default, ``min(SMs, tiles)``, as the races ran)."""
     from flysearch.kernels import tma_gemm_launcher
-    from flysearch.kernels._triton_tma import _c_block, _constexprs
-    from flysearch.kernels._triton_tma_jit import tma_gemm_kernel
 
-    if programs is None:
-        return tma_gemm_launcher(a, w, c, config)
-    m, k = a.shape
-    n = w.shape[0]
-    bm, bn, bk = int(config["BLOCK_M"]), int(config["BLOCK_N"]), int(config["BLOCK_K"])
-    a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
-    w_desc = TensorDescriptor.from_tensor(w, [bn, bk])
-    c_desc = TensorDescriptor.from_tensor(c, list(_c_block(config)))
-    kwargs = _constexprs(config, programs)
-    warps, stages = int(config["num_warps"]), int(config["num_stages"])
-    kernel = tma_gemm_kernel[(programs,)]
-
-    def launch() -> None:
-        kernel(a_desc, w_desc, c_desc, m, n, k, **kwargs, num_warps=warps, num_stages=stages)
-
-    return launch
+    return tma_gemm_launcher(a, w, c, config, programs=programs)
 
 
 def check(bench: Any, config: dict[str, Any], programs: int | None) -> tuple[bool, float | None]:

@@ -301,7 +301,8 @@ def compiled_resources(kernel: Any) -> dict[str, int | None]:
 # -- launching -----------------------------------------------------------------------------------
 
 
-def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any]) -> Callable[[], None]:
+def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any],
+                  programs: int | None = None) -> Callable[[], None]:
     """A zero-argument launch of ``c = a @ w.T`` for *config* on CUDA tensors.
 
     Builds the three TMA descriptors once; the returned callable only launches, so it can be
@@ -313,10 +314,13 @@ def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any]) -> Ca
         w: ``[N, K]`` bf16, contiguous (a linear layer's weight as stored).
         c: ``[M, N]`` bf16, contiguous; overwritten.
         config: A config of :func:`make_space` (num_warps and num_stages included).
+        programs: How many programs walk the tiles (1 to the tile count; the tile loop's stride is
+            this count). ``None``: ``min(SMs, tiles)``, one program per SM, as the races ran.
 
     Raises:
-        ValueError: on mismatched shapes or dtypes, non-contiguous tensors, or N or K not a
-            multiple of 8 (TMA's 16-byte stride rule; see ``tma_strides_aligned``).
+        ValueError: on mismatched shapes or dtypes, non-contiguous tensors, N or K not a
+            multiple of 8 (TMA's 16-byte stride rule; see ``tma_strides_aligned``), or a program
+            count outside 1 to the tile count.
     """
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -337,9 +341,15 @@ def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any]) -> Ca
     a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk])
     c_desc = TensorDescriptor.from_tensor(c, list(_c_block(config)))
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    programs = min(sms, math.ceil(m / bm) * math.ceil(n / bn))
-    kwargs = _constexprs(config, sms)
+    tiles = math.ceil(m / bm) * math.ceil(n / bn)
+    if programs is None:
+        stride = torch.cuda.get_device_properties(a.device).multi_processor_count
+        programs = min(stride, tiles)
+    elif not 1 <= programs <= tiles:
+        raise ValueError(f"programs must be 1 to the {tiles} tiles; got {programs}")
+    else:
+        stride = programs
+    kwargs = _constexprs(config, stride)
     warps, stages = int(config["num_warps"]), int(config["num_stages"])
     kernel = tma_gemm_kernel[(programs,)]
 

@@ -171,3 +171,17 @@ def test_committed_tma_tables_hold_exactly_the_feasible_set() -> None:
         feasible = {c.key for c in space.enumerate(meta.shape(), get_arch("sm_90")).feasible}
         assert {r.key for r in rows} == feasible, path.name
         assert all(r.ok for r in rows), path.name
+
+
+def test_the_launcher_refuses_a_program_count_outside_the_tiles() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from flysearch.kernels import tma_gemm_launcher
+
+    config = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_stages": 3,
+              "num_warps": 4, "EPILOGUE_SUBTILE": False}
+    a, w = torch.zeros(128, 64, dtype=torch.bfloat16), torch.zeros(192, 64, dtype=torch.bfloat16)
+    c = torch.zeros(128, 192, dtype=torch.bfloat16)
+    for programs in (0, 7):  # 2 x 3 = 6 tiles
+        with pytest.raises(ValueError, match="programs must be 1 to the 6 tiles"):
+            tma_gemm_launcher(a, w, c, config, programs=programs)
