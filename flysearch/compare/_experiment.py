@@ -24,6 +24,7 @@ An experiment file::
     name = "tpe"
     encoding = "categorical"                 # "ordinal" (default) or "categorical"
     label = "tpe-categorical"                # optional
+    options = { n_startup_trials = 20 }      # optional: the Optuna class's keyword arguments
 
 ``[[prior_table]]`` entries (same keys as ``[[table]]``) add training tables for the ``costmodel``
 sampler; it is always trained leave-one-table-out: on the ``[[prior_table]]`` entries and the
@@ -62,7 +63,7 @@ from typing import Any
 
 from flysearch._tomlfile import read_toml
 from flysearch.errors import InputFormatError
-from flysearch.samplers import SAMPLERS
+from flysearch.samplers import SAMPLERS, sampler_options_problem
 from flysearch.space import ENCODINGS
 from flysearch.study import MAX_SEED, positive_int_problem, seed_problem
 from flysearch.tables import DEFAULT_DB
@@ -97,6 +98,8 @@ class SamplerSpec:
         encoding: ``"ordinal"`` (tiles as log2 ordinals) or ``"categorical"`` (Optuna's default style).
         max_idle: Suggestions in a row without a new compile after which a run stops.
         seeds: Seeds of this sampler when it should run fewer than the experiment's (a slow one).
+        options: Keyword arguments of the Optuna class an Optuna sampler builds, as sorted pairs
+            (the label then names them unless one is given).
     """
 
     name: str
@@ -104,10 +107,13 @@ class SamplerSpec:
     encoding: str = "ordinal"
     max_idle: int = 1000
     seeds: tuple[int, ...] | None = None
+    options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.label:
             label = self.name if self.encoding == "ordinal" else f"{self.name}-{self.encoding}"
+            if self.options:
+                label += "[" + ",".join(f"{k}={v}" for k, v in self.options) + "]"
             object.__setattr__(self, "label", label)
 
     @property
@@ -190,6 +196,7 @@ class Experiment:
                 known = ", ".join(dict.fromkeys(SAMPLERS + MODEL_SAMPLERS))
                 raise InputFormatError(f"Unknown sampler {s.name!r}; choose one of: {known}.")
             problem = positive_int_problem(f"max_idle of sampler {s.label!r}", s.max_idle)
+            problem = problem or sampler_options_problem(s.name, dict(s.options))
             if problem:
                 raise InputFormatError(problem)
             if s.encoding not in ENCODINGS:
@@ -218,7 +225,7 @@ def _unique(what: str, labels: list[str]) -> None:
 _EXP_KEYS = {"name", "kind", "budget", "seeds", "workers", "output", "db", "title", "stop_at_optimum",
              "times", "prior_on_tables"}
 _TABLE_KEYS = {"source", "label", "restrict", "group"}
-_SAMPLER_KEYS = {"name", "label", "encoding", "max_idle", "seeds"}
+_SAMPLER_KEYS = {"name", "label", "encoding", "max_idle", "seeds", "options"}
 _TOP_KEYS = {"experiment", "table", "sampler", "prior_table"}
 
 
@@ -290,6 +297,11 @@ def load_experiment(path: str | Path) -> Experiment:
         raw = dict(raw)
         if "seeds" in raw:
             raw["seeds"] = _seeds(path, raw["seeds"])
+        if "options" in raw:
+            if not isinstance(raw["options"], dict):
+                raise InputFormatError(f"Experiment file {path}: [[sampler]] #{i + 1}: options must be "
+                                       "a table of keyword arguments, such as { n_startup_trials = 20 }.")
+            raw["options"] = tuple(sorted(raw["options"].items()))
         try:
             samplers.append(SamplerSpec(**raw))
         except TypeError as exc:

@@ -347,6 +347,7 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
         prior = _prior_for(task)
     settings = StudySpec(
         sampler=task.sampler.name,
+        sampler_options=dict(task.sampler.options),
         budget=task.budget,
         seed=task.seed,
         encoding=task.sampler.encoding,  # type: ignore[arg-type]

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from flysearch.samplers._context import SearchContext
 from flysearch.samplers._history import candidate_features, clear_candidate_features
-from flysearch.samplers._registry import SAMPLERS, SamplerRequest, make_sampler, register_sampler
+from flysearch.samplers._registry import (
+    SAMPLERS,
+    SamplerRequest,
+    make_sampler,
+    register_sampler,
+    sampler_options_problem,
+)
 
 if TYPE_CHECKING:
     from flysearch.samplers._costmodel import CostModelSampler
@@ -26,6 +32,7 @@ __all__ = [
     "clear_candidate_features",
     "make_sampler",
     "register_sampler",
+    "sampler_options_problem",
 ]
 
 _HOME = {"CostModelSampler": "_costmodel"}  # imported when first used

@@ -255,8 +255,9 @@ class PlainMarginCmaEsSampler(FinishedOnceCmaEsSampler):
     1e32 with an ``AssertionError``, and from then on every suggestion is the independent sampler's
     (Optuna's random sampler), as for a parameter CMA-ES does not model."""
 
-    def __init__(self, *, seed: int | None = None) -> None:
-        super().__init__(seed=seed, with_margin=True, warn_independent_sampling=False)
+    def __init__(self, *, seed: int | None = None, **options: Any) -> None:
+        # options: CmaEsSampler's other keyword arguments (sigma0, popsize, n_startup_trials, ...).
+        super().__init__(seed=seed, with_margin=True, warn_independent_sampling=False, **options)
         self.diverged = False
 
     def sample_relative(self, study: Study, trial: FrozenTrial,

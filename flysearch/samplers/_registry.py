@@ -11,6 +11,11 @@ configs (:mod:`flysearch.samplers`); ``cmaes-margin`` is Optuna's CMA-ES with ma
 (``surrogate``) propose in turn (:mod:`flysearch.samplers`). ``kt:<strategy>`` runs one of
 Kernel Tuner's strategies on a replayed table (:mod:`flysearch.samplers`).
 
+The samplers that are Optuna's (``tpe``, ``tpe-unseen``, ``gp``, ``cmaes-margin``) take *options*:
+keyword arguments of the Optuna class they build (``{"n_startup_trials": 20, "multivariate":
+True}``), so that a comparison can run them tuned as well as at their defaults
+(:func:`sampler_options_problem` says what is wrong with a set of options).
+
 Example:
     >>> from flysearch.samplers import make_sampler
     >>> type(make_sampler("tpe", seed=0)).__name__
@@ -19,9 +24,10 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -37,7 +43,7 @@ if TYPE_CHECKING:
 
 
 __all__ = ["SAMPLERS", "FeasibleGridSampler", "SamplerRequest", "SearchContext", "make_sampler",
-           "register_sampler"]
+           "register_sampler", "sampler_options_problem"]
 
 
 _GOLDEN = (5**0.5 - 1) / 2  # successive multiples mod 1 stay evenly spread, for any number of workers
@@ -122,6 +128,8 @@ class SamplerRequest:
         budget: The study's budget of compiles (the ``kt:`` samplers give it to Kernel Tuner).
         measured: A replayed study's table: each config's time in ms by key, ``None`` where it
             failed. Only the ``kt:`` samplers read it, to run Kernel Tuner in its simulation mode.
+        options: Keyword arguments of the Optuna class an Optuna sampler builds (see
+            :func:`sampler_options_problem`); empty for its defaults.
     """
 
     name: str
@@ -132,6 +140,7 @@ class SamplerRequest:
     worker: int = 0
     budget: int | None = None
     measured: Mapping[str, float | None] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def needs_context(self) -> SearchContext:
         if self.context is None:
@@ -140,17 +149,47 @@ class SamplerRequest:
 
 
 _BUILDERS: dict[str, Callable[[SamplerRequest], BaseSampler]] = {}
+# The options each sampler takes: the keyword arguments of this Optuna class, less those it sets.
+_OPTIONS: dict[str, tuple[type, frozenset[str]]] = {}
 
 
-def register_sampler(name: str) -> Callable[[Callable[[SamplerRequest], BaseSampler]],
-                                            Callable[[SamplerRequest], BaseSampler]]:
-    """Register the decorated function as the builder of the sampler called *name*."""
+def register_sampler(
+    name: str, options_of: type | None = None, fixed: frozenset[str] = frozenset({"seed"})
+) -> Callable[[Callable[[SamplerRequest], BaseSampler]], Callable[[SamplerRequest], BaseSampler]]:
+    """Register the decorated function as the builder of the sampler called *name*; a sampler that
+    builds an Optuna class (*options_of*) takes its keyword arguments as options, less the *fixed*
+    ones its builder sets."""
 
     def add(builder: Callable[[SamplerRequest], BaseSampler]) -> Callable[[SamplerRequest], BaseSampler]:
         _BUILDERS[name] = builder
+        if options_of is not None:
+            _OPTIONS[name] = (options_of, fixed)
         return builder
 
     return add
+
+
+def sampler_options_problem(name: str, options: Mapping[str, Any]) -> str | None:
+    """What is wrong with *options* for the sampler *name*, in one sentence, or ``None``.
+
+    Example:
+        >>> sampler_options_problem("tpe", {"n_startup_trials": 20})
+        >>> sampler_options_problem("random", {"n_startup_trials": 20})
+        "The random sampler takes no options; these take them: cmaes-margin, gp, tpe, tpe-unseen."
+    """
+    if not options:
+        return None
+    name = name.strip().lower()
+    if name not in _OPTIONS:
+        return (f"The {name} sampler takes no options; these take them: "
+                f"{', '.join(sorted(_OPTIONS))}.")
+    cls, fixed = _OPTIONS[name]
+    allowed = set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"} - fixed
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        return (f"Unknown option(s) {', '.join(unknown)} of the {name} sampler; it takes "
+                f"{cls.__name__}'s: {', '.join(sorted(allowed))}.")
+    return None
 
 
 def make_sampler(
@@ -163,17 +202,22 @@ def make_sampler(
     worker: int = 0,
     budget: int | None = None,
     measured: Mapping[str, float | None] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> BaseSampler:
     """Build the sampler called *name* (one of :data:`SAMPLERS`; see :class:`SamplerRequest` for
     the rest).
 
     Raises:
-        UnknownSamplerError: *name* is not a known sampler.
+        UnknownSamplerError: *name* is not a known sampler, or *options* do not fit it.
     """
     name = name.strip().lower()
     if name not in _BUILDERS:
         raise UnknownSamplerError(f"Unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}.")
-    return _BUILDERS[name](SamplerRequest(name, seed, context, prior, batch, worker, budget, measured))
+    problem = sampler_options_problem(name, options or {})
+    if problem:
+        raise UnknownSamplerError(problem)
+    request = SamplerRequest(name, seed, context, prior, batch, worker, budget, measured, dict(options or {}))
+    return _BUILDERS[name](request)
 
 
 # The builders import their sampler's module when first used, so that a study pays for its own.
@@ -193,26 +237,29 @@ def _random(r: SamplerRequest) -> BaseSampler:
     return optuna.samplers.RandomSampler(seed=r.seed)
 
 
-@register_sampler("tpe")
+_TPE_FIXED = frozenset({"seed", "constant_liar"})
+
+
+@register_sampler("tpe", optuna.samplers.TPESampler, _TPE_FIXED)
 def _tpe(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._tpe import CachedTPESampler
 
     # Optuna's TPE (its parameters converted once per trial: the same suggestions, faster).
     # The constant liar keeps a batch of asks (or several workers) from proposing one config.
-    return CachedTPESampler(seed=r.seed, constant_liar=r.batch)
+    return CachedTPESampler(seed=r.seed, constant_liar=r.batch, **r.options)
 
 
-@register_sampler("tpe-unseen")
+@register_sampler("tpe-unseen", optuna.samplers.TPESampler, _TPE_FIXED)
 def _tpe_unseen(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._tpe import UnseenTPESampler
 
     feasible = r.context.encoded() if r.context is not None else None
-    return UnseenTPESampler(seed=r.seed, constant_liar=r.batch, feasible=feasible)
+    return UnseenTPESampler(seed=r.seed, constant_liar=r.batch, feasible=feasible, **r.options)
 
 
-@register_sampler("gp")
+@register_sampler("gp", optuna.samplers.GPSampler)
 def _gp(r: SamplerRequest) -> BaseSampler:
-    return optuna.samplers.GPSampler(seed=r.seed)
+    return optuna.samplers.GPSampler(seed=r.seed, **r.options)
 
 
 @register_sampler("fastgp")
@@ -244,14 +291,15 @@ def _cmaes(r: SamplerRequest) -> BaseSampler:
     return RestartingCmaEsSampler(r.context, seed=r.seed)
 
 
-@register_sampler("cmaes-margin")
+@register_sampler("cmaes-margin", optuna.samplers.CmaEsSampler,
+                  frozenset({"seed", "with_margin", "warn_independent_sampling"}))
 def _cmaes_margin(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._cmaes import PlainMarginCmaEsSampler
 
     # Optuna's CMA-ES with margin as it comes, without flysearch's restarts: an anchor.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return PlainMarginCmaEsSampler(seed=r.seed)
+        return PlainMarginCmaEsSampler(seed=r.seed, **r.options)
 
 
 @register_sampler("qmc")

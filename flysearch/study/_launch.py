@@ -7,6 +7,7 @@ A study file::
     table = "convolution_milo/MI250X"        # the ground-truth table to replay
     import = "../../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz"
     sampler = "tpe"
+    sampler_options = { n_startup_trials = 20 }   # optional: the Optuna class's keyword arguments
     budget = 200                             # unique compiles
     seed = 0
 
@@ -34,8 +35,8 @@ __all__ = ["launch", "load_study_file"]
 
 
 # The keys of a study file's [study] table: a replayed study's fields (``import`` for ``import_path``).
-_FILE_KEYS = {"table", "kernel", "arch", "shape", "sampler", "budget", "seed", "name", "encoding", "storage",
-              "db", "import", "max_idle", "prior"}
+_FILE_KEYS = {"table", "kernel", "arch", "shape", "sampler", "sampler_options", "budget", "seed", "name",
+              "encoding", "storage", "db", "import", "max_idle", "prior"}
 
 
 def load_study_file(path: str | Path) -> StudySpec:

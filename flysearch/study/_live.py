@@ -205,7 +205,7 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
         loaded = prior() if callable(prior) else prior
         sampler_laps("prior")
         made = make_sampler(settings.sampler, seed=seed, context=context, prior=loaded, batch=True,
-                            worker=live.worker_index)
+                            worker=live.worker_index, options=settings.sampler_options)
         sampler_laps("sampler")
         return made
 

@@ -16,12 +16,14 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flysearch.errors import FlysearchError, InputFormatError, UnknownSamplerError
-from flysearch.samplers import SAMPLERS
+from flysearch.samplers import SAMPLERS, sampler_options_problem
 from flysearch.space import ENCODINGS, Encoding, get_arch, parse_shape
 from flysearch.tables import DEFAULT_DB
 
@@ -139,6 +141,8 @@ class StudySpec:
 
     How:
         sampler: Sampler name (see :data:`flysearch.samplers.SAMPLERS`).
+        sampler_options: Keyword arguments of the Optuna class an Optuna sampler builds
+            (``{"n_startup_trials": 20}``; see :func:`flysearch.samplers.sampler_options_problem`).
         budget: Unique compiles the study may spend (may grow when a study is resumed; shared by
             all workers of a live study).
         seed: Seed of the sampler (and of the grid order).
@@ -162,6 +166,7 @@ class StudySpec:
     shape: str | None = None
     space: str | None = None
     sampler: str = "auto"
+    sampler_options: Mapping[str, Any] = field(default_factory=dict)
     budget: int = 200
     seed: int | None = 0
     encoding: Encoding = "ordinal"
@@ -197,6 +202,8 @@ class StudySpec:
         """What is stored with the study: its identity, budget and ``max_idle``."""
         out = {k: getattr(self, k) for k in _STORED}
         out["space"] = out["space"] or ""
+        if self.sampler_options:  # a sampler at its defaults is stored as before options existed
+            out["sampler"] = f"{self.sampler} {json.dumps(dict(self.sampler_options), sort_keys=True)}"
         return out
 
     def with_overrides(self, **overrides: Any) -> StudySpec:
@@ -211,6 +218,12 @@ class StudySpec:
         if self.sampler not in SAMPLERS:
             raise UnknownSamplerError(
                 f"Unknown sampler {self.sampler!r}; choose one of: {', '.join(SAMPLERS)}.")
+        if not isinstance(self.sampler_options, Mapping):
+            raise InputFormatError("sampler_options must be a table of keyword arguments, such as "
+                                   "{ n_startup_trials = 20 }.")
+        problem = sampler_options_problem(self.sampler, self.sampler_options)
+        if problem:
+            raise InputFormatError(problem)
         if self.encoding not in ENCODINGS:
             raise InputFormatError(
                 f"Unknown encoding {self.encoding!r}; choose one of: {', '.join(ENCODINGS)}.")

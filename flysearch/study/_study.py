@@ -250,7 +250,8 @@ def run_study(
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
                             problem)
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior,
-                           budget=settings.budget, measured=_measured(evaluator))
+                           budget=settings.budget, measured=_measured(evaluator),
+                           options=settings.sampler_options)
     durable = open_study(study_name, open_storage(storage), settings, sampler)
     _recover_abandoned(durable)
     shared = SharedStudy(durable, sampler)

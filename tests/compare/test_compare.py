@@ -155,6 +155,20 @@ def test_changed_settings_are_not_mixed(tmp_path: Path, dedisp_path: Path) -> No
         run_experiment(changed)
 
 
+def test_a_sampler_runs_with_its_options_under_a_label_that_names_them(tmp_path: Path,
+                                                                      dedisp_path: Path) -> None:
+    """Options reach the Optuna sampler: TPE that samples at random for its whole budget (its
+    startup longer than the budget) is another run than TPE at its defaults, and stored apart."""
+    tuned = SamplerSpec("tpe", options=(("n_startup_trials", 1000),))
+    assert tuned.label == "tpe[n_startup_trials=1000]"
+    exp = _experiment(tmp_path, dedisp_path, seeds=(0,), budget=30,
+                      samplers=(SamplerSpec("tpe"), tuned))
+    runs = {r["sampler"]: r for r in load_runs(run_experiment(exp).results_db)}
+    assert set(runs) == {"tpe", "tpe[n_startup_trials=1000]"}
+    assert runs["tpe"]["best_json"] != runs["tpe[n_startup_trials=1000]"]["best_json"] or (
+        runs["tpe"]["trajectory"].times != runs["tpe[n_startup_trials=1000]"]["trajectory"].times)
+
+
 def test_a_prior_trained_on_other_tables_is_another_setting() -> None:
     """A costmodel run's prior trains on the experiment's other tables: a table added to them (a
     glob that matches one more file) makes the stored run stale, not resumable."""
@@ -359,6 +373,12 @@ encoding = "categorical"
          "Unknown times 'best'"),
         ('[experiment]\nprior_on_tables = "no"\n[[table]]\nsource = "x.json.gz"\n[[sampler]]\nname = "tpe"\n',
          "prior_on_tables must be true or false"),
+        ('[[table]]\nsource = "x.json.gz"\n[[sampler]]\nname = "tpe"\noptions = { n_start = 5 }\n',
+         "Unknown option(s) n_start of the tpe sampler"),
+        ('[[table]]\nsource = "x.json.gz"\n[[sampler]]\nname = "random"\noptions = { seed = 5 }\n',
+         "The random sampler takes no options"),
+        ('[[table]]\nsource = "x.json.gz"\n[[sampler]]\nname = "tpe"\noptions = 5\n',
+         "options must be a table of keyword arguments"),
         ("[experiment\n", "not valid TOML"),
         ('[[table]]\nsource = "missing.json.gz"\n[[sampler]]\nname = "tpe"\n', "does not exist"),
     ],

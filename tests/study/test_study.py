@@ -259,3 +259,20 @@ def test_a_replay_never_proposes_a_config_its_table_lacks() -> None:
                             settings(table, sampler, budget, shape=table.meta.shape().key),
                             shape=table.meta.shape(), storage=optuna.storages.InMemoryStorage())
         assert summary.compiles == min(budget, len(enumeration.feasible))
+
+
+def test_a_sampler_is_built_with_its_options_and_they_are_part_of_the_study(
+        conv_mi250x: GroundTruth) -> None:
+    tpe = make_sampler("tpe-unseen", seed=0, options={"n_startup_trials": 31, "multivariate": True})
+    assert tpe._n_startup_trials == 31 and tpe._multivariate
+    with pytest.raises(UnknownSamplerError, match=r"Unknown option\(s\) startup of the tpe sampler"):
+        make_sampler("tpe", seed=0, options={"startup": 3})
+    with pytest.raises(UnknownSamplerError, match="The grid sampler takes no options"):
+        make_sampler("grid", options={"x": 1})
+    space, storage = space_for_table(conv_mi250x), optuna.storages.InMemoryStorage()
+    plain = settings(conv_mi250x, "tpe", 3)
+    run_study("o", space, ReplayEvaluator(conv_mi250x), plain, storage=storage)
+    tuned = settings(conv_mi250x, "tpe", 3, sampler_options={"n_startup_trials": 31})
+    assert tuned.stored()["sampler"] == 'tpe {"n_startup_trials": 31}' and plain.stored()["sampler"] == "tpe"
+    with pytest.raises(StudyMismatchError):
+        run_study("o", space, ReplayEvaluator(conv_mi250x), tuned, storage=storage)
