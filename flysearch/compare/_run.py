@@ -254,7 +254,9 @@ class RunTask:
 
     @property
     def fingerprint(self) -> str:
-        sampler = {k: v for k, v in asdict(self.sampler).items() if k != "seeds"}
+        # A sampler at its defaults keeps the fingerprint it had before samplers took options.
+        sampler = {k: v for k, v in asdict(self.sampler).items()
+                   if k != "seeds" and not (k == "options" and not v)}
         settings: list[Any] = [asdict(self.table), sampler, self.budget]
         if self.priors:  # a prior trained on other tables is another setting
             settings.append(sorted(p.label for p in self.priors))
