@@ -169,6 +169,20 @@ def test_a_sampler_runs_with_its_options_under_a_label_that_names_them(tmp_path:
         runs["tpe"]["trajectory"].times != runs["tpe[n_startup_trials=1000]"]["trajectory"].times)
 
 
+def test_a_sampler_without_options_keeps_the_fingerprint_it_had_before_options() -> None:
+    """Runs stored before samplers took options resume: their fingerprint does not change."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    task = compare.RunTask("e", TableSpec("t.json.gz"), SamplerSpec("tpe"), 0, 10, "db")
+    sampler = {"name": "tpe", "label": "tpe", "encoding": "ordinal", "max_idle": 1000}
+    before = [asdict(task.table), sampler, 10]
+    assert task.fingerprint == hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:16]
+    tuned = replace(task, sampler=SamplerSpec("tpe", label="tpe", options=(("n_startup_trials", 5),)))
+    assert tuned.fingerprint != task.fingerprint
+
+
 def test_a_prior_trained_on_other_tables_is_another_setting() -> None:
     """A costmodel run's prior trains on the experiment's other tables: a table added to them (a
     glob that matches one more file) makes the stored run stale, not resumable."""
