@@ -1097,6 +1097,14 @@ def stages5_facts() -> dict[str, str]:
     }
 
 
+def tuning_facts() -> dict[str, str]:
+    """Optuna's samplers tuned on development tables (tune_optuna_choice.md): how many variants, and
+    which the rule picked."""
+    rows = _markdown_rows(_result("tune_optuna_choice.md"), "")
+    chosen = [r["variant"] for r in rows if r["chosen"] == "**chosen**"]
+    return {"TU_VARIANTS": str(len(rows)), "TU_CHOSEN": " and ".join(chosen)}
+
+
 def methodology_score_facts() -> dict[str, str]:
     """Willemsen et al.'s score as the autotuning-methodology package computes it over the frozen
     run's trajectories (methodology_score.md), beside compare's own implementation."""
@@ -1118,7 +1126,9 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
     by = _table_rows(FROZEN)
     tables = sorted(by["costmodel"], key=lambda t: [int(x) for x in t.rsplit("/", 1)[1].split("x")])
     anchors = sorted(s for s in by if s.startswith("kt:") or s == "cmaes-margin")
-    adapted = [s for s in ("tpe-unseen", "cmaes") if s in by]  # Optuna's, as flysearch adapted them
+    # Optuna's, as flysearch adapted them, and the variants tuned on development tables
+    adapted = [s for s in sorted(by, key=lambda s: (s.split("[")[0] != "tpe-unseen", s))
+               if s.split("[")[0] in ("tpe-unseen", "cmaes")]
     samplers = ["costmodel", "auto", "ranker", *adapted, *anchors]
     summary = (ROOT / "benchmarks" / "results" / "compare" / FROZEN / "summary.md").read_text()
     budget = int(re.search(r"budget B = (\d+)", summary).group(1))
@@ -1735,6 +1745,7 @@ def main() -> None:
     facts.update(transfer_baseline_facts())
     facts.update(transfer_baseline_facts("transfer_baselines_test.md", "FZ"))
     facts.update(methodology_score_facts())
+    facts.update(tuning_facts())
     facts.update(stages5_facts())
     facts.update(landscape_facts())
     facts.update(retime_facts())
