@@ -32,7 +32,9 @@ stretch of the GPU falls on different variants in different rounds; each timing 
 protocol (:func:`flysearch.evaluators.shape_bench`: CUDA-graph replays on rotating input sets a few
 times the L2 size, the median of batch means, the result validated), the same protocol the tables
 were raced with. Per variant the median over rounds is kept. ``report`` turns the JSON into a
-markdown table and the median over shapes of (best program count / today's).
+markdown table and the median over shapes of (best program count / today's), and sets cuBLAS and
+the best config, timed here in the same rounds, beside the times of the table's race session, where
+cuBLAS was timed once per shape before any config.
 """
 
 from __future__ import annotations
@@ -320,6 +322,41 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def _against_the_race(doc: dict[str, Any], per_shape: list[tuple[Any, ...]]) -> list[str]:
+    """cuBLAS and the best config timed here, in interleaved rounds, against the times of the
+    table's race session (cuBLAS timed once per shape, before the configs), per shape and regime."""
+    from flysearch.race import vendor_ms
+
+    data = ROOT / doc["provenance"]["data"]
+    best_here = {name: t_ms for name, t_ms, *_ in per_shape}
+    lines = ["", "cuBLAS and the best config here against the table's race session (*race*: the "
+             "table's re-timed best and the cuBLAS time its race took once per shape; *here*: both "
+             "in the interleaved rounds above):", "",
+             "| shape | regime | cuBLAS race ms | cuBLAS here ms | here / race | best / cuBLAS, race "
+             "| best / cuBLAS, here |", "|---|---|---:|---:|---:|---:|---:|"]
+    by_regime: dict[str, list[tuple[float, float]]] = {}
+    for s in doc["shapes"]:
+        table = load_table(data / s["table"])
+        race_vendor, here_vendor = vendor_ms(table.meta), s.get("cublas_ms")
+        ranked = table.ranked()
+        race_best = table.retimed_ms().get(ranked[0].key, ranked[0].time_ms) if ranked else None
+        here_best = best_here.get(s["shape"])
+        if not (race_vendor and here_vendor and race_best and here_best):
+            continue
+        race_ratio, here_ratio = race_best / race_vendor, here_best / here_vendor
+        by_regime.setdefault(s["regime"], []).append((race_ratio, here_ratio))
+        by_regime.setdefault("all", []).append((race_ratio, here_ratio))
+        lines.append(f"| {s['shape']} | {s['regime']} | {race_vendor:.4f} | {here_vendor:.4f} | "
+                     f"{here_vendor / race_vendor:.3f} | {race_ratio:.3f} | {here_ratio:.3f} |")
+    lines += ["", "| regime | shapes | median best / cuBLAS, race | median best / cuBLAS, here |",
+              "|---|---:|---:|---:|"]
+    for regime in sorted(by_regime, key=lambda r: (r == "all", r)):
+        pairs = by_regime[regime]
+        lines.append(f"| {regime} | {len(pairs)} | {statistics.median(p[0] for p in pairs):.3f} | "
+                     f"{statistics.median(p[1] for p in pairs):.3f} |")
+    return lines
+
+
 def report(args: argparse.Namespace) -> None:
     doc = json.loads(args.json.read_text())
     prov = doc["provenance"]
@@ -421,6 +458,7 @@ def report(args: argparse.Namespace) -> None:
         "where today's is the fastest. The run-to-run noise of one config's median on the H200 is about "
         "1%, so only ratios below about 0.99 say that another program count pays.",
     ]
+    lines += _against_the_race(doc, per_shape)
     if prov.get("stopped"):
         lines += ["", f"The run stopped early: {prov['stopped']}."]
     args.out.parent.mkdir(parents=True, exist_ok=True)
