@@ -1097,6 +1097,23 @@ def stages5_facts() -> dict[str, str]:
     }
 
 
+def cublas_timing_facts() -> dict[str, str]:
+    """cuBLAS timed in interleaved rounds beside the TMA family's best against the race's single
+    cuBLAS timing (tma_programs.md, development shapes)."""
+    text = _result("tma_programs.md")
+    part = text.split("cuBLAS and the best config here against the table's race session", 1)[1]
+    rows = [r for r in _markdown_rows(part, "") if "x" in r["shape"]]
+    slower = [r for r in rows if float(r["here / race"]) > 1.02]
+    assert slower, "no shape where the interleaved cuBLAS time is slower in tma_programs.md"
+    return {
+        "TP_N": str(len(rows)), "TP_SLOWER": str(len(slower)),
+        "TP_DRIFT": _span([100 * (float(r["here / race"]) - 1) for r in slower], 0) + "%",
+        "TP_RACE": _span([float(r["best / cuBLAS, race"]) for r in slower], 2),
+        "TP_HERE": _span([float(r["best / cuBLAS, here"]) for r in slower], 2),
+        "TP_REGIMES": ", ".join(sorted({r["regime"] for r in slower})),
+    }
+
+
 def tuning_facts() -> dict[str, str]:
     """Optuna's samplers tuned on development tables (tune_optuna_choice.md): how many variants, and
     which the rule picked."""
@@ -1746,6 +1763,7 @@ def main() -> None:
     facts.update(transfer_baseline_facts("transfer_baselines_test.md", "FZ"))
     facts.update(methodology_score_facts())
     facts.update(tuning_facts())
+    facts.update(cublas_timing_facts())
     facts.update(stages5_facts())
     facts.update(landscape_facts())
     facts.update(retime_facts())
