@@ -81,8 +81,11 @@ def shape_name(shape: Shape) -> str:
     return f"{shape.M}x{shape.N}x{shape.K}"
 
 
-def table_path(data: Path, shape: Shape) -> Path:
-    return data / f"triton_gemm_tma__H200__{shape_name(shape)}.table.json.gz"
+def table_path(data: list[Path], shape: Shape) -> Path:
+    """The committed TMA table of *shape*: in the first folder of *data* that holds it (else where
+    the first folder would hold it)."""
+    name = f"triton_gemm_tma__H200__{shape_name(shape)}.table.json.gz"
+    return next((d / name for d in data if (d / name).exists()), data[0] / name)
 
 
 def load_table(path: Path) -> GroundTruth:
@@ -265,7 +268,8 @@ def run_shape(shape: Shape, path: Path, top: list[tuple[str, dict[str, Any], flo
                   f"{src.get('ok')}) /today {vs_today} /cuBLAS {vs_cublas}", flush=True)
     launches.clear()  # free the graphs before the next shape's inputs
     return {"shape": name, "M": shape.M, "N": shape.N, "K": shape.K, "regime": shape.regime,
-            "table": path.name, "cublas_ms": cublas_ms, "cublas_rounds": len(cublas),
+            "table": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT)
+            else str(path), "cublas_ms": cublas_ms, "cublas_rounds": len(cublas),
             "cublas_rounds_ms": [round(t, 6) for t in cublas], "configs": configs}
 
 
@@ -286,7 +290,7 @@ def run(args: argparse.Namespace) -> None:
             "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
             "date": dt.date.today().isoformat(), "device": info["device"], "sms": sms,
             "versions": info["versions"], "rounds": args.rounds, "seed": args.seed, "top": args.top,
-            "data": str(args.data), "protocol": protocol_dict(), "variants": list(VARIANTS),
+            "data": [str(d) for d in args.data], "protocol": protocol_dict(), "variants": list(VARIANTS),
         },
         "shapes": [],
     }
@@ -327,7 +331,7 @@ def _against_the_race(doc: dict[str, Any], per_shape: list[tuple[Any, ...]]) -> 
     table's race session (cuBLAS timed once per shape, before the configs), per shape and regime."""
     from flysearch.race import vendor_ms
 
-    data = ROOT / doc["provenance"]["data"]
+    data = doc["provenance"]["data"]
     best_here = {name: t_ms for name, t_ms, *_ in per_shape}
     lines = ["", "cuBLAS and the best config here against the table's race session (*race*: the "
              "table's re-timed best and the cuBLAS time its race took once per shape; *here*: both "
@@ -336,7 +340,8 @@ def _against_the_race(doc: dict[str, Any], per_shape: list[tuple[Any, ...]]) -> 
              "| best / cuBLAS, here |", "|---|---|---:|---:|---:|---:|---:|"]
     by_regime: dict[str, list[tuple[float, float]]] = {}
     for s in doc["shapes"]:
-        table = load_table(data / s["table"])
+        # a table named by its path from the repository's root, or (older runs) in the one --data
+        table = load_table(ROOT / s["table"] if "/" in s["table"] else ROOT / data / s["table"])
         race_vendor, here_vendor = vendor_ms(table.meta), s.get("cublas_ms")
         ranked = table.ranked()
         race_best = table.retimed_ms().get(ranked[0].key, ranked[0].time_ms) if ranked else None
@@ -470,7 +475,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="check and time the program counts on a CUDA GPU (or --dry-run)")
-    r.add_argument("--data", type=Path, required=True, help="folder of the committed TMA tables")
+    r.add_argument("--data", type=Path, action="append", required=True,
+                   help="folder of the committed TMA tables; repeatable (the first holding a shape wins)")
     r.add_argument("--shapes", type=parse_shape, nargs="+", required=True, help="MxNxK ...")
     r.add_argument("--top", type=int, default=3, help="configs per shape, fastest first")
     r.add_argument("--rounds", type=int, default=10)
