@@ -130,18 +130,7 @@ def race_shape(family: Family, entry: Any, workers: int, info: dict[str, Any], s
         sets, c = bench.sets, bench.c
         build(sets[0][0], sets[0][1], c, config)()  # load the binary before capturing
         torch.cuda.synchronize()
-        graphs = []
-        for a, w in sets:
-            run = build(a, w, c, config)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                run()
-            graphs.append(graph)
-
-        def launch(i: int) -> None:
-            graphs[i].replay()
-
-        return launch, family.ops(config)
+        return graph_replays(bench, lambda a, w, c: build(a, w, c, config)), family.ops(config)
 
     for config in configs:
         key = _key(config)
@@ -190,6 +179,27 @@ def race_shape(family: Family, entry: Any, workers: int, info: dict[str, Any], s
           f"{time.monotonic() - start:.1f} s (compiles {compile_wall:.1f} s); best "
           f"{min(retimed.values()) if retimed else best} ms, cuBLAS {vendor.get('time_ms')} ms", flush=True)
     return table
+
+
+def graph_replays(bench: Any, make_run: Callable[[Any, Any, Any], Callable[[], None]]
+                  ) -> Callable[[int], None]:
+    """``launch(i)``: the replay of a CUDA graph of ``make_run(a, w, c)`` captured on *bench*'s
+    rotating input set ``i`` (a Python wrapper's host cost stays out of the timing). The binary
+    must be loaded (run once) before."""
+    import torch
+
+    graphs = []
+    for a, w in bench.sets:
+        run = make_run(a, w, bench.c)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        graphs.append(graph)
+
+    def launch(i: int) -> None:
+        graphs[i].replay()
+
+    return launch
 
 
 def space_of(name: str, params: list[Param]) -> Space:

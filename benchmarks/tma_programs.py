@@ -53,10 +53,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # _family_race, also when imported as a module
+
+from _family_race import graph_replays, load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.space import Shape  # noqa: E402
-from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
 
 DRY_RUN_SMS = 132  # the H200's SM count, for --dry-run (no GPU to ask)
 VARIANTS: tuple[str, ...] = ("today", "2xSMs", "tiles")
@@ -86,11 +88,6 @@ def table_path(data: list[Path], shape: Shape) -> Path:
     the first folder would hold it)."""
     name = f"triton_gemm_tma__H200__{shape_name(shape)}.table.json.gz"
     return next((d / name for d in data if (d / name).exists()), data[0] / name)
-
-
-def load_table(path: Path) -> GroundTruth:
-    meta, rows = read_table_file(path)
-    return GroundTruth(meta, {r.key: r for r in rows})
 
 
 def program_counts(config: dict[str, Any], shape: Shape, sms: int) -> dict[str, int]:
@@ -123,7 +120,7 @@ def select(args: argparse.Namespace) -> list[tuple[Shape, Path, list[tuple[str, 
         sys.exit("no TMA table for: " + ", ".join(missing))
     for shape in args.shapes:
         path = table_path(args.data, shape)
-        table = load_table(path)
+        table = load(path)
         retimed = table.retimed_ms()
         top = [(r.key, dict(r.params), float(retimed.get(r.key, r.time_ms or 0.0)))
                for r in table.ranked()[: args.top]]
@@ -170,24 +167,6 @@ def check(bench: Any, config: dict[str, Any], programs: int | None) -> tuple[boo
     return ok, err if err == err else None  # NaN (an unwritten tile) -> None
 
 
-def graphed(bench: Any, config: dict[str, Any], programs: int | None) -> Callable[[int], None]:
-    """``launch(i)``: the replay of a CUDA graph of the launch on rotating input set ``i``."""
-    import torch
-
-    graphs = []
-    for a, w in bench.sets:
-        run = build(a, w, bench.c, config, programs)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            run()
-        graphs.append(graph)
-
-    def launch(i: int) -> None:
-        graphs[i].replay()
-
-    return launch
-
-
 def _vid(key: str, variant: str) -> str:
     return f"{key}|{variant}"
 
@@ -219,7 +198,8 @@ def run_shape(shape: Shape, path: Path, top: list[tuple[str, dict[str, Any], flo
                 ok, err = check(bench, params, programs)
                 rec.update(check_ok=ok, max_abs_err=err)
                 if ok:
-                    launches[_vid(key, variant)] = graphed(bench, params, programs)
+                    launches[_vid(key, variant)] = graph_replays(
+                        bench, lambda a, w, c, p=params, n=programs: build(a, w, c, p, n))
             except Exception as exc:  # a compile or launch failure is this variant's result
                 rec.update(check_ok=False, detail=f"{type(exc).__name__}: {exc}"[:300])
                 torch.cuda.synchronize()  # raises again if the context is gone: stop there
@@ -341,7 +321,7 @@ def _against_the_race(doc: dict[str, Any], per_shape: list[tuple[Any, ...]]) -> 
     by_regime: dict[str, list[tuple[float, float]]] = {}
     for s in doc["shapes"]:
         # a table named by its path from the repository's root, or (older runs) in the one --data
-        table = load_table(ROOT / s["table"] if "/" in s["table"] else ROOT / data / s["table"])
+        table = load(ROOT / s["table"] if "/" in s["table"] else ROOT / data / s["table"])
         race_vendor, here_vendor = vendor_ms(table.meta), s.get("cublas_ms")
         ranked = table.ranked()
         race_best = table.retimed_ms().get(ranked[0].key, ranked[0].time_ms) if ranked else None
