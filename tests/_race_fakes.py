@@ -126,3 +126,21 @@ def fake_timer_lucky(payload: dict[str, Any]) -> dict[str, Any]:
     if payload["op"] == "time" and payload.get("best_ms") is not None and _matches(payload["config"], LUCKY):
         answer = {**answer, "time_ms": 0.8 * answer["time_ms"]}
     return answer
+
+
+VENDOR_CALLS_ENV = "FLYSEARCH_TEST_VENDOR_CALLS"
+
+
+def fake_timer_warm_vendor(payload: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fake_timer_lucky`, except that cuBLAS is fast (1.05 ms) only the first time it is
+    timed and 1.10 ms after, as on a GPU that idled before the race's first timing. Calls are counted
+    in the file named by :data:`VENDOR_CALLS_ENV` (a timer restarted after a crash keeps the count)."""
+    answer = fake_timer_lucky(payload)
+    if payload["op"] == "vendor":
+        counter = os.environ[VENDOR_CALLS_ENV]
+        calls = int(open(counter).read() or 0) if os.path.exists(counter) else 0
+        with open(counter, "w") as f:
+            f.write(str(calls + 1))
+        if calls:
+            answer = {**answer, "time_ms": 1.10}
+    return answer

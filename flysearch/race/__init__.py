@@ -4,10 +4,21 @@
 from __future__ import annotations
 
 from flysearch.race._flydsl_sweep import compile_sweep, write_sweep_csv
-from flysearch.race._race import RaceSettings, RaceShape, fastest_backends, race_summary, run_race, vendor_ms
+from flysearch.race._race import (
+    VENDOR_KEY,
+    RaceSettings,
+    RaceShape,
+    fastest_backends,
+    race_summary,
+    run_race,
+    vendor_in_rounds,
+    vendor_ms,
+    vendor_rounds_record,
+)
 from flysearch.race._sweep import sweep_to_table
 
 __all__ = [
+    "VENDOR_KEY",
     "RaceSettings",
     "RaceShape",
     "compile_sweep",
@@ -15,6 +26,8 @@ __all__ = [
     "race_summary",
     "run_race",
     "sweep_to_table",
+    "vendor_in_rounds",
     "vendor_ms",
+    "vendor_rounds_record",
     "write_sweep_csv",
 ]

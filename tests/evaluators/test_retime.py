@@ -13,7 +13,7 @@ from flysearch.errors import FlysearchError
 from flysearch.evaluators import RetimeSettings, interleaved_rounds, top_rows, with_rounds
 from flysearch.export import best_configs
 from flysearch.kernels._triton_gemm import make_space
-from flysearch.race import RaceSettings, RaceShape, race_summary, run_race
+from flysearch.race import RaceSettings, RaceShape, race_summary, run_race, vendor_in_rounds, vendor_ms
 from flysearch.space import Shape
 from flysearch.tables import RETIME, GroundTruth, Row, TableMeta, TableStore, dump_table_file, read_table_file
 from tests import _race_fakes as fakes
@@ -136,7 +136,9 @@ def test_summary_export_and_table_file_use_the_confirmed_order(lucky, tmp_path) 
     (summary,) = race_summary(store)
     assert summary["best_key"] == table.confirmed_best().key != summary["race_best_key"]
     assert summary["confirmed_ms"] == pytest.approx(table.retimed_ms()[summary["best_key"]])
-    assert summary["triton_ms"] == table.rows[summary["best_key"]].time_ms  # its race time, as cuBLAS's
+    # cuBLAS was in the rounds: both times are medians of them
+    assert summary["cublas_in_rounds"] and summary["triton_ms"] == summary["confirmed_ms"]
+    assert summary["ratio"] == pytest.approx(summary["confirmed_ms"] / 1.05)
     assert summary["retimed"] == 8
     (entry,) = best_configs(store, "triton_gemm/", top=1)
     assert entry["key"] == table.confirmed_best().key
@@ -176,3 +178,32 @@ def test_a_race_without_retiming_and_the_cli_switch(tmp_path) -> None:
                                        "--db", str(tmp_path / "c.db")])
     assert result.exit_code != 0 and "--retime-rounds 1 confirms nothing" in result.output
     assert "Traceback" not in result.output
+
+
+def test_cublas_is_timed_in_the_rounds_and_a_table_without_it_is_re_timed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(fakes.VENDOR_CALLS_ENV, str(tmp_path / "vendor_calls"))
+    store = TableStore(tmp_path / "w.db")
+    warm = _settings(timer_fn=fakes.fake_timer_warm_vendor)
+    report = run_race(make_space(), [RaceShape(SHAPE)], store, warm)
+    table = store.load(NAME)
+    vendor = json.loads(table.meta.notes)["vendor"]
+    assert vendor["time_ms"] == 1.05  # the race's one timing, before any config, is kept
+    assert vendor["retime"]["rounds_ms"] == [1.10] * 3 and vendor["retime"]["median_ms"] == 1.10
+    assert vendor_ms(table.meta) == 1.10 and vendor_in_rounds(table.meta)
+    assert report.shapes[0].vendor_ms == 1.10
+    (summary,) = race_summary(store)
+    best = table.confirmed_best()
+    assert (summary["triton_ms"], summary["cublas_ms"]) == (table.retimed_ms()[best.key], 1.10)
+    assert summary["ratio"] == pytest.approx(table.retimed_ms()[best.key] / 1.10)
+
+    # A table re-timed before cuBLAS joined the rounds (every committed table until then) is re-timed
+    # by a rerun that measures nothing new.
+    notes = json.loads(table.meta.notes)
+    del notes["vendor"]["retime"]
+    store.set_notes(NAME, json.dumps(notes))
+    assert not vendor_in_rounds(store.meta(NAME)) and vendor_ms(store.meta(NAME)) == 1.05
+    again = run_race(make_space(), [RaceShape(SHAPE)], store, warm).shapes[0]
+    assert again.measured == 0 and again.retime_s > 0 and again.retimed == 8
+    assert vendor_in_rounds(store.meta(NAME)) and vendor_ms(store.meta(NAME)) == 1.10
+    once_more = run_race(make_space(), [RaceShape(SHAPE)], store, warm).shapes[0]
+    assert once_more.retime_s == 0.0  # now it has them: nothing to do
