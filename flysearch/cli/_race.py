@@ -79,9 +79,10 @@ def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[s
              report_path: str | None, retime_rounds: int, retime_within: float, retime_max: int) -> None:
     """Race every feasible config over the shapes; resumable (a rerun skips measured configs).
 
-    Then each shape's fastest configs are timed again in interleaved rounds and their medians kept
-    beside the race's times (--retime-rounds 0 turns that off); summaries and exports use the
-    confirmed order. A rerun re-times finished tables raced without it.
+    Then each shape's fastest configs and cuBLAS are timed again in interleaved rounds and their
+    medians kept beside the race's times (--retime-rounds 0 turns that off); summaries and exports
+    use the confirmed order. A rerun re-times finished tables raced without it, or whose rounds
+    lack cuBLAS.
 
     Example:
 
@@ -209,7 +210,8 @@ def race_summary_cmd(db: str, prefix: str, as_json: bool) -> None:
         tm = f"{r['triton_ms']:.4g}" if r["triton_ms"] else "-"
         cm = f"{r['cublas_ms']:.4g}" if r["cublas_ms"] else "-"
         ratio = f"{r['ratio']:.3f}" if r["ratio"] else "-"
-        confirmed = f" (re-timed {r['retimed']})" if r["retimed"] else ""
+        with_cublas = ", cuBLAS too" if r["cublas_in_rounds"] else ""
+        confirmed = f" (re-timed {r['retimed']}{with_cublas})" if r["retimed"] else ""
         click.echo(f"{r['table']:<36} {r['regime']:<8} {r['rows']:>5} {r['counts'].get('ok', 0):>5} "
                    f"{tm:>10} {cm:>10} {ratio:>6}  {r['winner'] or '-'}{confirmed}")
     shared = [b for b in fastest_backends(rows) if len(b["ratios"]) > 1]
