@@ -15,7 +15,9 @@ budget). Each run's time is split in three:
   ``sample_relative``, ``sample_independent``, ``before_trial``, ``after_trial``), counted once where
   one sampler calls another;
 * **the rest**: flysearch's study loop (Optuna's ask/tell on an in-memory storage, the analytic
-  pruning, the replay lookup, the trial records).
+  pruning, the replay lookup, the trial records), and the work of flysearch's model samplers that
+  rank candidates outside those methods (``costmodel``, ``surrogate``, ``spreadforest``): an upper
+  bound on the loop's cost.
 
 A change that keeps the summaries identical must keep every suggestion, so it can remove at most
 *the rest* (a cache of fitted priors across runs would not count: a first run still fits them). The
