@@ -42,10 +42,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-if platform.machine() == "x86_64" and "OPENBLAS_CORETYPE" not in os.environ:
-    # compare's own setting for its workers (flysearch.compare's portable BLAS kernel): with it the
-    # runs execute in this process, where their time can be split.
-    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "OPENBLAS_CORETYPE": "Haswell"})
 
 from flysearch.compare import code_commit, load_experiment, run_experiment  # noqa: E402
 
@@ -61,6 +57,7 @@ class _SamplerClock:
     def __init__(self) -> None:
         self.seconds = 0.0
         self._depth = 0
+        self._wrapped: list[tuple[type, str, Any]] = []
 
     def wrap(self, fn: Any) -> Any:
         @functools.wraps(fn)
@@ -93,7 +90,14 @@ class _SamplerClock:
             todo.extend(cls.__subclasses__())
             for name in _METHODS:
                 if name in vars(cls):
+                    self._wrapped.append((cls, name, vars(cls)[name]))
                     setattr(cls, name, self.wrap(vars(cls)[name]))
+
+    def uninstall(self) -> None:
+        """Put back the methods :meth:`install` wrapped."""
+        for cls, name, original in reversed(self._wrapped):
+            setattr(cls, name, original)
+        self._wrapped.clear()
 
 
 def measure(path: Path, clock: _SamplerClock, fits: _SamplerClock, out: Path) -> dict[str, Any]:
@@ -138,6 +142,10 @@ def main() -> None:
     ap.add_argument("--experiments", default=",".join(EXPERIMENTS), help="experiment names in studies/")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
+    if platform.machine() == "x86_64" and "OPENBLAS_CORETYPE" not in os.environ:
+        # compare's own setting for its workers (flysearch.compare's portable BLAS kernel): with it
+        # the runs execute in this process, where their time can be split.
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "OPENBLAS_CORETYPE": "Haswell"})
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
