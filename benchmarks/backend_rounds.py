@@ -6,7 +6,8 @@ rounds.
         --tma benchmarks/data/h200_tma_holdout --out /tmp/o/backend_rounds.json            # GPU
     python benchmarks/backend_rounds.py run ... --dry-run                                  # CPU
     python benchmarks/backend_rounds.py report \\
-        --json benchmarks/data/h200_backend_rounds/backend_rounds.json                      # CPU
+        --json benchmarks/data/h200_backend_rounds/backend_rounds.json \\
+        --repeat benchmarks/data/h200_backend_rounds/backend_rounds_top5.json              # CPU
 
 The committed races timed cuBLAS once per shape, before the first config, while the GPU had been
 idle; timed beside a Triton kernel in interleaved rounds, cuBLAS took 4-13% longer on compute-bound
@@ -244,6 +245,10 @@ def _shape_line(result: dict[str, Any]) -> str:
             f"/ cuBLAS {_f(r['splitk'])}, TMA / cuBLAS {_f(r['tma'])}; fastest {fastest(r)}")
 
 
+def _met(ratio: float | None, target: float | None) -> str:
+    return "-" if target is None or ratio is None else ("yes" if ratio <= target else "no")
+
+
 def _f(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -251,6 +256,11 @@ def _f(x: float | None, digits: int = 3) -> str:
 def report(args: argparse.Namespace) -> None:
     doc = json.loads(args.json.read_text())
     prov = doc["provenance"]
+    repeat: dict[str, dict[str, Any]] = {}
+    if getattr(args, "repeat", None):
+        again = json.loads(args.repeat.read_text())
+        repeat = {s["shape"]: s for s in again["shapes"]}
+        rp = again["provenance"]
     versions = prov.get("versions", {})
     lines = [
         "# Split-K, TMA and cuBLAS timed in the same rounds on the H200", "",
@@ -265,10 +275,15 @@ def report(args: argparse.Namespace) -> None:
         "entry once, shuffled), each timing the races' protocol. Ratios are medians over the rounds, best "
         "config / cuBLAS, so both sides share the GPU's state. *race*: the same ratio as the races "
         "measured it (the table's confirmed best / the cuBLAS time its race took once, before any config).",
+    ]
+    if repeat:
+        lines += ["", f"*repeat*: best / cuBLAS in a second run, `{rp['command']}` ({rp['date']}, "
+                  f"{rp['top']} configs per family, seed {rp['seed']}): how far one run's ratios move."]
+    lines += [
         "",
         "| shape | regime | cuBLAS ms | cuBLAS here / race | split-K / cuBLAS | TMA / cuBLAS "
-        "| best / cuBLAS | best / cuBLAS, race | fastest |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| best / cuBLAS | best / cuBLAS, race | fastest |" + (" repeat |" if repeat else ""),
+        "|---|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|" if repeat else ""),
     ]
     by_regime: dict[str, dict[str, list[float]]] = {}
     wins: dict[str, int] = {}
@@ -280,30 +295,41 @@ def report(args: argparse.Namespace) -> None:
         here_vendor = s["cublas"].get("median_ms")
         win = fastest(r)
         wins[win] = wins.get(win, 0) + 1
-        for group in (s["regime"], "all"):
-            g = by_regime.setdefault(group, {"splitk": [], "tma": [], "triton": [], "race": []})
+        again = ratios(repeat[s["shape"]])["triton"] if s["shape"] in repeat else None
+        held_out = "holdout" in s["families"]["tma"]["table"]
+        groups = (s["regime"], "all", *((f"{s['regime']}, held out", "all, held out") if held_out else ()))
+        for group in groups:
+            g = by_regime.setdefault(group, {"splitk": [], "tma": [], "triton": [], "race": [], "repeat": []})
             for k in ("splitk", "tma", "triton"):
                 if r[k] is not None:
                     g[k].append(r[k])
             if race_best is not None:
                 g["race"].append(race_best)
+            if again is not None:
+                g["repeat"].append(again)
         lines.append("| " + " | ".join([
             s["shape"], s["regime"], _f(here_vendor, 4),
             _f(here_vendor / race_vendor if here_vendor and race_vendor else None),
             _f(r["splitk"]), _f(r["tma"]), _f(r["triton"]), _f(race_best), win,
+            *([_f(again)] if repeat else []),
         ]) + " |")
     lines += ["", "Per regime, medians over shapes (target of the kernels issue: best Triton / cuBLAS "
-              "<= 1.00 on decode, <= 1.05 elsewhere):", "",
+              "<= 1.00 on decode, <= 1.05 elsewhere); *held out*: the shapes whose tables are in a "
+              "`holdout` folder, chosen and committed before they were raced:", "",
               "| regime | shapes | split-K / cuBLAS | TMA / cuBLAS | best / cuBLAS | target | met "
-              "| best / cuBLAS, race |", "|---|---:|---:|---:|---:|---:|---|---:|"]
+              "| best / cuBLAS, race |" + (" repeat | met |" if repeat else ""),
+              "|---|---:|---:|---:|---:|---:|---|---:|" + ("---:|---|" if repeat else "")]
     order = [*TARGETS, "all"]
+    order += [f"{g}, held out" for g in order]
     for group in sorted(by_regime, key=lambda g: order.index(g) if g in order else len(order)):
         g = by_regime[group]
         med = {k: statistics.median(v) if v else None for k, v in g.items()}
-        target = TARGETS.get(group)
-        met = "-" if target is None or med["triton"] is None else ("yes" if med["triton"] <= target else "no")
-        lines.append("| " + " | ".join([group, str(len(g["triton"])), _f(med["splitk"]), _f(med["tma"]),
-                                          _f(med["triton"]), _f(target, 2), met, _f(med["race"])]) + " |")
+        target = TARGETS.get(group.split(",")[0])
+        cells = [group, str(len(g["triton"])), _f(med["splitk"]), _f(med["tma"]), _f(med["triton"]),
+                 _f(target, 2), _met(med["triton"], target), _f(med["race"])]
+        if repeat:
+            cells += [_f(med["repeat"]), _met(med["repeat"], target)]
+        lines.append("| " + " | ".join(cells) + " |")
     won = ", ".join(f"{k} {v}" for k, v in sorted(wins.items()))
     lines += ["", f"Fastest backend per shape: {won}."]
     failed = [f"{s['shape']} {k}" for s in doc["shapes"] for fam in s["families"].values()
@@ -330,6 +356,8 @@ def main() -> None:
     r.add_argument("--dry-run", action="store_true", help="print the shapes and configs, no CUDA")
     p = sub.add_parser("report", help="markdown from the JSON of run (CPU)")
     p.add_argument("--json", type=Path, required=True)
+    p.add_argument("--repeat", type=Path, default=None,
+                   help="JSON of a second run of the same shapes: its best / cuBLAS beside the first's")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "backend_rounds.md")
     args = ap.parse_args()
     run(args) if args.command == "run" else report(args)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._benchmarks import BENCHMARKS, benchmark_script
+from tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
 
 DATA = BENCHMARKS / "data"
 
@@ -69,3 +69,16 @@ def test_the_report_takes_each_family_s_best_over_cublas_in_the_same_rounds(tmp_
     assert "| decode | 1 | 1.020 | 0.980 | 0.980 | 1.00 | yes |" in text
     assert "| square | 1 | 1.200 | 1.050 | 1.050 | 1.05 | yes |" in text
     assert "Fastest backend per shape: TMA 1, cuBLAS 1." in text and "1x4096x4096 t1" in text
+
+
+def test_the_committed_run_times_cublas_slower_beside_the_kernels_on_a_square_shape(tmp_path: Path) -> None:
+    br = benchmark_script("backend_rounds")
+    run = committed_file(DATA / "h200_backend_rounds" / "backend_rounds.json", tmp_path / "run.json")
+    doc = json.loads(run.read_text())
+    assert doc["provenance"]["rounds"] == 10 and len(doc["shapes"]) == 39
+    square = next(s for s in doc["shapes"] if s["shape"] == "4096x4096x4096")
+    assert len(square["cublas"]["rounds_ms"]) == 10
+    here, race = square["cublas"]["median_ms"], square["families"]["tma"]["race_vendor_ms"]
+    assert here > 1.03 * race  # the race's lone cuBLAS timing, before any config, was faster
+    r = br.ratios(square)
+    assert r["triton"] == r["tma"] < br.race_ratio(square, "tma")
