@@ -1114,6 +1114,40 @@ def cublas_timing_facts() -> dict[str, str]:
     }
 
 
+def backend_rounds_facts() -> dict[str, str]:
+    """Split-K, TMA and cuBLAS timed in the same rounds over all raced shapes
+    (backend_rounds.md): per regime medians of best Triton / cuBLAS, both runs, and who wins."""
+    text = _result("backend_rounds.md")
+    shapes = [r for r in _markdown_rows(text, "") if "x" in r["shape"]]
+    regimes = {r["regime"]: r for r in _markdown_rows(text.split("Per regime", 1)[1], "")}
+    big = [r for r in shapes if r["regime"] in ("prefill", "square")]
+    slower = [float(r["cuBLAS here / race"]) for r in big]
+    faster = [float(r["TMA here / table"]) for r in big]
+    names = {"decode": "decode", "small_m": "small-M", "k_heavy": "K-heavy", "prefill": "prefill",
+             "square": "square"}
+    assert all(regimes[g]["met"] == regimes[g]["met (2)"] for g in names), \
+        "backend_rounds.md: the two runs disagree on a target; the paper's sentence says they agree"
+    met = [names[g] for g in names if regimes[g]["met"] == "yes"]
+    missed = [names[g] for g in names if regimes[g]["met"] != "yes"]
+    wins = text.split("Fastest backend per shape: ", 1)[1].split(".", 1)[0]
+    def prose(items: list[str]) -> str:
+        return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    facts = {"BR_N": str(len(shapes)), "BR_MET": prose(met), "BR_MISSED": prose(missed),
+             "BR_WINS": wins, "BR_BIG": str(len(big)),
+             "BR_CUBLAS_SLOWER": f"{100 * (statistics.median(slower) - 1):.1f}%",
+             "BR_TMA_FASTER": f"{100 * (1 - statistics.median(faster)):.1f}%",
+             "BR_HELDOUT_ALL": regimes["all, held out"]["best / cuBLAS"],
+             "BR_HELDOUT_ALL_REPEAT": regimes["all, held out"]["repeat"]}
+    for g, r in regimes.items():
+        if "," not in g:
+            key = g.upper()
+            facts[f"BR_{key}"] = r["best / cuBLAS"]
+            facts[f"BR_{key}_REPEAT"] = r["repeat"]
+            facts[f"BR_{key}_RACE"] = r["best / cuBLAS, race"]
+    return facts
+
+
 def tuning_facts() -> dict[str, str]:
     """Optuna's samplers tuned on development tables (tune_optuna_choice.md): how many variants, and
     which the rule picked."""
@@ -1764,6 +1798,7 @@ def main() -> None:
     facts.update(methodology_score_facts())
     facts.update(tuning_facts())
     facts.update(cublas_timing_facts())
+    facts.update(backend_rounds_facts())
     facts.update(stages5_facts())
     facts.update(landscape_facts())
     facts.update(retime_facts())
