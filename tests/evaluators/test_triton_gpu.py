@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -12,7 +14,7 @@ if not torch.cuda.is_available():
 from flysearch.evaluators._gpu_bench import TimingProtocol, _ShapeBench  # noqa: E402
 from flysearch.evaluators._triton import TritonEvaluator  # noqa: E402
 from flysearch.kernels._triton_gemm import make_space  # noqa: E402
-from flysearch.race import RaceSettings, RaceShape, race_summary, run_race  # noqa: E402
+from flysearch.race import RaceSettings, RaceShape, race_summary, run_race, vendor_in_rounds, vendor_ms  # noqa: E402
 from flysearch.space import Shape  # noqa: E402
 from flysearch.tables import Outcome, TableStore  # noqa: E402
 
@@ -86,3 +88,7 @@ def test_small_race_writes_tables_and_times_cublas(tmp_path) -> None:
         for key, median in rounds.items():
             assert len(table.rows[key].extra["retime"]["rounds_ms"]) == 10
             assert 0.5 < median / (table.rows[key].time_ms or 0.0) < 2.0  # the same kernel, timed again
+        vendor = json.loads(table.meta.notes)["vendor"]  # cuBLAS was one more entry of every round
+        assert len(vendor["retime"]["rounds_ms"]) == 10 and vendor_in_rounds(table.meta)
+        assert 0.5 < vendor["retime"]["median_ms"] / vendor["time_ms"] < 2.0
+        assert vendor_ms(table.meta) == vendor["retime"]["median_ms"] == shape.vendor_ms
