@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flysearch.race import VENDOR_KEY, vendor_ms, vendor_rounds_record
+from flysearch.race import VENDOR_KEY, vendor_ms
 from flysearch.space import Config, Param, Shape, Space
 from flysearch.tables import GroundTruth, Row, TableMeta, read_table_file
 
@@ -113,7 +113,14 @@ def race_shape(family: Family, entry: Any, workers: int, info: dict[str, Any], s
     """Race *family* on corpus *entry*'s shape; the table, its top re-timed."""
     import torch
 
-    from flysearch.evaluators import interleaved_rounds, protocol_dict, shape_bench, top_rows, with_rounds
+    from flysearch.evaluators import (
+        interleaved_rounds,
+        protocol_dict,
+        rounds_record,
+        shape_bench,
+        top_rows,
+        with_rounds,
+    )
 
     shape = entry.shape
     configs = family.configs(shape)
@@ -183,7 +190,7 @@ def race_shape(family: Family, entry: Any, workers: int, info: dict[str, Any], s
     for r in with_rounds(tops, samples, failed):
         table.rows[r.key] = r
     if tops:
-        vendor["retime"] = vendor_rounds_record(vendor_times, vendor_failed)
+        vendor["retime"] = rounds_record(vendor_times, vendor_failed)
         notes["vendor"] = vendor
         table = GroundTruth(dataclasses.replace(meta, notes=json.dumps(notes, sort_keys=True)), table.rows)
     retimed = table.retimed_ms()

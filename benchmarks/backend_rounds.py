@@ -128,7 +128,7 @@ def _launchers(bench: Any, shape: Shape, entry: dict[str, Any]) -> dict[str, Cal
 
 def run_shape(entry: dict[str, Any], rounds: int, seed: int) -> dict[str, Any]:
     """Time cuBLAS and *entry*'s configs in interleaved rounds; *entry* with their rounds added."""
-    from flysearch.evaluators import interleaved_rounds, shape_bench
+    from flysearch.evaluators import interleaved_rounds, rounds_record, shape_bench
 
     shape = parse_shape(entry["shape"])
     bench = shape_bench(shape.as_dict())
@@ -144,13 +144,7 @@ def run_shape(entry: dict[str, Any], rounds: int, seed: int) -> dict[str, Any]:
     timers.clear()  # free the graphs before the next shape's inputs
 
     def record(item: str) -> dict[str, Any]:
-        times = samples.get(item, [])
-        out: dict[str, Any] = {"rounds_ms": [round(t, 6) for t in times]}
-        if item in failed:
-            out["failed"] = failed[item]
-        elif times:
-            out["median_ms"] = statistics.median(times)
-        return out
+        return rounds_record(samples.get(item, []), failed.get(item))
 
     result = {**entry, "regime": shape.regime, "cublas": record(CUBLAS)}
     for family, fam in result["families"].items():

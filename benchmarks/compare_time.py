@@ -142,6 +142,9 @@ def main() -> None:
     ap.add_argument("--experiments", default=",".join(EXPERIMENTS), help="experiment names in studies/")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
+    missing = [n for n in args.experiments.split(",") if not (ROOT / "studies" / f"{n}.toml").is_file()]
+    if missing:
+        ap.error(f"no experiment file studies/<name>.toml for: {', '.join(missing)}")
     if platform.machine() == "x86_64" and "OPENBLAS_CORETYPE" not in os.environ:
         # compare's own setting for its workers (flysearch.compare's portable BLAS kernel): with it
         # the runs execute in this process, where their time can be split.

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         decide,
         interleaved_rounds,
         retime_finalists,
+        rounds_record,
         top_rows,
         with_rounds,
     )
@@ -120,6 +121,7 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "decide",
     "interleaved_rounds",
     "retime_finalists",
+    "rounds_record",
     "top_rows",
     "with_rounds",
     # The FlyDSL toolchain (lld).
@@ -136,6 +138,7 @@ _HOME = {
     "FinalistReport": "_retime",
     "decide": "_retime",
     "retime_finalists": "_retime",
+    "rounds_record": "_retime",
     "COMPILE_TIMEOUT_S": "_triton",
     "Compiled": "_base",
     "Evaluator": "_base",

@@ -46,7 +46,7 @@ from flysearch.errors import FlysearchError
 from flysearch.tables import RETIME, GroundTruth, Row
 
 __all__ = ["FinalistReport", "FinalistStats", "RetimeSettings", "decide", "interleaved_rounds",
-           "retime_finalists", "top_rows", "with_rounds"]
+           "retime_finalists", "rounds_record", "top_rows", "with_rounds"]
 
 T = TypeVar("T")
 
@@ -117,19 +117,25 @@ def interleaved_rounds(
     return samples, failed
 
 
+def rounds_record(times: Sequence[float], failed: str | None = None) -> dict[str, Any]:
+    """What one entry's interleaved rounds leave behind: its times (``rounds_ms``) and their median
+    (``median_ms``), or the reason it *failed* (then no median)."""
+    record: dict[str, Any] = {"rounds_ms": [round(t, 6) for t in times]}
+    if failed is not None:
+        record["failed"] = failed
+    elif times:
+        record["median_ms"] = statistics.median(times)
+    return record
+
+
 def with_rounds(rows: Sequence[Row], samples: dict[str, list[float]], failed: dict[str, str]) -> list[Row]:
-    """Copies of *rows* whose ``extra["retime"]`` holds their rounds and median, or the failure."""
+    """Copies of *rows* whose ``extra["retime"]`` holds their :func:`rounds_record` (rows with
+    neither a time nor a failure are left out)."""
     out = []
     for r in rows:
         times = samples.get(r.key, [])
-        record: dict[str, object] = {"rounds_ms": [round(t, 6) for t in times]}
-        if r.key in failed:
-            record["failed"] = failed[r.key]
-        elif times:
-            record["median_ms"] = statistics.median(times)
-        else:
-            continue
-        out.append(replace(r, extra={**r.extra, RETIME: record}))
+        if r.key in failed or times:
+            out.append(replace(r, extra={**r.extra, RETIME: rounds_record(times, failed.get(r.key))}))
     return out
 
 

@@ -13,7 +13,6 @@ from flysearch.race._race import (
     run_race,
     vendor_in_rounds,
     vendor_ms,
-    vendor_rounds_record,
 )
 from flysearch.race._sweep import sweep_to_table
 
@@ -28,6 +27,5 @@ __all__ = [
     "sweep_to_table",
     "vendor_in_rounds",
     "vendor_ms",
-    "vendor_rounds_record",
     "write_sweep_csv",
 ]

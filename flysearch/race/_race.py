@@ -30,7 +30,6 @@ table whose rounds lack cuBLAS.
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +47,7 @@ from flysearch.evaluators import (
     compile_task,
     interleaved_rounds,
     protocol_dict,
+    rounds_record,
     timer_task,
     timing_payload,
     top_rows,
@@ -68,7 +68,6 @@ __all__ = [
     "table_name",
     "vendor_in_rounds",
     "vendor_ms",
-    "vendor_rounds_record",
 ]
 
 
@@ -442,7 +441,7 @@ def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> No
     if plan.table in race.store:
         meta = race.store.meta(plan.table)
     else:
-        res = race.timer_call({"op": "vendor", "shape": shape_d, "protocol": proto})
+        res = _time_vendor(race, shape_d)
         vendor = dict(res.value) if res.ok else {"outcome": "runtime_failed", "detail": res.detail}
         vendor.update({"backend": "cublas", "op": "torch.mm(A, W.t())"})
         meta = _meta(race, plan, arch, info, vendor)
@@ -479,6 +478,11 @@ def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> No
             race.collect_compiles(race.compiler.poll(timeout=0.05))
     race.flush()
     _finish_report(race, plan, start)
+
+
+def _time_vendor(race: _Race, shape: dict[str, Any]) -> TaskResult:
+    """Validate and time cuBLAS (``torch.mm``) at *shape* in the timer, with the race's protocol."""
+    return race.timer_call({"op": "vendor", "shape": shape, "protocol": protocol_dict(race.s.protocol)})
 
 
 def _retime_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> None:
@@ -523,11 +527,9 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
     while any((spec, r.key) not in race.compiled for r in rows):
         race.collect_compiles(race.compiler.poll(timeout=0.05))
 
-    proto = protocol_dict(race.s.protocol)
-
     def time_one(row: Row) -> float | str:
         if row.key == VENDOR_KEY:
-            res = race.timer_call({"op": "vendor", "shape": shape.as_dict(), "protocol": proto})
+            res = _time_vendor(race, shape.as_dict())
             v = res.value if res.ok else {}
             if v.get("outcome") == "ok" and v.get("time_ms"):
                 return float(v["time_ms"])
@@ -544,7 +546,7 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
                                          settings.seed)
     notes = _notes(table.meta)
     if rows:
-        record = vendor_rounds_record(samples.pop(VENDOR_KEY, []), failed.pop(VENDOR_KEY, None))
+        record = rounds_record(samples.pop(VENDOR_KEY, []), failed.pop(VENDOR_KEY, None))
         notes["vendor"] = {**(notes.get("vendor") or {}), "retime": record}
     notes["retime"] = {"rounds": settings.rounds, "within": settings.within, "min_k": settings.min_k,
                        "max_k": settings.max_k, "seed": settings.seed, "device": info["device"],
@@ -557,17 +559,6 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
     race.store.set_notes(plan.table, json.dumps(notes, sort_keys=True))
     race.store.add_rows(table.meta, with_rounds(rows, samples, failed) + stale)
     return len(rows) - len(failed)
-
-
-def vendor_rounds_record(times: list[float], failed: str | None) -> dict[str, Any]:
-    """cuBLAS's record in a table's notes (``vendor["retime"]``) after re-timing rounds that timed it
-    *times* (ms), or failed with reason *failed*: like a row's ``RETIME`` record."""
-    record: dict[str, Any] = {"rounds_ms": [round(t, 6) for t in times]}
-    if failed is not None:
-        record["failed"] = failed
-    elif times:
-        record["median_ms"] = statistics.median(times)
-    return record
 
 
 def _retime_line(r: ShapeReport) -> str:
