@@ -25,7 +25,7 @@ from flysearch.race import VENDOR_KEY, vendor_ms
 from flysearch.space import Config, Param, Shape, Space
 from flysearch.tables import GroundTruth, Row, TableMeta, read_table_file
 
-__all__ = ["Family", "best", "load", "race_shape", "space_of"]
+__all__ = ["Family", "best", "load", "race_corpus", "race_shape", "space_of"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +198,57 @@ def race_shape(family: Family, entry: Any, workers: int, info: dict[str, Any], s
           f"{time.monotonic() - start:.1f} s (compiles {compile_wall:.1f} s); best "
           f"{min(retimed.values()) if retimed else best} ms, cuBLAS {vendor_ms(table.meta)} ms", flush=True)
     return table
+
+
+def race_corpus(family: Family, corpus: list[Any], out: Any, workers: int, source: str, *,
+                versions: dict[str, str] | None = None, cache_dir: str | None = None,
+                deadline: float | None = None) -> None:
+    """Race *family* on every entry of *corpus* into folder *out*: one table file per shape, then
+    ``race_report.json`` (the command, commit, device, versions, date and wall time). No shape is
+    started after *deadline* seconds; a table is written whole or not at all, and a shape whose
+    table is already in *out* is skipped, so a rerun resumes (the report keeps the earlier runs'
+    reports under ``earlier``)."""
+    import datetime as dt
+    import sys
+    from pathlib import Path
+
+    from flysearch.compare import code_commit
+    from flysearch.evaluators import device_info
+    from flysearch.tables import dump_table_file
+
+    if cache_dir:
+        import os
+
+        os.environ["TRITON_CACHE_DIR"] = cache_dir  # the workers inherit it
+    started = time.monotonic()
+    info = device_info()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for entry in corpus:
+        s = entry.shape
+        if (out / f"{family.kernel}__H200__{s.M}x{s.N}x{s.K}.table.json.gz").exists():
+            continue
+        if deadline and time.monotonic() - started > deadline:
+            print(f"deadline: {entry.name} and later shapes not raced", flush=True)
+            break
+        table = race_shape(family, entry, workers, info, source, versions)
+        path = out / f"{table.name.replace('/', '__')}.table.json.gz"
+        dump_table_file(table, path)
+        written.append(path.name)
+    report = out / "race_report.json"
+    earlier = []
+    if report.exists():
+        before = json.loads(report.read_text())
+        earlier = [*before.pop("earlier", []), before]
+    report.write_text(json.dumps({
+        "provenance": {"command": " ".join(["python", *sys.argv]),
+                       "commit": code_commit(Path(__file__).resolve().parents[1]),
+                       "device": info["device"], "versions": {**info["versions"], **(versions or {})},
+                       "date": dt.date.today().isoformat()},
+        "wall_s": round(time.monotonic() - started, 1), "tables": written,
+        **({"earlier": earlier} if earlier else {}),
+    }, indent=1) + "\n")
 
 
 def graph_replays(bench: Any, make_run: Callable[[Any, Any, Any], Callable[[], None]]

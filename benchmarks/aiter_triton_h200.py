@@ -30,19 +30,18 @@ import math
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _family_race import Family, best, load, race_shape, space_of  # noqa: E402
+from _family_race import Family, best, load, race_corpus, space_of  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402
 from flysearch.space import Config, Param, Shape, get_arch, load_corpus  # noqa: E402
-from flysearch.tables import GroundTruth, dump_table_file  # noqa: E402
+from flysearch.tables import GroundTruth  # noqa: E402
 
 SHAPES = ROOT / "studies" / "shapes_h200.toml"
 # One shape per regime, all with committed split-K tables: decode, small-M, prefill, square.
@@ -95,28 +94,9 @@ def _aiter_version() -> str:
 
 
 def race(args: argparse.Namespace) -> None:
-    from flysearch.evaluators import device_info
-
-    if args.cache_dir:
-        os.environ["TRITON_CACHE_DIR"] = args.cache_dir  # the workers inherit it
     corpus = [e for e in load_corpus(args.shapes) if e.name in set(args.only or DEFAULT_ONLY)]
-    started = time.monotonic()
-    info = device_info()
-    args.out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for entry in corpus:
-        table = race_shape(_family(), entry, args.workers, info, "benchmarks/aiter_triton_h200.py race",
-                           {"amd-aiter": _aiter_version()})
-        path = args.out / f"{table.name.replace('/', '__')}.table.json.gz"
-        dump_table_file(table, path)
-        written.append(path.name)
-    (args.out / "race_report.json").write_text(json.dumps({
-        "provenance": {"command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
-                       "device": info["device"],
-                       "versions": {**info["versions"], "amd-aiter": _aiter_version()},
-                       "date": dt.date.today().isoformat()},
-        "wall_s": round(time.monotonic() - started, 1), "tables": written,
-    }, indent=1) + "\n")
+    race_corpus(_family(), corpus, args.out, args.workers, "benchmarks/aiter_triton_h200.py race",
+                versions={"amd-aiter": _aiter_version()}, cache_dir=args.cache_dir)
 
 
 def _agreement(aiter: GroundTruth, splitk: GroundTruth) -> list[str]:

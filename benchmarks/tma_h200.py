@@ -18,24 +18,22 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _family_race import Family, best, load, race_shape, space_of  # noqa: E402
+from _family_race import Family, best, load, race_corpus, space_of  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402
 from flysearch.space import Shape, get_arch, load_corpus  # noqa: E402
-from flysearch.tables import GroundTruth, dump_table_file  # noqa: E402
+from flysearch.tables import GroundTruth  # noqa: E402
 
 KERNEL = "triton_gemm_tma"
 
@@ -62,29 +60,9 @@ def _family() -> Family:
 
 
 def race(args: argparse.Namespace) -> None:
-    from flysearch.evaluators import device_info
-
-    if args.cache_dir:
-        os.environ["TRITON_CACHE_DIR"] = args.cache_dir  # the workers inherit it
     corpus = [e for e in load_corpus(args.shapes) if not args.only or e.name in set(args.only)]
-    started = time.monotonic()
-    info = device_info()
-    args.out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for entry in corpus:
-        if args.deadline and time.monotonic() - started > args.deadline:
-            print(f"deadline: {entry.name} and later shapes not raced", flush=True)
-            break
-        table = race_shape(_family(), entry, args.workers, info, "benchmarks/tma_h200.py race")
-        path = args.out / f"{table.name.replace('/', '__')}.table.json.gz"
-        dump_table_file(table, path)
-        written.append(path.name)
-    (args.out / "race_report.json").write_text(json.dumps({
-        "provenance": {"command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
-                       "device": info["device"], "versions": info["versions"],
-                       "date": dt.date.today().isoformat()},
-        "wall_s": round(time.monotonic() - started, 1), "tables": written,
-    }, indent=1) + "\n")
+    race_corpus(_family(), corpus, args.out, args.workers, "benchmarks/tma_h200.py race",
+                cache_dir=args.cache_dir, deadline=args.deadline)
 
 
 def _shape_key(table: GroundTruth) -> tuple[int, int, int]:

@@ -1,7 +1,7 @@
 """Kernel families: each registers its space by name; flysearch's own Triton and FlyDSL GEMMs,
 aiter's FlyDSL HGEMM space, its kernel-name codec and how its constraints cut it, aiter's Triton
-GEMM space with the configs aiter ships for it (and the tile constexprs its launch passes), and the
-port of configs to ``flydsl.Config``.
+GEMM space with the configs aiter ships for it (and the tile constexprs its launch passes), the
+launchers of the TMA and fused split-K families, and the port of configs to ``flydsl.Config``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from flysearch.kernels._flydsl_config import (
     to_flydsl_config,
 )
 from flysearch.kernels._registry import get_space, register_space, space_names, table_kernel
+from flysearch.kernels._triton_fused import gemm_launcher as fused_gemm_launcher
 from flysearch.kernels._triton_gemm import TILE_PARAMS, compile_config, spec_key
 from flysearch.kernels._triton_tma import gemm_launcher as tma_gemm_launcher
 
@@ -65,6 +66,7 @@ __all__ = [
     "check_reaches_kernel",
     "compile_config",
     "format_cuts",
+    "fused_gemm_launcher",
     "get_space",
     "import_aiter_module",
     "parse_kernel_name",

@@ -60,4 +60,5 @@ _BUILTIN: tuple[str, ...] = (
     "flysearch.kernels._flydsl_gemm",
     "flysearch.kernels._aiter_triton",
     "flysearch.kernels._triton_tma",
+    "flysearch.kernels._triton_fused",
 )

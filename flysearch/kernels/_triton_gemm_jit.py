@@ -19,17 +19,17 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-__all__ = ["splitk_gemm_kernel"]
+__all__ = ["splitk_gemm_kernel", "tile_partial_sum"]
 
 
 @triton.jit
-def splitk_gemm_kernel(
-    a_ptr, w_ptr, c_ptr, ws_ptr, M, N, K,
+def tile_partial_sum(
+    a_ptr, w_ptr, M, N, K, pid, pid_k,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    pid_k = tl.program_id(1)
+    """Program ``(pid, pid_k)``'s fp32 partial sum of its output tile, and the tile's rows and
+    columns (unwrapped: those past ``M`` and ``N`` are the caller's to mask at the store)."""
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
 
@@ -64,7 +64,17 @@ def splitk_gemm_kernel(
         acc = tl.dot(a, w, acc)
         a_tile += BLOCK_K
         w_tile += BLOCK_K
+    return acc, rm, rn
 
+
+@triton.jit
+def splitk_gemm_kernel(
+    a_ptr, w_ptr, c_ptr, ws_ptr, M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+):
+    acc, rm, rn = tile_partial_sum(a_ptr, w_ptr, M, N, K, tl.program_id(0), tl.program_id(1),
+                                   BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SPLIT_K)
     out = rm[:, None] * N + rn[None, :]
     keep = (rm[:, None] < M) & (rn[None, :] < N)
     if SPLIT_K == 1:

@@ -1,0 +1,148 @@
+"""The fused split-K bf16 GEMM in Triton: split-K whose reduction runs inside its one launch.
+
+flysearch's split-K family (``_triton_gemm.py``) reduces its splits in three launches: a zeroing of
+the fp32 workspace, the GEMM (each split adds its partial sum into the workspace with atomics) and
+a copy that rounds the workspace into the bf16 output. On decode and K-heavy shapes the GEMM takes
+8-60 µs, so the two extra launches cost a share of the time that cuBLAS does not pay. In this
+family the program that finishes a tile last, counted on a per-tile counter, rounds the tile into
+``C`` and zeroes its workspace tile and counter behind it (``_triton_fused_jit.py``): one launch,
+and the workspace stays zero between launches.
+
+The space (``triton_gemm_splitk_fused``) is the split-K family's with ``SPLIT_K`` from 2 (with one
+split there is nothing to reduce, and the kernel is the split-K family's ``SPLIT_K = 1``), under
+the same constraints: 5,120 configs.
+
+Example:
+    >>> from flysearch.kernels._triton_fused import make_space
+    >>> from flysearch.space import Shape, get_arch
+    >>> make_space().size
+    5120
+    >>> len(make_space().enumerate(Shape(4, 576, 7168), get_arch("sm_90")).feasible) > 0
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flysearch.kernels._registry import register_space
+from flysearch.kernels._triton_gemm import CONSTRAINTS, PARAMS, TILE_PARAMS, output_tiles, target_for
+from flysearch.space import Config, Param, Space
+
+__all__ = [
+    "KERNEL_NAME", "SPACE_NAME", "FusedLaunch", "compile_config", "gemm_launcher", "grid", "kernel_source",
+    "make_space",
+]
+
+SPACE_NAME = "triton_gemm_splitk_fused"
+KERNEL_NAME = "triton_gemm_fused"
+
+SPLITS: tuple[int, ...] = (2, 4, 8, 16)
+
+_PARAMS: tuple[Param, ...] = tuple(Param(p.name, SPLITS) if p.name == "SPLIT_K" else p for p in PARAMS)
+
+
+def make_space() -> Space:
+    """The ``triton_gemm_splitk_fused`` space (5,120 configs before constraints)."""
+    return Space(SPACE_NAME, _PARAMS, CONSTRAINTS)
+
+
+register_space(SPACE_NAME, make_space, table_kernel=KERNEL_NAME)
+
+
+def kernel_source(config: Config | dict[str, Any], spec: str) -> Any:
+    """The Triton ``ASTSource`` of *config* for the split-K family's specialization *spec*
+    (``"n16=1,k16=1"``: whether N and K are multiples of 16)."""
+    from triton.compiler import ASTSource
+
+    from flysearch.kernels._triton_fused_jit import fused_splitk_gemm_kernel
+
+    flags = dict(p.split("=") for p in spec.split(","))
+    signature = {
+        "a_ptr": "*bf16", "w_ptr": "*bf16", "c_ptr": "*bf16", "ws_ptr": "*fp32", "arrivals_ptr": "*i32",
+        "M": "i32", "N": "i32", "K": "i32",
+    }
+    signature.update({name: "constexpr" for name in TILE_PARAMS})
+    constexprs = {(8 + i,): int(config[name]) for i, name in enumerate(TILE_PARAMS)}
+    aligned = [(0,), (1,), (2,), (3,), (4,)] + ([(6,)] if flags["n16"] == "1" else []) + (
+        [(7,)] if flags["k16"] == "1" else []
+    )
+    attrs = {idx: [["tt.divisibility", 16]] for idx in aligned}
+    return ASTSource(fused_splitk_gemm_kernel, signature, constexprs, attrs)
+
+
+def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_90") -> Any:
+    """Compile (or load from the Triton cache) *config* for *arch*; no GPU needed."""
+    import triton
+
+    options = {"num_warps": int(config["num_warps"]), "num_stages": int(config["num_stages"])}
+    return triton.compile(kernel_source(config, spec), target=target_for(arch), options=options)
+
+
+@dataclass(frozen=True)
+class FusedLaunch:
+    """One launch of the fused kernel, callable with no arguments, and the buffers it keeps zero.
+
+    Attributes:
+        run: Launches the kernel once.
+        workspace: The fp32 ``M x N`` workspace the splits add into.
+        arrivals: One int32 counter per output tile.
+    """
+
+    run: Callable[[], None]
+    workspace: Any
+    arrivals: Any
+
+    def __call__(self) -> None:
+        self.run()
+
+
+def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any]) -> FusedLaunch:
+    """A zero-argument launch of ``c = a @ w.T`` for *config* on CUDA tensors.
+
+    Allocates the launcher's own zeroed fp32 workspace (``M x N``) and per-tile counters, which every
+    launch leaves zero again, so the launch can be captured in a CUDA graph and replayed. Launches
+    of one launcher must not overlap (one stream); a launch that fails midway leaves them dirty,
+    so build a new launcher after it.
+
+    Args:
+        a: ``[M, K]`` bf16, contiguous, on a CUDA device.
+        w: ``[N, K]`` bf16, contiguous (a linear layer's weight as stored).
+        c: ``[M, N]`` bf16, contiguous; overwritten.
+        config: A config of :func:`make_space` (num_warps and num_stages included).
+
+    Raises:
+        ValueError: on mismatched shapes or dtypes, non-contiguous tensors, or ``SPLIT_K`` < 2.
+    """
+    import torch
+
+    from flysearch.kernels._triton_fused_jit import fused_splitk_gemm_kernel
+
+    m, k = a.shape
+    n = w.shape[0]
+    if w.shape[1] != k or tuple(c.shape) != (m, n):
+        raise ValueError(f"shapes do not match: a {tuple(a.shape)}, w {tuple(w.shape)}, "
+                         f"c {tuple(c.shape)}; want a [M, K], w [N, K], c [M, N]")
+    if any(t.dtype != torch.bfloat16 or not t.is_contiguous() for t in (a, w, c)):
+        raise ValueError("a, w and c must be contiguous bf16 tensors")
+    tiles_kw = {name: int(config[name]) for name in TILE_PARAMS}
+    if tiles_kw["SPLIT_K"] < 2:
+        raise ValueError(f"SPLIT_K must be at least 2; got {tiles_kw['SPLIT_K']}")
+    tiles = math.ceil(m / tiles_kw["BLOCK_M"]) * math.ceil(n / tiles_kw["BLOCK_N"])
+    ws = torch.zeros(m, n, device=a.device, dtype=torch.float32)
+    arrivals = torch.zeros(tiles, device=a.device, dtype=torch.int32)
+    kernel = fused_splitk_gemm_kernel[(tiles, tiles_kw["SPLIT_K"])]
+    warps, stages = int(config["num_warps"]), int(config["num_stages"])
+
+    def launch() -> None:
+        kernel(a, w, c, ws, arrivals, m, n, k, **tiles_kw, num_warps=warps, num_stages=stages)
+
+    return FusedLaunch(launch, ws, arrivals)
+
+
+def grid(config: Config | dict[str, Any], shape: Any) -> tuple[int, int, int]:
+    """The launch grid: ``(output tiles, SPLIT_K, 1)``."""
+    return (output_tiles(config, shape), int(config["SPLIT_K"]), 1)
