@@ -50,8 +50,10 @@ from flysearch.tables import GroundTruth  # noqa: E402
 
 CUBLAS = "cublas"
 VERSIONS = ("torch", "triton", "cuda", "driver", "python")
-FAMILIES = {"splitk": "triton_gemm", "tma": "triton_gemm_tma"}
-"""Each family's label here and the kernel name its table files start with."""
+FAMILIES = {"splitk": "triton_gemm", "tma": "triton_gemm_tma", "fused": "triton_gemm_fused"}
+"""Each family's label here and the kernel name its table files start with. Split-K and TMA are in
+every run; the fused split-K family where ``--fused`` gives tables of the shape."""
+NAMES = {"splitk": "split-K", "tma": "TMA", "fused": "fused split-K"}
 TARGETS = {"decode": 1.00, "small_m": 1.05, "k_heavy": 1.05, "prefill": 1.05, "square": 1.05}
 """The kernels issue's targets: best Triton / cuBLAS, median per regime."""
 
@@ -81,6 +83,7 @@ def select(args: argparse.Namespace) -> list[dict[str, Any]]:
     two tables and their top configs."""
     splitk = tables_by_shape(args.splitk, FAMILIES["splitk"])
     tma = tables_by_shape(args.tma, FAMILIES["tma"])
+    fused = tables_by_shape(args.fused or [], FAMILIES["fused"])
     names = [n for n in splitk if n in tma] if not args.shapes else list(args.shapes)
     missing = [n for n in names if n not in splitk or n not in tma]
     if missing:
@@ -88,7 +91,9 @@ def select(args: argparse.Namespace) -> list[dict[str, Any]]:
     out = []
     for name in sorted(names, key=lambda n: tuple(int(x) for x in n.split("x"))):
         entry: dict[str, Any] = {"shape": name, "families": {}}
-        for family, path in (("splitk", splitk[name]), ("tma", tma[name])):
+        paths = [("splitk", splitk[name]), ("tma", tma[name])]
+        paths += [("fused", fused[name])] if name in fused else []
+        for family, path in paths:
             table = load(path)
             entry["families"][family] = {"table": _rel(path), "race_vendor_ms": vendor_ms(table.meta),
                                          "configs": top_configs(table, args.top)}
@@ -111,7 +116,7 @@ def parse_shape(name: str) -> Shape:
 
 def _launchers(bench: Any, shape: Shape, entry: dict[str, Any]) -> dict[str, Callable[[], dict[str, Any]]]:
     """``{entry id: time it once}`` for cuBLAS and every config of both families."""
-    from flysearch.kernels import spec_key, tma_gemm_launcher
+    from flysearch.kernels import fused_gemm_launcher, spec_key, tma_gemm_launcher
 
     spec = spec_key(shape)
     timers: dict[str, Callable[[], dict[str, Any]]] = {CUBLAS: bench.time_vendor}
@@ -123,6 +128,12 @@ def _launchers(bench: Any, shape: Shape, entry: dict[str, Any]) -> dict[str, Cal
         tma_gemm_launcher(a, w, bench.c, params)()  # compile and load before capturing
         launch = graph_replays(bench, lambda a, w, out, p=params: tma_gemm_launcher(a, w, out, p))
         timers[f"tma:{c['key']}"] = lambda f=launch: bench.time_launch(f, 1)
+    for c in entry["families"].get("fused", {}).get("configs", []):
+        params = c["params"]
+        a, w = bench.sets[0]
+        fused_gemm_launcher(a, w, bench.c, params)()  # compile and load before capturing
+        launch = graph_replays(bench, lambda a, w, out, p=params: fused_gemm_launcher(a, w, out, p))
+        timers[f"fused:{c['key']}"] = lambda f=launch: bench.time_launch(f, 1)
     return timers
 
 
@@ -210,11 +221,12 @@ def best_of(result: dict[str, Any], family: str) -> tuple[float, str] | None:
 
 
 def ratios(result: dict[str, Any]) -> dict[str, float | None]:
-    """Best split-K, best TMA and best Triton over cuBLAS, all timed in *result*'s rounds."""
+    """Each family's best and the best Triton config over cuBLAS, all timed in *result*'s rounds
+    (``None`` for a family not timed there)."""
     cublas = result["cublas"].get("median_ms")
     out: dict[str, float | None] = {}
     for family in FAMILIES:
-        b = best_of(result, family)
+        b = best_of(result, family) if family in result["families"] else None
         out[family] = b[0] / cublas if b and cublas else None
     present = [v for v in out.values() if v is not None]
     out["triton"] = min(present) if present else None
@@ -235,7 +247,7 @@ def tma_moved(result: dict[str, Any]) -> float | None:
 
 
 def fastest(r: dict[str, float | None]) -> str:
-    options = {"split-K": r["splitk"], "TMA": r["tma"], "cuBLAS": 1.0}
+    options = {**{NAMES[f]: r[f] for f in FAMILIES}, "cuBLAS": 1.0}
     return min((v, k) for k, v in options.items() if v is not None)[1]
 
 
@@ -262,8 +274,11 @@ def report(args: argparse.Namespace) -> None:
         repeat = {s["shape"]: s for s in again["shapes"]}
         rp = again["provenance"]
     versions = prov.get("versions", {})
+    fused = any("fused" in s["families"] for s in doc["shapes"])
+    fcol = ["fused"] if fused else []
     lines = [
-        "# Split-K, TMA and cuBLAS timed in the same rounds on the H200", "",
+        f"# Split-K, {'fused split-K, ' if fused else ''}TMA and cuBLAS timed in the same rounds on the H200",
+        "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- measured with: `{prov['command']}`",
         f"- commit: {prov.get('commit') or 'not recorded'}",
@@ -279,20 +294,26 @@ def report(args: argparse.Namespace) -> None:
         "table's confirmed best here over its time in the table. Both columns compare two sessions, so "
         "they move with the GPU's state; the ratios in one set of rounds do not.",
     ]
+    if fused:
+        lines += ["", f"*fused*: the {prov['top']} fastest configs of the shape's fused split-K table "
+                  "(split-K with its reduction inside its one launch), where one is given, timed in the "
+                  "same rounds."]
     if repeat:
         lines += ["", f"*repeat*: best / cuBLAS in a second run, `{rp['command']}` ({rp['date']}, "
                   f"{rp['top']} configs per family, seed {rp['seed']}): how far one run's ratios move."]
     lines += [
         "",
         "| shape | regime | cuBLAS ms | cuBLAS here / race | TMA here / table | split-K / cuBLAS "
-        "| TMA / cuBLAS | best / cuBLAS | best / cuBLAS, race | fastest |" + (" repeat |" if repeat else ""),
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|" if repeat else ""),
+        "| TMA / cuBLAS |" + (" fused / cuBLAS |" if fused else "") + " best / cuBLAS | best / cuBLAS, race "
+        "| fastest |" + (" repeat |" if repeat else ""),
+        "|---|---|---:|---:|---:|---:|---:|" + ("---:|" if fused else "") + "---:|---:|---|"
+        + ("---:|" if repeat else ""),
     ]
     by_regime: dict[str, dict[str, list[float]]] = {}
     wins: dict[str, int] = {}
     for s in doc["shapes"]:
         r = ratios(s)
-        race = [x for x in (race_ratio(s, f) for f in FAMILIES) if x is not None]
+        race = [x for x in (race_ratio(s, f) for f in FAMILIES if f in s["families"]) if x is not None]
         race_best = min(race) if race else None
         race_vendor = s["families"]["splitk"].get("race_vendor_ms")
         here_vendor = s["cublas"].get("median_ms")
@@ -302,8 +323,9 @@ def report(args: argparse.Namespace) -> None:
         held_out = "holdout" in s["families"]["tma"]["table"]
         groups = (s["regime"], "all", *((f"{s['regime']}, held out", "all, held out") if held_out else ()))
         for group in groups:
-            g = by_regime.setdefault(group, {"splitk": [], "tma": [], "triton": [], "race": [], "repeat": []})
-            for k in ("splitk", "tma", "triton"):
+            g = by_regime.setdefault(group, {"splitk": [], "tma": [], "fused": [], "triton": [], "race": [],
+                                             "repeat": []})
+            for k in ("splitk", "tma", "fused", "triton"):
                 if r[k] is not None:
                     g[k].append(r[k])
             if race_best is not None:
@@ -313,22 +335,25 @@ def report(args: argparse.Namespace) -> None:
         lines.append("| " + " | ".join([
             s["shape"], s["regime"], _f(here_vendor, 4),
             _f(here_vendor / race_vendor if here_vendor and race_vendor else None), _f(tma_moved(s)),
-            _f(r["splitk"]), _f(r["tma"]), _f(r["triton"]), _f(race_best), win,
+            _f(r["splitk"]), _f(r["tma"]), *(_f(r[k]) for k in fcol), _f(r["triton"]), _f(race_best), win,
             *([_f(again)] if repeat else []),
         ]) + " |")
     lines += ["", "Per regime, medians over shapes (target of the kernels issue: best Triton / cuBLAS "
               "<= 1.00 on decode, <= 1.05 elsewhere); *held out*: the shapes whose tables are in a "
               "`holdout` folder, chosen and committed before they were raced:", "",
-              "| regime | shapes | split-K / cuBLAS | TMA / cuBLAS | best / cuBLAS | target | met "
-              "| best / cuBLAS, race |" + (" repeat | met |" if repeat else ""),
-              "|---|---:|---:|---:|---:|---:|---|---:|" + ("---:|---|" if repeat else "")]
+              "| regime | shapes | split-K / cuBLAS | TMA / cuBLAS |" + (" fused / cuBLAS |" if fused else "")
+              + " best / cuBLAS | target | met | best / cuBLAS, race |"
+              + (" repeat | met |" if repeat else ""),
+              "|---|---:|---:|---:|" + ("---:|" if fused else "") + "---:|---:|---|---:|"
+              + ("---:|---|" if repeat else "")]
     order = [*TARGETS, "all"]
     order += [f"{g}, held out" for g in order]
     for group in sorted(by_regime, key=lambda g: order.index(g) if g in order else len(order)):
         g = by_regime[group]
         med = {k: statistics.median(v) if v else None for k, v in g.items()}
         target = TARGETS.get(group.split(",")[0])
-        cells = [group, str(len(g["triton"])), _f(med["splitk"]), _f(med["tma"]), _f(med["triton"]),
+        cells = [group, str(len(g["triton"])), _f(med["splitk"]), _f(med["tma"]), *(_f(med[k]) for k in fcol),
+                 _f(med["triton"]),
                  _f(target, 2), _met(med["triton"], target), _f(med["race"])]
         if repeat:
             cells += [_f(med["repeat"]), _met(med["repeat"], target)]
@@ -350,6 +375,8 @@ def main() -> None:
     r = sub.add_parser("run", help="time the backends on a CUDA GPU (or --dry-run)")
     r.add_argument("--splitk", type=Path, action="append", required=True, help="folder of split-K tables")
     r.add_argument("--tma", type=Path, action="append", required=True, help="folder of TMA tables")
+    r.add_argument("--fused", type=Path, action="append", default=None,
+                   help="folder of fused split-K tables (optional; the shapes they hold get the family)")
     r.add_argument("--shapes", nargs="+", default=None, help="MxNxK ... (default: every shape of both)")
     r.add_argument("--top", type=int, default=3, help="configs per family, fastest first")
     r.add_argument("--rounds", type=int, default=10)

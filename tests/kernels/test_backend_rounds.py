@@ -15,7 +15,7 @@ DATA = BENCHMARKS / "data"
 
 def _args(**kw: object) -> argparse.Namespace:
     base = dict(splitk=[DATA / "h200_stages5", DATA / "h200_stages5_holdout"],
-                tma=[DATA / "h200_tma", DATA / "h200_tma_holdout"], shapes=None, top=3)
+                tma=[DATA / "h200_tma", DATA / "h200_tma_holdout"], fused=None, shapes=None, top=3)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -34,9 +34,22 @@ def test_it_pairs_the_committed_tables_of_both_families_and_takes_their_confirme
             assert len(times) == 3 and times == sorted(times) and fam["race_vendor_ms"] > 0
     with pytest.raises(SystemExit, match="no split-K and TMA table for: 3x3x3"):
         br.select(_args(shapes=["3x3x3"]))
+    assert all("fused" not in e["families"] for e in chosen)
 
 
-def _shape(name: str, regime: str, cublas: float, splitk: list[float], tma: list[float | None]) -> dict:
+def test_a_fused_table_adds_its_family_to_its_shape_only(tmp_path: Path) -> None:
+    br = benchmark_script("backend_rounds")
+    source = DATA / "h200_stages5" / "triton_gemm__H200__1x6144x4096.table.json.gz"
+    (tmp_path / "triton_gemm_fused__H200__1x6144x4096.table.json.gz").write_bytes(source.read_bytes())
+    chosen = {e["shape"]: e for e in br.select(_args(fused=[tmp_path]))}
+    assert set(chosen["1x6144x4096"]["families"]) == {"splitk", "tma", "fused"}
+    assert chosen["1x6144x4096"]["families"]["fused"]["configs"] == chosen["1x6144x4096"]["families"][
+        "splitk"]["configs"]
+    assert sum("fused" in e["families"] for e in chosen.values()) == 1
+
+
+def _shape(name: str, regime: str, cublas: float, splitk: list[float], tma: list[float | None],
+           fused: list[float | None] | None = None) -> dict:
     def configs(times: list[float | None], prefix: str) -> list[dict]:
         out = []
         for i, t in enumerate(times):
@@ -48,8 +61,11 @@ def _shape(name: str, regime: str, cublas: float, splitk: list[float], tma: list
     def family(times: list[float | None], prefix: str) -> dict:
         return {"table": prefix, "race_vendor_ms": cublas * 0.9, "configs": configs(times, prefix)}
 
+    families = {"splitk": family(splitk, "s"), "tma": family(tma, "t")}
+    if fused is not None:
+        families["fused"] = family(fused, "f")
     return {"shape": name, "regime": regime, "cublas": {"median_ms": cublas, "rounds_ms": [cublas]},
-            "families": {"splitk": family(splitk, "s"), "tma": family(tma, "t")}}
+            "families": families}
 
 
 def test_the_report_takes_each_family_s_best_over_cublas_in_the_same_rounds(tmp_path: Path) -> None:
@@ -84,3 +100,24 @@ def test_the_committed_run_times_cublas_slower_beside_the_kernels_on_a_square_sh
     assert here > 1.03 * race  # the race's lone cuBLAS timing, before any config, was faster
     r = br.ratios(square)
     assert r["triton"] == r["tma"] < br.race_ratio(square, "tma")
+
+
+def test_the_report_adds_the_fused_family_where_it_was_timed(tmp_path: Path) -> None:
+    br = benchmark_script("backend_rounds")
+    doc = {"provenance": {"command": "python benchmarks/backend_rounds.py run", "date": "2026-12-05",
+                          "device": "NVIDIA H200", "versions": {}, "rounds": 10, "top": 2},
+           "shapes": [_shape("1x4096x4096", "decode", 1.0, [1.10, 1.02], [1.3, 1.2], [0.95, None]),
+                      _shape("4096x4096x4096", "square", 2.0, [2.4, 2.5], [2.2, 2.1])]}
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    out = tmp_path / "r.md"
+    br.report(argparse.Namespace(json=tmp_path / "r.json", out=out))
+    text = out.read_text()
+    assert text.startswith("# Split-K, fused split-K, TMA and cuBLAS")
+    decode = next(line for line in text.splitlines() if line.startswith("| 1x4096x4096 |")).split(" | ")
+    # split-K, TMA, fused, best, best in the race, fastest
+    assert decode[5:11] == ["1.020", "1.200", "0.950", "0.950", "1.111", "fused split-K |"]
+    square = next(line for line in text.splitlines() if line.startswith("| 4096x4096x4096 |")).split(" | ")
+    assert square[5:11] == ["1.200", "1.050", "-", "1.050", "0.556", "cuBLAS |"]
+    assert "| decode | 1 | 1.020 | 1.200 | 0.950 | 0.950 | 1.00 | yes |" in text
+    assert "| square | 1 | 1.200 | 1.050 | - | 1.050 | 1.05 | yes |" in text
+    assert "Fastest backend per shape: cuBLAS 1, fused split-K 1." in text

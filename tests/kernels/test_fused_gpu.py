@@ -50,12 +50,3 @@ def test_every_launch_is_right_and_leaves_the_workspace_clean(mnk, tiles) -> Non
         graph.replay()
         err = float(torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref))
         assert err < 5e-3
-
-
-def test_one_split_is_refused() -> None:
-    a = torch.empty(4, 64, device="cuda", dtype=torch.bfloat16)
-    w = torch.empty(32, 64, device="cuda", dtype=torch.bfloat16)
-    c = torch.empty(4, 32, device="cuda", dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="SPLIT_K"):
-        gemm_launcher(a, w, c, dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, GROUP_M=1, SPLIT_K=1,
-                                    num_warps=4, num_stages=2))
