@@ -1,0 +1,87 @@
+"""benchmarks/_family_race.py's loop over shapes on the CPU (the race of one shape faked): a table
+per shape, a report, and a rerun that resumes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from flysearch.space import Shape
+from flysearch.tables import GroundTruth, Row, TableMeta
+from tests._benchmarks import benchmark_script
+
+SHAPES = [SimpleNamespace(name="a", shape=Shape(1, 64, 128)),
+          SimpleNamespace(name="b", shape=Shape(4, 64, 128))]
+
+
+@pytest.fixture
+def family_race(monkeypatch: pytest.MonkeyPatch):
+    benchmark_script("fused_h200")  # puts benchmarks/ on the path and imports _family_race as scripts do
+    fr = sys.modules["_family_race"]
+    raced: list[str] = []
+
+    def race_shape(family, entry, workers, info, source, versions=None):
+        raced.append(entry.name)
+        s = entry.shape
+        meta = TableMeta(f"{family.kernel}/H200/{s.M}x{s.N}x{s.K}", family.kernel, "sm_90", info["device"],
+                         s.as_dict(), {}, source=source)
+        return GroundTruth(meta, {"x": Row("x", {"BLOCK_M": 16}, "ok", time_ms=0.01)})
+
+    monkeypatch.setattr(fr, "race_shape", race_shape)
+    monkeypatch.setattr("flysearch.evaluators.device_info",
+                        lambda: {"device": "NVIDIA H200", "versions": {"triton": "3.6.0"}})
+    return fr, raced
+
+
+def test_a_rerun_races_only_the_shapes_missing_from_its_folder(family_race, tmp_path: Path) -> None:
+    fr, raced = family_race
+    family = SimpleNamespace(kernel="toy_gemm")
+    fr.race_corpus(family, SHAPES[:1], tmp_path, 1, "test")
+    assert raced == ["a"]
+    assert (tmp_path / "toy_gemm__H200__1x64x128.table.json.gz").exists()
+    first = json.loads((tmp_path / "race_report.json").read_text())
+    assert first["tables"] == ["toy_gemm__H200__1x64x128.table.json.gz"] and "earlier" not in first
+
+    fr.race_corpus(family, SHAPES, tmp_path, 1, "test")
+    assert raced == ["a", "b"]  # a was there: not raced again
+    report = json.loads((tmp_path / "race_report.json").read_text())
+    assert report["tables"] == ["toy_gemm__H200__4x64x128.table.json.gz"]
+    assert report["earlier"] == [first]
+    assert fr.load(tmp_path / "toy_gemm__H200__4x64x128.table.json.gz").meta.device == "NVIDIA H200"
+
+
+def test_no_shape_starts_after_the_deadline(family_race, tmp_path: Path, monkeypatch) -> None:
+    fr, raced = family_race
+    clock = iter([0.0, 0.0, 100.0, 100.0, 100.0])
+    monkeypatch.setattr(fr.time, "monotonic", lambda: next(clock))
+    fr.race_corpus(SimpleNamespace(kernel="toy_gemm"), SHAPES, tmp_path, 1, "test", deadline=50)
+    assert raced == ["a"]
+    assert json.loads((tmp_path / "race_report.json").read_text())["tables"] == [
+        "toy_gemm__H200__1x64x128.table.json.gz"]
+
+
+def test_fused_race_takes_the_regimes_in_the_order_named(monkeypatch, tmp_path: Path) -> None:
+    fused = benchmark_script("fused_h200")
+    seen: list[str] = []
+    monkeypatch.setattr(fused, "race_corpus", lambda family, corpus, *a, **k: seen.extend(
+        e.shape.regime for e in corpus))
+    monkeypatch.setattr(sys, "argv", ["fused_h200.py", "race", "--shapes", "studies/shapes_h200.toml",
+                                      "--regime", "k_heavy", "--regime", "decode", "--out", str(tmp_path)])
+    fused.main()
+    assert seen and set(seen) == {"k_heavy", "decode"}
+    assert seen == sorted(seen, key=["k_heavy", "decode"].index)
+
+
+def test_fused_race_with_no_matching_shape_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "benchmarks/fused_h200.py", "race", "--shapes",
+                          "studies/shapes_h200.toml", "--regime", "nothing", "--out", str(tmp_path)],
+                         capture_output=True, text=True, check=False,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["fused_h200.py: no shape of --shapes matches --regime/--only"]
