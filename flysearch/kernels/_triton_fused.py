@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from flysearch.kernels._registry import register_space
-from flysearch.kernels._triton_gemm import CONSTRAINTS, PARAMS, TILE_PARAMS, output_tiles, target_for
+from flysearch.kernels._triton_gemm import (
+    CONSTRAINTS,
+    PARAMS,
+    TILE_PARAMS,
+    gemm_operands,
+    output_tiles,
+    target_for,
+)
 from flysearch.space import Config, Param, Space
 
 __all__ = [
@@ -121,13 +128,7 @@ def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any]) -> Fu
 
     from flysearch.kernels._triton_fused_jit import fused_splitk_gemm_kernel
 
-    m, k = a.shape
-    n = w.shape[0]
-    if w.shape[1] != k or tuple(c.shape) != (m, n):
-        raise ValueError(f"shapes do not match: a {tuple(a.shape)}, w {tuple(w.shape)}, "
-                         f"c {tuple(c.shape)}; want a [M, K], w [N, K], c [M, N]")
-    if any(t.dtype != torch.bfloat16 or not t.is_contiguous() for t in (a, w, c)):
-        raise ValueError("a, w and c must be contiguous bf16 tensors")
+    m, n, k = gemm_operands(a, w, c)
     tiles_kw = {name: int(config[name]) for name in TILE_PARAMS}
     if tiles_kw["SPLIT_K"] < 2:
         raise ValueError(f"SPLIT_K must be at least 2; got {tiles_kw['SPLIT_K']}")

@@ -54,6 +54,7 @@ __all__ = [
     "KERNEL_NAME",
     "SPACE_NAME",
     "compile_config",
+    "gemm_operands",
     "grid",
     "kernel_source",
     "make_space",
@@ -228,6 +229,25 @@ def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_9
 
     options = {"num_warps": int(config["num_warps"]), "num_stages": int(config["num_stages"])}
     return triton.compile(kernel_source(config, spec), target=target_for(arch), options=options)
+
+
+def gemm_operands(a: Any, w: Any, c: Any) -> tuple[int, int, int]:
+    """``(M, N, K)`` of ``c = a @ w.T`` on torch tensors: ``a`` ``[M, K]``, ``w`` ``[N, K]`` (a linear
+    layer's weight as stored), ``c`` ``[M, N]``, all contiguous bf16 (the launchers' common checks).
+
+    Raises:
+        ValueError: on mismatched shapes, another dtype or a non-contiguous tensor.
+    """
+    import torch
+
+    m, k = a.shape
+    n = w.shape[0]
+    if w.shape[1] != k or tuple(c.shape) != (m, n):
+        raise ValueError(f"shapes do not match: a {tuple(a.shape)}, w {tuple(w.shape)}, "
+                         f"c {tuple(c.shape)}; want a [M, K], w [N, K], c [M, N]")
+    if any(t.dtype != torch.bfloat16 or not t.is_contiguous() for t in (a, w, c)):
+        raise ValueError("a, w and c must be contiguous bf16 tensors")
+    return int(m), int(n), int(k)
 
 
 def triton_config_kwargs(config: Config | dict[str, Any]) -> dict[str, int]:

@@ -63,7 +63,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flysearch.kernels._registry import register_space
-from flysearch.kernels._triton_gemm import acc_registers_fit, group_m_needs_rows, output_tiles, tile_fits
+from flysearch.kernels._triton_gemm import (
+    acc_registers_fit,
+    gemm_operands,
+    group_m_needs_rows,
+    output_tiles,
+    tile_fits,
+)
 from flysearch.space import Config, Constraint, Param, Space
 
 if TYPE_CHECKING:
@@ -327,13 +333,7 @@ def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any],
 
     from flysearch.kernels._triton_tma_jit import tma_gemm_kernel
 
-    m, k = a.shape
-    n = w.shape[0]
-    if w.shape[1] != k or tuple(c.shape) != (m, n):
-        raise ValueError(f"shapes do not match: a {tuple(a.shape)}, w {tuple(w.shape)}, "
-                         f"c {tuple(c.shape)}; want a [M, K], w [N, K], c [M, N]")
-    if any(t.dtype != torch.bfloat16 or not t.is_contiguous() for t in (a, w, c)):
-        raise ValueError("a, w and c must be contiguous bf16 tensors")
+    m, n, k = gemm_operands(a, w, c)
     if n % _TMA_ALIGN_ELEMS or k % _TMA_ALIGN_ELEMS:
         raise ValueError(f"TMA needs N and K multiples of {_TMA_ALIGN_ELEMS}; got N={n}, K={k}")
 
