@@ -254,16 +254,51 @@ class RunTask:
 
     @property
     def fingerprint(self) -> str:
+        """What the run's result depends on: its table (a file by its name and content, wherever it
+        lies), sampler, budget, prior tables and ground truth. A stored run whose fingerprint
+        differs is stale, not resumable."""
+        return self._fingerprint(_table_identity(self.table))
+
+    @property
+    def legacy_fingerprint(self) -> str:
+        """The fingerprint runs were stored with before it named a table file by its content (by
+        its absolute path instead): such runs still resume where their table files lie."""
+        return self._fingerprint(asdict(self.table))
+
+    def _fingerprint(self, table: dict[str, Any]) -> str:
         # A sampler at its defaults keeps the fingerprint it had before samplers took options.
         sampler = {k: v for k, v in asdict(self.sampler).items()
                    if k != "seeds" and not (k == "options" and not v)}
-        settings: list[Any] = [asdict(self.table), sampler, self.budget]
+        settings: list[Any] = [table, sampler, self.budget]
         if self.priors:  # a prior trained on other tables is another setting
             settings.append(sorted(p.label for p in self.priors))
         if self.retimed:  # so is the ground truth
             settings.append("retimed")
         text = json.dumps(settings, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _table_identity(spec: TableSpec) -> dict[str, Any]:
+    """*spec* with a table file named by its file name and the SHA-256 of its bytes instead of its
+    path: moving an experiment's folder keeps its runs, and a table rewritten in place does not."""
+    identity = asdict(spec)
+    if spec.is_file:
+        try:
+            stat = os.stat(spec.source)
+        except OSError:  # a missing file fails where the run loads it, with its own message
+            digest = ""
+        else:
+            digest = _file_digest(spec.source, stat.st_size, stat.st_mtime_ns)
+        identity.update(source=Path(spec.source).name, sha256=digest)
+    return identity
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of the file at *path*; *size* and *mtime_ns* key the cache, so a rewritten file is
+    read again."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 _TABLES: dict[tuple[str, str, bool], GroundTruth] = {}
@@ -566,7 +601,7 @@ def _results_database(path: str | Path) -> sqlite_utils.Database:
 def _finished(db: sqlite_utils.Database, tasks: list[RunTask]) -> set[str]:
     stored = {r["id"]: r["fingerprint"] for r in db.query("select id, fingerprint from runs")}
     for task in tasks:
-        if task.run_id in stored and stored[task.run_id] != task.fingerprint:
+        if task.run_id in stored and stored[task.run_id] not in (task.fingerprint, task.legacy_fingerprint):
             raise FlysearchError(
                 f"Results in {db.conn.execute('pragma database_list').fetchone()[2]} hold run "
                 f"{task.run_id!r} with other settings; give the changed table or sampler a new label "

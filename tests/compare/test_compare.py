@@ -170,7 +170,7 @@ def test_a_sampler_runs_with_its_options_under_a_label_that_names_them(tmp_path:
 
 
 def test_a_sampler_without_options_keeps_the_fingerprint_it_had_before_options() -> None:
-    """Runs stored before samplers took options resume: their fingerprint does not change."""
+    """Runs stored before samplers took options resume: their (legacy) fingerprint does not change."""
     import hashlib
     import json
     from dataclasses import asdict
@@ -178,9 +178,50 @@ def test_a_sampler_without_options_keeps_the_fingerprint_it_had_before_options()
     task = compare.RunTask("e", TableSpec("t.json.gz"), SamplerSpec("tpe"), 0, 10, "db")
     sampler = {"name": "tpe", "label": "tpe", "encoding": "ordinal", "max_idle": 1000}
     before = [asdict(task.table), sampler, 10]
-    assert task.fingerprint == hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:16]
+    assert task.legacy_fingerprint == hashlib.sha256(
+        json.dumps(before, sort_keys=True).encode()).hexdigest()[:16]
     tuned = replace(task, sampler=SamplerSpec("tpe", label="tpe", options=(("n_startup_trials", 5),)))
     assert tuned.fingerprint != task.fingerprint
+    assert tuned.legacy_fingerprint != task.legacy_fingerprint
+
+
+def test_a_moved_experiment_resumes_and_a_rewritten_table_does_not(tmp_path: Path, dedisp_path: Path) -> None:
+    """A table file counts by its name and content, not its path: the experiment's folder can move
+    (runs resume), but a table rewritten in place makes the stored runs stale."""
+    import shutil
+
+    first = tmp_path / "first"
+    (first / "tables").mkdir(parents=True)
+    table = first / "tables" / dedisp_path.name
+    shutil.copy(dedisp_path, table)
+    exp = _experiment(first, table, seeds=(0,))
+    assert run_experiment(exp).done == 2
+
+    moved = tmp_path / "moved"
+    shutil.move(first, moved)
+    again = _experiment(moved, moved / "tables" / dedisp_path.name, seeds=(0,))
+    result = run_experiment(again)
+    assert (result.done, result.skipped_done) == (0, 2)
+
+    data = (moved / "tables" / dedisp_path.name).read_bytes()
+    (moved / "tables" / dedisp_path.name).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(FlysearchError, match="other settings"):
+        run_experiment(again)
+
+
+def test_runs_stored_with_the_legacy_fingerprint_resume_in_place(tmp_path: Path, dedisp_path: Path) -> None:
+    """Results stored before table files counted by content (fingerprints of their absolute path)
+    resume where their tables lie."""
+    exp = _experiment(tmp_path, dedisp_path, seeds=(0,))
+    db = run_experiment(exp).results_db
+    tasks = compare.plan_runs(exp)[0]
+    with sqlite3.connect(db) as con:
+        for task in tasks:
+            assert task.legacy_fingerprint != task.fingerprint
+            con.execute("update runs set fingerprint = ? where id = ?",
+                        (task.legacy_fingerprint, task.run_id))
+    result = run_experiment(exp)
+    assert (result.done, result.skipped_done) == (0, 2)
 
 
 def test_a_prior_trained_on_other_tables_is_another_setting() -> None:
