@@ -3,7 +3,7 @@
 flysearch's split-K family (``_triton_gemm.py``) reduces its splits in three launches: a zeroing of
 the fp32 workspace, the GEMM (each split adds its partial sum into the workspace with atomics) and
 a copy that rounds the workspace into the bf16 output. On decode and K-heavy shapes the GEMM takes
-8-60 µs, so the two extra launches cost a share of the time that cuBLAS does not pay. In this
+tens of microseconds, so the two extra launches are a share of the time that cuBLAS does not pay. In this
 family the program that finishes a tile last, counted on a per-tile counter, rounds the tile into
 ``C`` and zeroes its workspace tile and counter behind it (``_triton_fused_jit.py``): one launch,
 and the workspace stays zero between launches.
