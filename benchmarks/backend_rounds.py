@@ -18,8 +18,10 @@ table's confirmed order) and cuBLAS (``torch.mm(A, W.t())``) are timed in ``--ro
 rounds, each round every entry once in an order shuffled with a fixed seed. Every timing is the
 races' own protocol (:func:`flysearch.evaluators.shape_bench`: rotating input sets a few times the
 L2 size, the median of batch means, the result validated against the fp32 reference); a split-K
-config is launched as its race launched it (the compiled binary, split-K's reduction included), a
-TMA config as a replay of a CUDA graph of its launcher, as its race did. Per entry the median over
+or fused split-K config is launched as its race launched it (the compiled binary, split-K's
+reduction included), a TMA config as a replay of a CUDA graph of its launcher, as its race did.
+With ``--fused``, the shapes that folder holds a fused split-K table of (``flysearch race run
+--space triton_gemm_splitk_fused``) get that family's top configs too. Per entry the median over
 rounds is kept; ``run`` writes the JSON after every shape and skips the shapes it already holds, so
 a stopped run resumes.
 """
@@ -116,7 +118,7 @@ def parse_shape(name: str) -> Shape:
 
 def _launchers(bench: Any, shape: Shape, entry: dict[str, Any]) -> dict[str, Callable[[], dict[str, Any]]]:
     """``{entry id: time it once}`` for cuBLAS and every config of both families."""
-    from flysearch.kernels import fused_gemm_launcher, spec_key, tma_gemm_launcher
+    from flysearch.kernels import spec_key, tma_gemm_launcher
 
     spec = spec_key(shape)
     timers: dict[str, Callable[[], dict[str, Any]]] = {CUBLAS: bench.time_vendor}
@@ -129,11 +131,8 @@ def _launchers(bench: Any, shape: Shape, entry: dict[str, Any]) -> dict[str, Cal
         launch = graph_replays(bench, lambda a, w, out, p=params: tma_gemm_launcher(a, w, out, p))
         timers[f"tma:{c['key']}"] = lambda f=launch: bench.time_launch(f, 1)
     for c in entry["families"].get("fused", {}).get("configs", []):
-        params = c["params"]
-        a, w = bench.sets[0]
-        fused_gemm_launcher(a, w, bench.c, params)()  # compile and load before capturing
-        launch = graph_replays(bench, lambda a, w, out, p=params: fused_gemm_launcher(a, w, out, p))
-        timers[f"fused:{c['key']}"] = lambda f=launch: bench.time_launch(f, 1)
+        timers[f"fused:{c['key']}"] = lambda p=c["params"]: bench.time_config(
+            p, spec, "sm_90", None, "triton_gemm_splitk_fused")
     return timers
 
 

@@ -144,3 +144,18 @@ def fake_timer_warm_vendor(payload: dict[str, Any]) -> dict[str, Any]:
         if calls:
             answer = {**answer, "time_ms": 1.10}
     return answer
+
+
+def fake_compile_family(payload: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fake_compile` for the fused split-K family only: any other family fails to compile."""
+    if payload.get("family") != "triton_gemm_splitk_fused":
+        return {"ok": False, "compile_s": 0.0, "detail": f"family {payload.get('family')}", "shared": 0}
+    return fake_compile(payload)
+
+
+def fake_timer_family(payload: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fake_timer`, its answers to configs naming the family it was asked to launch."""
+    answer = fake_timer(payload)
+    if payload["op"] == "time":
+        answer = {**answer, "extra": {**answer.get("extra", {}), "family": payload.get("family")}}
+    return answer

@@ -53,7 +53,9 @@ def race() -> None:
 @click.option("--shapes", "shape_file", type=click.Path(dir_okay=False), help="Shape corpus (TOML).")
 @click.option("--shape", "shape_texts", multiple=True, help="A shape MxNxK[:dtype]; repeatable.")
 @click.option("--only", multiple=True, help="Race only these corpus entries (by name); repeatable.")
-@click.option("--space", "space_name", default="triton_gemm_splitk", show_default=True)
+@click.option("--space", "space_name", default="triton_gemm_splitk", show_default=True,
+              help="The Triton family to race: triton_gemm_splitk (split-K) or triton_gemm_splitk_fused "
+                   "(split-K with its reduction in the same launch).")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="Ground-truth table database.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Compile processes (default: CPUs - 2).")
@@ -89,16 +91,19 @@ def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[s
         flysearch race run --shapes studies/shapes_h200.toml --db h200.db --dump benchmarks/data/h200
     """
     from flysearch.evaluators import RetimeSettings
-    from flysearch.kernels import get_space
+    from flysearch.kernels import get_space, triton_families
     from flysearch.race import RaceSettings, run_race
 
+    if space_name not in triton_families():
+        raise InputFormatError(f"--space {space_name} is no Triton family that flysearch races; give one of "
+                               f"{', '.join(triton_families())}.")
     shapes = _shapes(shape_file, shape_texts, only)
     if retime_rounds == 1:
         raise InputFormatError("--retime-rounds 1 confirms nothing; give 2 or more rounds, or 0 for none.")
     retime = RetimeSettings(rounds=retime_rounds, within=retime_within, min_k=min(8, retime_max),
                             max_k=retime_max) if retime_rounds else None
-    settings = RaceSettings(workers=workers, cache_dir=cache_dir, deadline_s=deadline, limit=limit,
-                            retime=retime)
+    settings = RaceSettings(family=space_name, workers=workers, cache_dir=cache_dir, deadline_s=deadline,
+                            limit=limit, retime=retime)
     with opened_store(db) as store:
         with stop_on_signals("race run"):
             try:

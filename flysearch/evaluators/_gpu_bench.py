@@ -69,7 +69,7 @@ def run_op(payload: dict[str, Any]) -> dict[str, Any]:
         return bench.time_vendor()
     if op == "time":
         return bench.time_config(payload["config"], payload["spec"], payload.get("arch", "sm_90"),
-                                 payload.get("best_ms"))
+                                 payload.get("best_ms"), payload.get("family", "triton_gemm_splitk"))
     raise ValueError(f"Unknown timer op {op!r}.")
 
 
@@ -264,20 +264,21 @@ class _ShapeBench:
         return self._guarded(lambda: self._measure(launch, ops, best_ms))
 
     def time_config(
-        self, config: dict[str, Any], spec: str, arch: str, best_ms: float | None
+        self, config: dict[str, Any], spec: str, arch: str, best_ms: float | None,
+        family: str = "triton_gemm_splitk",
     ) -> dict[str, Any]:
-        """Load *config*'s binary from the Triton cache, validate it and time it."""
-        from flysearch.kernels import compile_config
+        """Load *config*'s binary of Triton *family* from the Triton cache, validate it and time it."""
+        from flysearch.kernels import triton_compiler
 
         t0 = time.perf_counter()
         try:
-            kernel = compile_config(config, spec, arch)
+            kernel = triton_compiler(family)(config, spec, arch)
             kernel._init_handles()
         except Exception as exc:
             return {"outcome": "runtime_failed", "detail": f"load: {type(exc).__name__}: {exc}"[:300],
                     "bench_s": time.perf_counter() - t0, "extra": {}}
         load_s = time.perf_counter() - t0
-        launch, ops = self._launcher(kernel, config)
+        launch, ops = self._launcher(kernel, config, family)
         result = self._guarded(lambda: self._measure(launch, ops, best_ms))
         result.setdefault("extra", {}).update(
             {"n_regs": kernel.n_regs, "n_spills": kernel.n_spills, "shared": kernel.metadata.shared,
@@ -301,7 +302,13 @@ class _ShapeBench:
             return {"outcome": "runtime_failed", "detail": f"{type(exc).__name__}: {exc}"[:300],
                     "bench_s": time.perf_counter() - t0, "extra": {}, "fatal": fatal}
 
-    def _launcher(self, kernel: Any, config: dict[str, Any]) -> tuple[Any, int]:
+    def _launcher(self, kernel: Any, config: dict[str, Any], family: str) -> tuple[Any, int]:
+        """``launch(i)`` of *kernel* on rotating input set ``i``, and the launches one call makes:
+        the split-K family's GEMM alone, or with its workspace zeroed before and copied into ``C``
+        after; the fused family's one launch, its workspace zeroed once here and its per-tile
+        counters its own."""
+        import torch
+
         from flysearch.kernels import TILE_PARAMS
 
         M, N, K = self.M, self.N, self.K
@@ -311,6 +318,17 @@ class _ShapeBench:
         run, fn, meta, stream = kernel.run, kernel.function, kernel.packed_metadata, self.stream
         ptrs, c, ws = self.ptrs, self.c, self.ws
         c_ptr, ws_ptr = c.data_ptr(), ws.data_ptr()
+
+        if family == "triton_gemm_splitk_fused":
+            ws.zero_()  # a failed config before may have left it dirty; every launch leaves it zero
+            arrivals = torch.zeros(gx, device="cuda", dtype=torch.int32)
+
+            def launch_fused(i: int) -> None:
+                a, w = ptrs[i]
+                run(gx, split, 1, stream, fn, meta, None, None, None, a, w, c_ptr, ws_ptr,
+                    arrivals.data_ptr(), M, N, K, *tiles)
+
+            return launch_fused, 1
 
         if split == 1:
             def launch(i: int) -> None:

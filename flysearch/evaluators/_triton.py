@@ -47,12 +47,17 @@ LAUNCH_TIMEOUT_S = 60.0
 # The H100/H200 limit Triton checks at load time (227 KiB); a binary over it can never launch.
 _DEFAULT_MAX_SMEM = 227 * 1024
 
+DEFAULT_FAMILY = "triton_gemm_splitk"
+"""The Triton family a payload without ``"family"`` compiles and launches."""
+
 
 def compile_task(payload: dict[str, Any]) -> dict[str, Any]:
     """Compile one config into the Triton cache (runs in a CPU worker).
 
     Args:
-        payload: ``{"config": {...}, "spec": str, "arch": "sm_90", "max_smem": int}``.
+        payload: ``{"config": {...}, "spec": str, "arch": "sm_90", "max_smem": int, "family": str}``
+            (``family``: a Triton family of :func:`flysearch.kernels.triton_families`, the split-K
+            one by default).
 
     Returns:
         ``{"ok", "compile_s", "detail", "shared", "cache_hit"}``; a compiler exception or a
@@ -60,8 +65,9 @@ def compile_task(payload: dict[str, Any]) -> dict[str, Any]:
     """
     import triton
 
-    from flysearch.kernels import compile_config
+    from flysearch.kernels import triton_compiler
 
+    compile_config = triton_compiler(payload.get("family", DEFAULT_FAMILY))
     seen: dict[str, bool] = {}
     triton.knobs.compilation.listener = lambda **kw: seen.update(cache_hit=bool(kw.get("cache_hit")))
     start = time.perf_counter()
@@ -107,7 +113,7 @@ def measurement_from_result(result: dict[str, Any], compile_s: float | None) -> 
 
 
 class TritonEvaluator:
-    """Compiles and times configs of the ``triton_gemm_splitk`` space one at a time.
+    """Compiles and times configs of a Triton family (the split-K one by default) one at a time.
 
     The compile runs in a worker process and the timing in a GPU timer process, each killed after
     its timeout; use :func:`flysearch.race.run_race` to race many configs in a pipeline.
@@ -118,6 +124,7 @@ class TritonEvaluator:
         protocol: The timing protocol (default :class:`gpu_bench.TimingProtocol`).
         compile_timeout_s: Seconds a compile may take before its worker is killed.
         launch_timeout_s: Seconds a validate-and-time task may take before the timer is killed.
+        family: The Triton family (:func:`flysearch.kernels.triton_families`).
     """
 
     name = "triton"
@@ -125,8 +132,12 @@ class TritonEvaluator:
     def __init__(
         self, *, arch: str = "sm_90", cache_dir: str | None = None,
         protocol: TimingProtocol | None = None, compile_timeout_s: float = COMPILE_TIMEOUT_S,
-        launch_timeout_s: float = LAUNCH_TIMEOUT_S,
+        launch_timeout_s: float = LAUNCH_TIMEOUT_S, family: str = DEFAULT_FAMILY,
     ) -> None:
+        from flysearch.kernels import triton_compiler
+
+        triton_compiler(family)  # an unknown family fails here, not in a worker
+        self.family = family
         self.arch = arch
         self.cache_dir = cache_dir
         self.protocol = protocol
@@ -169,7 +180,7 @@ class TritonEvaluator:
         compiler, _ = self._pools()
         self._n += 1
         spec = spec_key(shape)
-        compiler.submit(self._n, compile_payload(config, shape, self.arch))
+        compiler.submit(self._n, compile_payload(config, shape, self.arch, self.family))
         (res,) = compiler.drain()
         if not res.ok or not res.value["ok"]:
             detail = res.value["detail"] if res.ok else f"compile {res.status}: {res.detail}"
@@ -184,7 +195,7 @@ class TritonEvaluator:
         _, timer = self._pools()
         self._n += 1
         timer.submit(self._n, timing_payload(compiled.config, compiled.shape, self.arch, self.protocol,
-                                             best_ms))
+                                             best_ms, self.family))
         (res,) = timer.drain()
         if not res.ok:
             return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, res.elapsed_s,
@@ -192,20 +203,23 @@ class TritonEvaluator:
         return measurement_from_result(res.value, compiled.compile_s)
 
 
-def compile_payload(config: Config, shape: Shape, arch: str) -> dict[str, Any]:
-    """The compile task that builds *config* for *shape*'s specialization on *arch*."""
+def compile_payload(config: Config, shape: Shape, arch: str, family: str = DEFAULT_FAMILY) -> dict[str, Any]:
+    """The compile task that builds *config* of Triton *family* for *shape*'s specialization on
+    *arch*."""
     from flysearch.kernels import spec_key
 
-    return {"config": config.as_dict(), "spec": spec_key(shape), "arch": arch}
+    return {"config": config.as_dict(), "spec": spec_key(shape), "arch": arch, "family": family}
 
 
 def timing_payload(
-    config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None
+    config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None,
+    family: str = DEFAULT_FAMILY,
 ) -> dict[str, Any]:
-    """The timer task that validates and times *config* on *shape*."""
+    """The timer task that validates and times *config* of Triton *family* on *shape*."""
     from flysearch.kernels import spec_key
 
     return {
         "op": "time", "shape": shape.as_dict(), "config": config.as_dict(), "spec": spec_key(shape),
         "arch": arch, "protocol": asdict(protocol) if protocol is not None else None, "best_ms": best_ms,
+        "family": family,
     }

@@ -35,7 +35,14 @@ from flysearch.kernels._flydsl_config import (
     check_reaches_kernel,
     to_flydsl_config,
 )
-from flysearch.kernels._registry import get_space, register_space, space_names, table_kernel
+from flysearch.kernels._registry import (
+    get_space,
+    register_space,
+    space_names,
+    table_kernel,
+    triton_compiler,
+    triton_families,
+)
 from flysearch.kernels._triton_fused import gemm_launcher as fused_gemm_launcher
 from flysearch.kernels._triton_gemm import TILE_PARAMS, compile_config, spec_key
 from flysearch.kernels._triton_tma import gemm_launcher as tma_gemm_launcher
@@ -79,5 +86,7 @@ __all__ = [
     "table_kernel",
     "tma_gemm_launcher",
     "to_flydsl_config",
+    "triton_compiler",
     "triton_configs_dir",
+    "triton_families",
 ]

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flysearch.kernels._registry import register_space
+from flysearch.kernels._registry import register_space, register_triton_family
 from flysearch.kernels._triton_gemm import (
     CONSTRAINTS,
     PARAMS,
@@ -87,6 +87,9 @@ def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_9
 
     options = {"num_warps": int(config["num_warps"]), "num_stages": int(config["num_stages"])}
     return triton.compile(kernel_source(config, spec), target=target_for(arch), options=options)
+
+
+register_triton_family(SPACE_NAME, compile_config)
 
 
 @dataclass(frozen=True)

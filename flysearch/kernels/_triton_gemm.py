@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from flysearch.kernels._registry import register_space
+from flysearch.kernels._registry import register_space, register_triton_family
 from flysearch.space import Config, Constraint, Param, Space
 
 if TYPE_CHECKING:
@@ -229,6 +229,9 @@ def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_9
 
     options = {"num_warps": int(config["num_warps"]), "num_stages": int(config["num_stages"])}
     return triton.compile(kernel_source(config, spec), target=target_for(arch), options=options)
+
+
+register_triton_family(SPACE_NAME, compile_config)
 
 
 def gemm_operands(a: Any, w: Any, c: Any) -> tuple[int, int, int]:

@@ -86,7 +86,11 @@ class RaceSettings:
     """How a race runs.
 
     Attributes:
-        kernel: Kernel family name, the first part of every table name.
+        kernel: Kernel name, the first part of every table name (``None``: the family's, e.g.
+            ``triton_gemm`` for the split-K family).
+        family: The Triton family compiled and launched (:func:`flysearch.kernels.triton_families`):
+            the split-K GEMM or the fused split-K GEMM. The raced space may be another space of
+            the same kernel's parameters (an unpruned one, another grid).
         arch: Target arch; ``None`` takes it from the GPU's name.
         workers: Compile worker processes (default: CPU count minus 2, at least 1).
         cache_dir: Triton cache directory shared by workers and timer (default: Triton's).
@@ -104,7 +108,8 @@ class RaceSettings:
             re-times it).
     """
 
-    kernel: str = "triton_gemm"
+    kernel: str | None = None
+    family: str = "triton_gemm_splitk"
     arch: str | None = None
     workers: int | None = None
     cache_dir: str | None = None
@@ -353,9 +358,16 @@ def run_race(
     """Race every feasible config of *space* over *shapes*; rows go to *store* as they come.
 
     Raises:
-        FlysearchError: the GPU timer could not start, or the device maps to no arch profile.
+        FlysearchError: the family is no Triton family flysearch races, the GPU timer could not
+            start, or the device maps to no arch profile.
     """
-    race = _Race(space, shapes, store, settings or RaceSettings(), progress)
+    from flysearch.kernels import table_kernel, triton_compiler
+
+    settings = settings or RaceSettings()
+    triton_compiler(settings.family)  # an unknown family fails before any process starts
+    if settings.kernel is None:
+        settings = replace(settings, kernel=table_kernel(settings.family))
+    race = _Race(space, shapes, store, settings, progress)
     try:
         return _run(race)
     finally:
@@ -416,7 +428,8 @@ def _submit_compiles(race: _Race, plans: list[_Plan], arch: str) -> None:
             task = (spec, config.key)
             if task not in seen:
                 seen.add(task)
-                race.compiler.submit(task, compile_payload(config, plan.race_shape.shape, arch))
+                payload = compile_payload(config, plan.race_shape.shape, arch, race.s.family)
+                race.compiler.submit(task, payload)
 
 
 def _meta(race: _Race, plan: _Plan, arch: str, info: dict[str, Any], vendor: dict[str, Any]) -> TableMeta:
@@ -460,7 +473,8 @@ def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> No
                 pending.remove(ready)
                 in_flight = ready
                 race.timer.submit(ready.key, {"op": "time", "shape": shape_d, "config": ready.as_dict(),
-                                              "spec": spec, "arch": arch, "protocol": proto, "best_ms": best})
+                                              "spec": spec, "arch": arch, "protocol": proto, "best_ms": best,
+                                              "family": race.s.family})
         elif in_flight is None:
             race.stopped = "deadline"
             break
@@ -523,7 +537,7 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
     configs = {r.key: Config.from_dict(r.params) for r in rows}
     for r in rows:  # configs raced by an earlier run were not compiled by this one
         if (spec, r.key) not in race.compiled:
-            race.compiler.submit((spec, r.key), compile_payload(configs[r.key], shape, arch))
+            race.compiler.submit((spec, r.key), compile_payload(configs[r.key], shape, arch, race.s.family))
     while any((spec, r.key) not in race.compiled for r in rows):
         race.collect_compiles(race.compiler.poll(timeout=0.05))
 
@@ -537,7 +551,8 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
         compiled = race.compiled[(spec, row.key)]
         if not compiled.get("ok"):
             return compiled.get("detail") or "compile failed"
-        res = race.timer_call(timing_payload(configs[row.key], shape, arch, race.s.protocol, None))
+        res = race.timer_call(timing_payload(configs[row.key], shape, arch, race.s.protocol, None,
+                                             race.s.family))
         timed = _timed_row(configs[row.key], res, compiled)
         return timed.time_ms if timed.ok and timed.time_ms else f"{timed.outcome}: {timed.detail}"
 

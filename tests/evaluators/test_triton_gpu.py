@@ -92,3 +92,51 @@ def test_small_race_writes_tables_and_times_cublas(tmp_path) -> None:
         assert len(vendor["retime"]["rounds_ms"]) == 10 and vendor_in_rounds(table.meta)
         assert 0.5 < vendor["retime"]["median_ms"] / vendor["time_ms"] < 2.0
         assert vendor_ms(table.meta) == vendor["retime"]["median_ms"] == shape.vendor_ms
+
+
+FUSED_CASES = [
+    (Shape(37, 101, 203), dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, GROUP_M=1, SPLIT_K=2)),
+    (Shape(1, 576, 7168), dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, SPLIT_K=16)),
+    (Shape(4, 6144, 4096), dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, SPLIT_K=8)),
+    (Shape(200, 96, 4100), dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, SPLIT_K=4)),
+    (Shape(512, 1536, 7168), dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, SPLIT_K=4)),
+]
+
+
+@pytest.fixture(scope="module")
+def fused_evaluator(tmp_path_factory):
+    with TritonEvaluator(cache_dir=str(tmp_path_factory.mktemp("triton-cache-fused")),
+                         family="triton_gemm_splitk_fused") as ev:
+        yield ev
+
+
+@pytest.mark.parametrize("shape,tiles", FUSED_CASES,
+                         ids=[f"{s.M}x{s.N}x{s.K}-sk{t['SPLIT_K']}" for s, t in FUSED_CASES])
+def test_fused_kernel_matches_fp32_reference_through_the_evaluator(fused_evaluator, shape, tiles) -> None:
+    """The fused family as the race launches it: the compiled binary, one launch a call, validated
+    before timing and timed over many launches that each must leave the workspace clean."""
+    from flysearch.kernels._triton_fused import make_space as fused_space
+
+    config = fused_space().config(**tiles, num_warps=4, num_stages=3)
+    compiled = fused_evaluator.compile(config, shape)
+    assert compiled.outcome is Outcome.OK, compiled.detail
+    for _ in range(3):  # validation after many timed launches: a dirty workspace would show here
+        m = fused_evaluator.time(compiled)
+        print(f"fused {shape.M}x{shape.N}x{shape.K} {config.key}: {m.outcome.value} {m.time_ms} ms "
+              f"rel_err {m.extra.get('rel_err')} reps {m.extra.get('reps')}")
+        assert m.outcome is Outcome.OK, m.detail
+        assert m.extra["rel_err"] < 5e-3
+
+
+def test_small_race_of_the_fused_family(tmp_path) -> None:
+    from flysearch.kernels._triton_fused import make_space as fused_space
+
+    store = TableStore(tmp_path / "race.db")
+    settings = RaceSettings(family="triton_gemm_splitk_fused", limit=24, workers=8,
+                            cache_dir=str(tmp_path / "cache"))
+    report = run_race(fused_space(), [RaceShape(Shape(4, 6144, 4096))], store, settings, progress=print)
+    assert report.measured == 24
+    (row,) = race_summary(store)
+    print(row)
+    assert row["table"].startswith("triton_gemm_fused/") and row["table"].endswith("/4x6144x4096")
+    assert row["counts"].get("ok", 0) == 24 and row["cublas_ms"] is not None

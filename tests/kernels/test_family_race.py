@@ -20,7 +20,7 @@ SHAPES = [SimpleNamespace(name="a", shape=Shape(1, 64, 128)),
 
 @pytest.fixture
 def family_race(monkeypatch: pytest.MonkeyPatch):
-    benchmark_script("fused_h200")  # puts benchmarks/ on the path and imports _family_race as scripts do
+    benchmark_script("backend_rounds")  # puts benchmarks/ on the path and imports _family_race
     fr = sys.modules["_family_race"]
     raced: list[str] = []
 
@@ -62,26 +62,3 @@ def test_no_shape_starts_after_the_deadline(family_race, tmp_path: Path, monkeyp
     assert raced == ["a"]
     assert json.loads((tmp_path / "race_report.json").read_text())["tables"] == [
         "toy_gemm__H200__1x64x128.table.json.gz"]
-
-
-def test_fused_race_takes_the_regimes_in_the_order_named(monkeypatch, tmp_path: Path) -> None:
-    fused = benchmark_script("fused_h200")
-    seen: list[str] = []
-    monkeypatch.setattr(fused, "race_corpus", lambda family, corpus, *a, **k: seen.extend(
-        e.shape.regime for e in corpus))
-    monkeypatch.setattr(sys, "argv", ["fused_h200.py", "race", "--shapes", "studies/shapes_h200.toml",
-                                      "--regime", "k_heavy", "--regime", "decode", "--out", str(tmp_path)])
-    fused.main()
-    assert seen and set(seen) == {"k_heavy", "decode"}
-    assert seen == sorted(seen, key=["k_heavy", "decode"].index)
-
-
-def test_fused_race_with_no_matching_shape_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    import subprocess
-
-    out = subprocess.run([sys.executable, "benchmarks/fused_h200.py", "race", "--shapes",
-                          "studies/shapes_h200.toml", "--regime", "nothing", "--out", str(tmp_path)],
-                         capture_output=True, text=True, check=False,
-                         cwd=Path(__file__).resolve().parents[2])
-    assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == ["fused_h200.py: no shape of --shapes matches --regime/--only"]

@@ -37,6 +37,30 @@ def test_table_name() -> None:
     assert table_name("triton_gemm", "H200", Shape(1, 4096, 4096)) == "triton_gemm/H200/1x4096x4096"
 
 
+def test_a_race_of_the_fused_family_compiles_and_launches_that_family(tmp_path) -> None:
+    from flysearch.kernels._triton_fused import make_space as fused_space
+
+    store = TableStore(tmp_path / "fused.db")
+    settings = _settings(family="triton_gemm_splitk_fused", compile_fn=fakes.fake_compile_family,
+                         timer_fn=fakes.fake_timer_family, limit=24)
+    run_race(fused_space(), [RaceShape(SHAPE)], store, settings)
+    assert store.names() == ["triton_gemm_fused/H200/4x576x7168"]
+    table = store.load("triton_gemm_fused/H200/4x576x7168")
+    assert table.meta.kernel == "triton_gemm_fused" and table.meta.space["name"] == "triton_gemm_splitk_fused"
+    ok = table.ok_rows()
+    assert ok and all(r.extra["family"] == "triton_gemm_splitk_fused" for r in ok)
+    assert not any("family" in r.detail for r in table.rows.values())
+    assert table.retimed_ms()  # the re-timing rounds launched the same family
+
+
+def test_a_race_of_an_unknown_family_fails_before_starting(tmp_path) -> None:
+    from flysearch.errors import FlysearchError
+
+    with pytest.raises(FlysearchError, match="no Triton family that flysearch races"):
+        run_race(make_space(), [RaceShape(SHAPE)], TableStore(tmp_path / "x.db"),
+                 _settings(family="triton_gemm_tma"))
+
+
 def test_race_records_every_config_with_its_outcome(raced) -> None:
     store, report = raced
     table = store.load(NAME)
