@@ -54,7 +54,8 @@ def best_configs(store: TableStore, prefix: str = "", top: int = 1, *,
         retimed = table.retimed_ms()
         for rank, row in enumerate(table.ranked()[:top]):
             entry = {
-                "table": name, "rank": rank + 1, "device": table.meta.device, "date": table.meta.date,
+                "table": name, "kernel": table.meta.kernel, "rank": rank + 1, "device": table.meta.device,
+                "date": table.meta.date,
                 "shape": f"{shape.M}x{shape.N}x{shape.K}" if shape else "",
                 "problem": table.meta.problem, "key": row.key, "params": dict(row.params),
                 "time_ms": retimed.get(row.key, row.time_ms),
@@ -76,21 +77,38 @@ def _split(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") -> str:
-    """Python source of a ``triton.autotune`` config list, one ``triton.Config`` per distinct config.
+    """Python source of ``triton.autotune`` config lists, one ``triton.Config`` per distinct config.
 
     Tile sizes go in the kwargs dict; ``num_warps``/``num_stages`` are keyword arguments. Comments
-    above each config name the tables (shapes) where it won and its time there.
+    above each config name the tables (shapes) where it won and its time there. A config list tunes
+    one kernel, so entries of several kernels (their ``"kernel"``: the split-K and the fused split-K
+    GEMM, say) give one list each, ``{name}_{KERNEL}``; entries of one kernel give the list *name*.
     """
-    by_key: dict[str, list[dict[str, Any]]] = {}
+    by_kernel: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
-        by_key.setdefault(json.dumps(e["params"], sort_keys=True), []).append(e)
+        by_kernel.setdefault(str(e.get("kernel", "")), []).append(e)
     lines = [
         f'"""Best configs exported by flysearch on {_dt.date.today().isoformat()}."""',
         "",
         "import triton",
-        "",
-        f"{name} = [",
     ]
+    for kernel, group in by_kernel.items():
+        list_name = name if len(by_kernel) == 1 else f"{name}_{_identifier(kernel)}"
+        lines += ["", *([f"# {kernel}"] if len(by_kernel) > 1 else []), f"{list_name} = ["]
+        lines += _config_lines(group)
+        lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def _identifier(kernel: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in kernel).upper() or "UNNAMED"
+
+
+def _config_lines(entries: list[dict[str, Any]]) -> list[str]:
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        by_key.setdefault(json.dumps(e["params"], sort_keys=True), []).append(e)
+    lines = []
     for key, group in by_key.items():
         kwargs, options = _split(json.loads(key))
         lines.extend(f"    # {e['table']}: {e['time_ms']:.4g} ms{_backend_note(e)}" for e in group)
@@ -99,8 +117,7 @@ def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") 
         if options:
             lines.append("        " + ", ".join(f"{k}={v!r}" for k, v in options.items()) + ",")
         lines.append("    ),")
-    lines.append("]")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _backend_note(entry: dict[str, Any]) -> str:

@@ -145,6 +145,25 @@ def test_dump_and_export_round_trip(raced, tmp_path) -> None:
     assert json.loads(export_json(entries))["configs"][0]["time_ms"] == entries[0]["time_ms"]
 
 
+def test_configs_of_two_kernels_go_to_two_lists() -> None:
+    """An autotune list tunes one kernel: split-K and fused split-K winners are never mixed."""
+    def entry(kernel: str, block_m: int) -> dict:
+        return {"table": f"{kernel}/H200/1x8x8", "kernel": kernel, "time_ms": 0.01,
+                "params": {"BLOCK_M": block_m, "num_warps": 4, "num_stages": 3}}
+
+    namespace: dict = {}
+    source = triton_configs_source([entry("triton_gemm", 16), entry("triton_gemm_fused", 32),
+                                    entry("triton_gemm", 64)])
+    exec(source.replace("import triton", ""), {"triton": _FakeTriton}, namespace)
+    assert [c.kwargs["BLOCK_M"] for c in namespace["CONFIGS_TRITON_GEMM"]] == [16, 64]
+    assert [c.kwargs["BLOCK_M"] for c in namespace["CONFIGS_TRITON_GEMM_FUSED"]] == [32]
+    assert "CONFIGS" not in namespace
+    alone: dict = {}
+    exec(triton_configs_source([entry("triton_gemm", 16)]).replace("import triton", ""),
+         {"triton": _FakeTriton}, alone)
+    assert [c.kwargs["BLOCK_M"] for c in alone["CONFIGS"]] == [16]
+
+
 class _FakeTriton:
     class Config:
         def __init__(self, kwargs, num_warps=4, num_stages=3):
