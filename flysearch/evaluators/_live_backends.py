@@ -126,8 +126,9 @@ def warm_triton() -> None:
 
 
 def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: str | int | None = None,
-                   protocol: Any = None) -> LiveBackend:
-    """The Triton split-K GEMM, compiled by ``triton.compile`` in CPU workers, timed on one GPU."""
+                   protocol: Any = None, family: str = "triton_gemm_splitk") -> LiveBackend:
+    """A Triton family's GEMM (:func:`flysearch.kernels.triton_families`; the split-K one by
+    default), compiled by ``triton.compile`` in CPU workers, timed on one GPU."""
     from flysearch.evaluators._triton import (
         COMPILE_TIMEOUT_S,
         LAUNCH_TIMEOUT_S,
@@ -139,15 +140,19 @@ def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: st
 
     def compile_payload(config: Config, shape: Shape | None) -> dict[str, Any]:
         assert shape is not None, "the Triton backend needs a GEMM shape"
-        return triton_compile_payload(config, shape, arch)
+        return triton_compile_payload(config, shape, arch, family)
 
     def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> dict[str, Any]:
         assert shape is not None, "the Triton backend needs a GEMM shape"
-        return timing_payload(config, shape, arch, protocol, best_ms)
+        return timing_payload(config, shape, arch, protocol, best_ms, family)
 
+    from flysearch.kernels import table_kernel, triton_compiler
+
+    triton_compiler(family)  # an unknown family fails here, not in every compile worker
     env = {"TRITON_CACHE_DIR": cache_dir} if cache_dir else {}
-    return LiveBackend("triton", "triton_gemm", compile_task, timer_task, compile_payload, time_payload,
-                       env, gpu_env(gpu), COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S, warmup=warm_triton)
+    return LiveBackend("triton", table_kernel(family), compile_task, timer_task, compile_payload,
+                       time_payload, env, gpu_env(gpu), COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S,
+                       warmup=warm_triton)
 
 
 # -- FlyDSL ---------------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ def prepare_live(spec: StudySpec, gpu: str | None = None) -> tuple[LiveBackend, 
 def _arch_and_space(evaluator: str, arch: str | None, space: str | None) -> tuple[Any, Any]:
     """A Triton or FlyDSL study's arch profile and space (their defaults when not named); a clear
     error when the evaluator's package is not installed."""
-    from flysearch.kernels import get_space
+    from flysearch.kernels import get_space, triton_families
 
     package = "triton" if evaluator == "triton" else "flydsl"
     if importlib.util.find_spec(package) is None:
@@ -122,7 +122,11 @@ def _arch_and_space(evaluator: str, arch: str | None, space: str | None) -> tupl
             f"({sys.executable}) lacks; install it, or use --evaluator simulated."
         )
     if evaluator == "triton":
-        return get_arch(arch or "sm_90"), get_space(space or "triton_gemm_splitk")
+        name = space or "triton_gemm_splitk"
+        if name not in triton_families():
+            raise InputFormatError(f"A live Triton study compiles one of flysearch's Triton families "
+                                   f"({', '.join(triton_families())}); space {name!r} is none of them.")
+        return get_arch(arch or "sm_90"), get_space(name)
     if not arch:
         raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
     found = get_space(space or "flydsl_gemm")
@@ -135,7 +139,7 @@ def _device_backend(evaluator: str, arch: Any, space: Any, gpu: str | None, cach
     from flysearch.evaluators import flydsl_backend, triton_backend
 
     if evaluator == "triton":
-        return triton_backend(arch=arch.name, cache_dir=cache, gpu=gpu)
+        return triton_backend(arch=arch.name, cache_dir=cache, gpu=gpu, family=space.name)
     return flydsl_backend(space.kernel, arch.name, gpu=gpu)
 
 
