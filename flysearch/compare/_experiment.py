@@ -30,7 +30,8 @@ An experiment file::
 sampler; it is always trained leave-one-table-out: on the ``[[prior_table]]`` entries and the
 experiment's other tables, or on the ``[[prior_table]]`` entries alone with ``prior_on_tables =
 false`` (test tables that must never train a prior). Relative paths are read from the file's folder.
-A ``[[prior_table]]`` source may be a glob (``"../benchmarks/data/h200/*.table.json.gz"``). A
+A ``[[table]]`` or ``[[prior_table]]`` source may be a glob
+(``"../benchmarks/data/h200/*.table.json.gz"``): one table per file it matches, sorted. A
 sampler may run fewer seeds than the experiment (``seeds = 2`` on a slow one, such as ``gp``).
 Unknown keys are rejected with the list of allowed ones.
 
@@ -256,14 +257,18 @@ def _table_spec(path: Path, where: str, raw: Any) -> TableSpec:
     return TableSpec(source, str(raw.get("label", "")), items, str(raw.get("group", "")))
 
 
-def _expand(spec: TableSpec) -> list[TableSpec]:
-    """A prior table source with a ``*`` stands for every file it matches (sorted)."""
+def _expand(spec: TableSpec, where: str) -> list[TableSpec]:
+    """A table source with a ``*`` stands for every file it matches (sorted); a label names one
+    table, so it cannot go with a pattern that matches several."""
     if "*" not in spec.source:
         return [spec]
     matches = sorted(Path("/").glob(spec.source.lstrip("/")))
     if not matches:
-        raise InputFormatError(f"[[prior_table]] source {spec.source} matches no file; fix the pattern.")
-    return [TableSpec(str(m), "", spec.restrict, spec.group) for m in matches]
+        raise InputFormatError(f"{where} source {spec.source} matches no file; fix the pattern.")
+    if spec.label and len(matches) > 1:
+        raise InputFormatError(f"{where} gives the label {spec.label!r} to {len(matches)} files its source "
+                               "matches; a label names one table: drop it or list the files one by one.")
+    return [TableSpec(str(m), spec.label, spec.restrict, spec.group) for m in matches]
 
 
 def _seeds(path: Path, raw: Any) -> tuple[int, ...]:
@@ -283,11 +288,10 @@ def load_experiment(path: str | Path) -> Experiment:
     doc = read_toml(path, "Experiment file")
     _check_keys(path, "the top level", doc, _TOP_KEYS)
     exp = dict(_check_keys(path, "[experiment]", doc.get("experiment", {}), _EXP_KEYS))
-    tables = tuple(_table_spec(path, f"[[table]] #{i + 1}", t) for i, t in enumerate(doc.get("table", [])))
-    priors = tuple(
-        spec
-        for i, t in enumerate(doc.get("prior_table", []))
-        for spec in _expand(_table_spec(path, f"[[prior_table]] #{i + 1}", t))
+    tables, priors = (
+        tuple(spec for i, t in enumerate(doc.get(key, []))
+              for spec in _expand(_table_spec(path, f"[[{key}]] #{i + 1}", t), f"[[{key}]] #{i + 1}"))
+        for key in ("table", "prior_table")
     )
     samplers = []
     for i, raw in enumerate(doc.get("sampler", [])):

@@ -411,6 +411,22 @@ encoding = "categorical"
     assert exp.tables[0].restrict == (("tile_size_x", (1, 2)),)
 
 
+def test_a_table_source_may_be_a_glob(tmp_path: Path, dedisp_path: Path) -> None:
+    """[[table]] reads a pattern as [[prior_table]] does: one table per file, sorted; a label names
+    one table, so a pattern matching several files cannot carry one."""
+    import shutil
+
+    for name in ("b.json.gz", "a.json.gz"):
+        shutil.copy(dedisp_path, tmp_path / name)
+    body = '[experiment]\nbudget = 5\n[[table]]\nsource = "*.json.gz"\n{label}[[sampler]]\nname = "tpe"\n'
+    exp = load_experiment(_write(tmp_path, body.format(label="")))
+    assert [Path(t.source).name for t in exp.tables] == ["a.json.gz", "b.json.gz"]
+    with pytest.raises(InputFormatError, match="gives the label 'x' to 2 files"):
+        load_experiment(_write(tmp_path, body.format(label='label = "x"\n')))
+    with pytest.raises(InputFormatError, match=r"\[\[table\]\] #1 source .*matches no file"):
+        load_experiment(_write(tmp_path, body.format(label="").replace("*.json.gz", "nothing*.json.gz")))
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
