@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flysearch.evaluators._base import Compiled, Evaluator, Measurement
     from flysearch.evaluators._flydsl import FlydslCompileEvaluator, FlydslLiveEvaluator
-    from flysearch.evaluators._gpu_bench import TimingProtocol, device_info, protocol_dict, shape_bench
+    from flysearch.evaluators._gpu_bench import (
+        DEFAULT_TRITON_FAMILY,
+        TimingProtocol,
+        device_info,
+        protocol_dict,
+        shape_bench,
+    )
     from flysearch.evaluators._live_backends import (
         GPU_VARS,
         LiveBackend,
@@ -90,6 +96,7 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "warm_triton",
     # Triton task functions and their payloads (run in worker processes), and the timing protocol.
     "COMPILE_TIMEOUT_S",
+    "DEFAULT_TRITON_FAMILY",
     "LAUNCH_TIMEOUT_S",
     "TimingProtocol",
     "compile_payload",
@@ -140,6 +147,7 @@ _HOME = {
     "retime_finalists": "_retime",
     "rounds_record": "_retime",
     "COMPILE_TIMEOUT_S": "_triton",
+    "DEFAULT_TRITON_FAMILY": "_gpu_bench",
     "Compiled": "_base",
     "Evaluator": "_base",
     "FlydslCompileEvaluator": "_flydsl",

@@ -27,6 +27,9 @@ from typing import Any
 
 __all__ = ["TimingProtocol", "device_info", "protocol_dict", "run_op", "shape_bench"]
 
+DEFAULT_TRITON_FAMILY = "triton_gemm_splitk"
+"""The Triton family a payload without ``"family"`` compiles and launches."""
+
 
 @dataclass(frozen=True)
 class TimingProtocol:
@@ -69,7 +72,7 @@ def run_op(payload: dict[str, Any]) -> dict[str, Any]:
         return bench.time_vendor()
     if op == "time":
         return bench.time_config(payload["config"], payload["spec"], payload.get("arch", "sm_90"),
-                                 payload.get("best_ms"), payload.get("family", "triton_gemm_splitk"))
+                                 payload.get("best_ms"), payload.get("family", DEFAULT_TRITON_FAMILY))
     raise ValueError(f"Unknown timer op {op!r}.")
 
 
@@ -265,7 +268,7 @@ class _ShapeBench:
 
     def time_config(
         self, config: dict[str, Any], spec: str, arch: str, best_ms: float | None,
-        family: str = "triton_gemm_splitk",
+        family: str = DEFAULT_TRITON_FAMILY,
     ) -> dict[str, Any]:
         """Load *config*'s binary of Triton *family* from the Triton cache, validate it and time it."""
         from flysearch.kernels import triton_compiler

@@ -34,6 +34,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from flysearch.evaluators._gpu_bench import DEFAULT_TRITON_FAMILY
 from flysearch.tables import Outcome
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def warm_triton() -> None:
 
 
 def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: str | int | None = None,
-                   protocol: Any = None, family: str = "triton_gemm_splitk") -> LiveBackend:
+                   protocol: Any = None, family: str = DEFAULT_TRITON_FAMILY) -> LiveBackend:
     """A Triton family's GEMM (:func:`flysearch.kernels.triton_families`; the split-K one by
     default), compiled by ``triton.compile`` in CPU workers, timed on one GPU."""
     from flysearch.evaluators._triton import (

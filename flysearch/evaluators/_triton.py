@@ -21,6 +21,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from flysearch.evaluators._base import Compiled, Measurement
+from flysearch.evaluators._gpu_bench import DEFAULT_TRITON_FAMILY
 from flysearch.evaluators._pool import WorkerPool
 from flysearch.evaluators._worker_process import Retire
 from flysearch.tables import Outcome
@@ -47,8 +48,6 @@ LAUNCH_TIMEOUT_S = 60.0
 # The H100/H200 limit Triton checks at load time (227 KiB); a binary over it can never launch.
 _DEFAULT_MAX_SMEM = 227 * 1024
 
-DEFAULT_FAMILY = "triton_gemm_splitk"
-"""The Triton family a payload without ``"family"`` compiles and launches."""
 
 
 def compile_task(payload: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +66,7 @@ def compile_task(payload: dict[str, Any]) -> dict[str, Any]:
 
     from flysearch.kernels import triton_compiler
 
-    compile_config = triton_compiler(payload.get("family", DEFAULT_FAMILY))
+    compile_config = triton_compiler(payload.get("family", DEFAULT_TRITON_FAMILY))
     seen: dict[str, bool] = {}
     triton.knobs.compilation.listener = lambda **kw: seen.update(cache_hit=bool(kw.get("cache_hit")))
     start = time.perf_counter()
@@ -132,7 +131,7 @@ class TritonEvaluator:
     def __init__(
         self, *, arch: str = "sm_90", cache_dir: str | None = None,
         protocol: TimingProtocol | None = None, compile_timeout_s: float = COMPILE_TIMEOUT_S,
-        launch_timeout_s: float = LAUNCH_TIMEOUT_S, family: str = DEFAULT_FAMILY,
+        launch_timeout_s: float = LAUNCH_TIMEOUT_S, family: str = DEFAULT_TRITON_FAMILY,
     ) -> None:
         from flysearch.kernels import triton_compiler
 
@@ -203,7 +202,9 @@ class TritonEvaluator:
         return measurement_from_result(res.value, compiled.compile_s)
 
 
-def compile_payload(config: Config, shape: Shape, arch: str, family: str = DEFAULT_FAMILY) -> dict[str, Any]:
+def compile_payload(
+    config: Config, shape: Shape, arch: str, family: str = DEFAULT_TRITON_FAMILY
+) -> dict[str, Any]:
     """The compile task that builds *config* of Triton *family* for *shape*'s specialization on
     *arch*."""
     from flysearch.kernels import spec_key
@@ -213,7 +214,7 @@ def compile_payload(config: Config, shape: Shape, arch: str, family: str = DEFAU
 
 def timing_payload(
     config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None,
-    family: str = DEFAULT_FAMILY,
+    family: str = DEFAULT_TRITON_FAMILY,
 ) -> dict[str, Any]:
     """The timer task that validates and times *config* of Triton *family* on *shape*."""
     from flysearch.kernels import spec_key

@@ -38,6 +38,7 @@ from typing import Any
 from flysearch.errors import FlysearchError
 from flysearch.evaluators import (
     COMPILE_TIMEOUT_S,
+    DEFAULT_TRITON_FAMILY,
     LAUNCH_TIMEOUT_S,
     RetimeSettings,
     TaskResult,
@@ -109,7 +110,7 @@ class RaceSettings:
     """
 
     kernel: str | None = None
-    family: str = "triton_gemm_splitk"
+    family: str = DEFAULT_TRITON_FAMILY
     arch: str | None = None
     workers: int | None = None
     cache_dir: str | None = None
