@@ -33,9 +33,10 @@ from flysearch.kernels._triton_gemm import (
     CONSTRAINTS,
     PARAMS,
     TILE_PARAMS,
+    compile_source,
     gemm_operands,
-    output_tiles,
-    target_for,
+    grid,
+    splitk_source,
 )
 from flysearch.space import Config, Param, Space
 
@@ -63,30 +64,14 @@ register_space(SPACE_NAME, make_space, table_kernel=KERNEL_NAME)
 def kernel_source(config: Config | dict[str, Any], spec: str) -> Any:
     """The Triton ``ASTSource`` of *config* for the split-K family's specialization *spec*
     (``"n16=1,k16=1"``: whether N and K are multiples of 16)."""
-    from triton.compiler import ASTSource
-
     from flysearch.kernels._triton_fused_jit import fused_splitk_gemm_kernel
 
-    flags = dict(p.split("=") for p in spec.split(","))
-    signature = {
-        "a_ptr": "*bf16", "w_ptr": "*bf16", "c_ptr": "*bf16", "ws_ptr": "*fp32", "arrivals_ptr": "*i32",
-        "M": "i32", "N": "i32", "K": "i32",
-    }
-    signature.update({name: "constexpr" for name in TILE_PARAMS})
-    constexprs = {(8 + i,): int(config[name]) for i, name in enumerate(TILE_PARAMS)}
-    aligned = [(0,), (1,), (2,), (3,), (4,)] + ([(6,)] if flags["n16"] == "1" else []) + (
-        [(7,)] if flags["k16"] == "1" else []
-    )
-    attrs = {idx: [["tt.divisibility", 16]] for idx in aligned}
-    return ASTSource(fused_splitk_gemm_kernel, signature, constexprs, attrs)
+    return splitk_source(fused_splitk_gemm_kernel, {"ws_ptr": "*fp32", "arrivals_ptr": "*i32"}, config, spec)
 
 
 def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_90") -> Any:
     """Compile (or load from the Triton cache) *config* for *arch*; no GPU needed."""
-    import triton
-
-    options = {"num_warps": int(config["num_warps"]), "num_stages": int(config["num_stages"])}
-    return triton.compile(kernel_source(config, spec), target=target_for(arch), options=options)
+    return compile_source(kernel_source(config, spec), config, arch)
 
 
 register_triton_family(SPACE_NAME, compile_config)
@@ -145,8 +130,3 @@ def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any]) -> Fu
         kernel(a, w, c, ws, arrivals, m, n, k, **tiles_kw, num_warps=warps, num_stages=stages)
 
     return FusedLaunch(launch, ws, arrivals)
-
-
-def grid(config: Config | dict[str, Any], shape: Any) -> tuple[int, int, int]:
-    """The launch grid: ``(output tiles, SPLIT_K, 1)``."""
-    return (output_tiles(config, shape), int(config["SPLIT_K"]), 1)

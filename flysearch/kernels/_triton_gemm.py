@@ -196,20 +196,28 @@ def _spec_flags(spec: str) -> tuple[bool, bool]:
 
 def kernel_source(config: Config | dict[str, Any], spec: str) -> Any:
     """The Triton ``ASTSource`` of *config* for specialization *spec* (see :func:`spec_key`)."""
-    from triton.compiler import ASTSource
-
     from flysearch.kernels._triton_gemm_jit import splitk_gemm_kernel
 
+    return splitk_source(splitk_gemm_kernel, {"ws_ptr": "*fp32"}, config, spec)
+
+
+def splitk_source(kernel: Any, buffers: dict[str, str], config: Config | dict[str, Any], spec: str) -> Any:
+    """The ``ASTSource`` of a GEMM kernel with the split-K signature: ``a_ptr, w_ptr, c_ptr``, then
+    the pointers of *buffers* (name: Triton type), then ``M, N, K`` and the tile constexprs of
+    :data:`TILE_PARAMS`; every pointer 16-byte aligned, N and K as *spec* says."""
+    from triton.compiler import ASTSource
+
     n16, k16 = _spec_flags(spec)
-    signature = {
-        "a_ptr": "*bf16", "w_ptr": "*bf16", "c_ptr": "*bf16", "ws_ptr": "*fp32",
-        "M": "i32", "N": "i32", "K": "i32",
-    }
+    signature = {"a_ptr": "*bf16", "w_ptr": "*bf16", "c_ptr": "*bf16", **buffers,
+                 "M": "i32", "N": "i32", "K": "i32"}
+    pointers = 3 + len(buffers)
     signature.update({name: "constexpr" for name in TILE_PARAMS})
-    constexprs = {(7 + i,): int(config[name]) for i, name in enumerate(TILE_PARAMS)}
-    aligned = [(0,), (1,), (2,), (3,)] + ([(5,)] if n16 else []) + ([(6,)] if k16 else [])
+    constexprs = {(pointers + 3 + i,): int(config[name]) for i, name in enumerate(TILE_PARAMS)}
+    aligned = [(i,) for i in range(pointers)] + ([(pointers + 1,)] if n16 else []) + (
+        [(pointers + 2,)] if k16 else []
+    )
     attrs = {idx: [["tt.divisibility", 16]] for idx in aligned}
-    return ASTSource(splitk_gemm_kernel, signature, constexprs, attrs)
+    return ASTSource(kernel, signature, constexprs, attrs)
 
 
 def target_for(arch: str) -> Any:
@@ -225,10 +233,15 @@ def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_9
     Needs no GPU: the target is named, so CPU worker processes can fill the cache that the process
     timing on the GPU then reads.
     """
+    return compile_source(kernel_source(config, spec), config, arch)
+
+
+def compile_source(source: Any, config: Config | dict[str, Any], arch: str) -> Any:
+    """``triton.compile`` of *source* for *arch* with *config*'s num_warps and num_stages."""
     import triton
 
     options = {"num_warps": int(config["num_warps"]), "num_stages": int(config["num_stages"])}
-    return triton.compile(kernel_source(config, spec), target=target_for(arch), options=options)
+    return triton.compile(source, target=target_for(arch), options=options)
 
 
 register_triton_family(SPACE_NAME, compile_config)
