@@ -189,6 +189,7 @@ class CostModelSampler(CandidateSampler):
         self._n_trees = o.n_trees
         self._prior_weight = o.prior_weight
         self._local = o.local
+        self._turns = 0  # suggestions made so far: what "every second suggestion" counts
         self._patience = o.patience
         self._n_diverse, self._diverse_distance = o.n_diverse, o.diverse_distance
         self._top_region = o.top_region
@@ -374,6 +375,7 @@ class CostModelSampler(CandidateSampler):
         held by *n_pending* running trials)."""
         self._reweigh()
         n = len(self._observed)
+        turn, self._turns = self._turns, self._turns + 1
         if self._walk and n + n_pending < self._walk_first:
             if self._walk_cover > 0 and (n + n_pending) % 2 == 1:
                 return self._covering(free, taken)
@@ -400,7 +402,9 @@ class CostModelSampler(CandidateSampler):
             near = self._near_best(free, self._radius)
             return self._lowest(near, prior_kriging(self._prior_score, self._ordinal, idx, y, near,
                                                     length_scale=self._length_scale))
-        if self._local and n >= 2 and n % 2 == 0:
+        # Alternate by this sampler's own turns, not by the study's measurements: in a portfolio
+        # taking turns by trial number, the measurements' parity would be the same at every turn.
+        if self._local and n >= 2 and turn % 2 == 0:
             free = self._near_best(free, 1)
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]

@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
@@ -39,7 +40,23 @@ if TYPE_CHECKING:
     from optuna.study import Study
     from optuna.trial import FrozenTrial
 
-__all__ = ["PortfolioSampler"]
+__all__ = ["AutoOptions", "PortfolioSampler"]
+
+
+@dataclass(frozen=True)
+class AutoOptions:
+    """The options ``auto`` takes (a study file's ``sampler_options``, an experiment's ``options``).
+
+    Attributes:
+        local: The forest's turns alternate between its lower bound over the whole space and a
+            local step, its lower bound over the configs one parameter step from the best measured
+            one (``True``); ``False`` makes every turn global.
+        gp_local: The GP's turns alternate likewise, between its expected improvement over the
+            whole space and over the configs one step from the best.
+    """
+
+    local: bool = True
+    gp_local: bool = False
 
 
 class PortfolioSampler(BaseSampler):

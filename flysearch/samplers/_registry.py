@@ -14,7 +14,8 @@ Kernel Tuner's strategies on a replayed table (:mod:`flysearch.samplers`).
 The samplers that are Optuna's (``tpe``, ``tpe-unseen``, ``gp``, ``cmaes-margin``) take *options*:
 keyword arguments of the Optuna class they build (``{"n_startup_trials": 20, "multivariate":
 True}``), so that a comparison can run them tuned as well as at their defaults
-(:func:`sampler_options_problem` says what is wrong with a set of options).
+(:func:`sampler_options_problem` says what is wrong with a set of options). ``auto`` takes the
+fields of :class:`~flysearch.samplers._portfolio.AutoOptions`.
 
 Example:
     >>> from flysearch.samplers import make_sampler
@@ -27,7 +28,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -35,6 +36,7 @@ from optuna.samplers import BaseSampler
 
 from flysearch.errors import UnknownSamplerError
 from flysearch.samplers._context import SearchContext
+from flysearch.samplers._portfolio import AutoOptions, PortfolioSampler
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -189,6 +191,11 @@ def sampler_options_problem(name: str, options: Mapping[str, Any]) -> str | None
     if unknown:
         return (f"Unknown option(s) {', '.join(unknown)} of the {name} sampler; it takes "
                 f"{cls.__name__}'s: {', '.join(sorted(allowed))}.")
+    if is_dataclass(cls):  # flysearch's own options: typed by their defaults
+        for f in fields(cls):
+            if f.name in options and not isinstance(options[f.name], type(f.default)):
+                return (f"The {name} sampler's option {f.name} is a {type(f.default).__name__}, "
+                        f"not {options[f.name]!r}.")
     return None
 
 
@@ -269,17 +276,18 @@ def _fastgp(r: SamplerRequest) -> BaseSampler:
     return FeasibleGPSampler(r.needs_context(), seed=r.seed)
 
 
-@register_sampler("auto")
+@register_sampler("auto", AutoOptions, frozenset())
 def _auto(r: SamplerRequest) -> BaseSampler:
-    from flysearch.samplers._costmodel import CostModelSampler
+    from flysearch.samplers._costmodel import CostModelOptions, CostModelSampler
     from flysearch.samplers._gp import FeasibleGPSampler
-    from flysearch.samplers._portfolio import PortfolioSampler
 
     # The default cold start: the exact GP and the feature forest propose in turn.
     context = r.needs_context()
     forest_seed = None if r.seed is None else r.seed + 1
-    return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed),
-                             CostModelSampler(context, None, seed=forest_seed)])
+    options = AutoOptions(**r.options)
+    forest = CostModelOptions(local=options.local)
+    return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local),
+                             CostModelSampler(context, None, seed=forest_seed, options=forest)])
 
 
 @register_sampler("cmaes")

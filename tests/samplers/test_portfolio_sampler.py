@@ -10,7 +10,7 @@ import pytest
 from flysearch.compare._experiment import TableSpec
 from flysearch.compare._run import load_table
 from flysearch.evaluators import ReplayEvaluator
-from flysearch.samplers import SearchContext, make_sampler
+from flysearch.samplers import SearchContext, make_sampler, sampler_options_problem
 from flysearch.samplers._portfolio import PortfolioSampler
 from flysearch.study import StudySpec, run_study, trial_records
 from flysearch.tables import space_for_table
@@ -87,3 +87,51 @@ def test_auto_is_the_gp_and_the_forest(dedisp) -> None:  # type: ignore[no-untyp
     sampler = make_sampler("auto", seed=0, context=context)
     assert isinstance(sampler, PortfolioSampler)
     assert [type(m).__name__ for m in sampler._members] == ["FeasibleGPSampler", "CostModelSampler"]
+
+
+def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 9) -> float:  # type: ignore[no-untyped-def]
+    """The share of the trials *first*, *first* + 4, ... that proposed a config one value step from
+    the best measured before it: by default the forest's even turns from its fifth on."""
+    settings = StudySpec(sampler="auto", sampler_options=options, budget=80, seed=3, space=space.name,
+                         table=table.name)
+    storage = optuna.storages.InMemoryStorage()
+    run_study("l", space, ReplayEvaluator(table), settings, storage=storage)
+    records = [r for _t, r in trial_records(optuna.load_study(study_name="l", storage=storage))]
+    names = [p.name for p in space.free_params()]
+    values = {p.name: list(p.values) for p in space.free_params()}
+    configs = {c.key: c for c in space.enumerate().feasible}
+
+    def steps(a: str, b: str) -> int:
+        return sum(abs(values[n].index(configs[a][n]) - values[n].index(configs[b][n])) for n in names)
+
+    near = []
+    for t in range(first, len(records), 4):
+        best = min((r for r in records[:t] if r.time_ms), key=lambda r: r.time_ms)
+        near.append(steps(records[t].key, best.key) == 1)
+    return sum(near) / len(near)
+
+
+def test_auto_s_forest_refines_near_the_best_config_on_every_second_turn(dedisp) -> None:  # type: ignore[no-untyped-def]
+    # The forest alternates by its own turns: by the study's measurements, which have the same
+    # parity at each of its turns in a portfolio of two, it would never take the local step. (A
+    # local turn whose best config has no unevaluated neighbour left proposes elsewhere: half of
+    # them here.)
+    table, space = dedisp
+    local = _turns_next_to_the_best(table, space, {})
+    assert local >= 0.4
+    assert _turns_next_to_the_best(table, space, {"local": False}) <= local / 4
+
+
+def test_auto_s_gp_refines_near_the_best_config_on_every_second_turn_when_asked(dedisp) -> None:  # type: ignore[no-untyped-def]
+    # The GP's model turns begin at trial 10 (after 10 random draws); its odd ones are trials 12,
+    # 16, 20, ...
+    table, space = dedisp
+    local = _turns_next_to_the_best(table, space, {"gp_local": True}, first=12)
+    assert local >= 0.3
+    assert _turns_next_to_the_best(table, space, {}, first=12) <= local / 4
+
+
+def test_auto_s_options_are_checked() -> None:
+    assert sampler_options_problem("auto", {"local": False, "gp_local": True}) is None
+    assert "is a bool" in str(sampler_options_problem("auto", {"local": "no"}))
+    assert "Unknown option(s) kappa" in str(sampler_options_problem("auto", {"kappa": 2}))
