@@ -955,6 +955,22 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
             f"{prefix}_SEEDS": re.search(r"(\d+) seeds per sampler", summary).group(1)}
 
 
+def local_step_facts() -> dict[str, str]:
+    """`auto` with its forest's local step against the portfolio without it (`auto-global`): on the
+    development tables (benchmarks/results/compare/coldstart_local) and on the fourth test set
+    (coldstart_test4), where both ran once; tables where `auto` needed fewer / more compiles to 1%."""
+    facts = {}
+    for name, prefix in (("coldstart_local", "LS"), ("coldstart_test4", "CT4_LS")):
+        by = _table_rows(name)
+        tables = sorted(by["auto"])
+        new = _medians(by, tables, "auto")
+        old = _medians(by, tables, "auto-global")
+        wins, losses, p = _sign_test(new, old)
+        facts.update({f"{prefix}_N": str(len(tables)), f"{prefix}_FEWER": str(wins),
+                      f"{prefix}_MORE": str(losses), f"{prefix}_P": f"{p:.2f}"})
+    return facts
+
+
 COLDSTART_TESTS = ("coldstart_test", "coldstart_test2")
 CURVE_KS = (1, 2, 4, 8, 16, 25, 32, 50, 100, 200)
 
@@ -1816,6 +1832,8 @@ def main() -> None:
     cs_facts, cs_data = coldstart_statistics()
     facts.update(cs_facts)
     facts.update(coldstart_test_facts("coldstart_test3", "CT3"))
+    facts.update(coldstart_test_facts("coldstart_test4", "CT4"))
+    facts.update(local_step_facts())
     facts.update(external_anchor_facts(ext_rows))
     fz_facts, facts["FROZEN_TABLE"], facts["FROZEN_REGRET_TABLE"], fz_data = frozen_test_facts()
     facts.update(fz_facts)
