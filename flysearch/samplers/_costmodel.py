@@ -81,6 +81,7 @@ from flysearch.samplers._history import (
     candidate_feature_columns,
     candidate_features,
     candidate_ordinals,
+    steps_from,
 )
 
 if TYPE_CHECKING:
@@ -356,8 +357,7 @@ class CostModelSampler(CandidateSampler):
         """The configs of *free* 1 to *radius* value steps (L1 distance of the value indices) from
         the best measured config; all of *free* when none is (or *radius* < 1)."""
         idx, y = self._targets()
-        best = self._ordinal[idx[int(np.argmin(y))]]
-        steps = np.abs(self._ordinal[free] - best).sum(axis=1)
+        steps = steps_from(self._ordinal, int(idx[int(np.argmin(y))]))[free]
         near = free[(steps >= 1) & (steps <= radius)]
         return near if near.size else free
 

@@ -37,7 +37,7 @@ from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
 
-from flysearch.samplers._history import CandidateHistory, CandidateSampler, candidate_ordinals
+from flysearch.samplers._history import CandidateHistory, CandidateSampler, candidate_ordinals, steps_from
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -179,8 +179,7 @@ class FeasibleGPSampler(CandidateSampler):
         whole when that leaves none)."""
         assert self._ordinal is not None
         idx, y = self._targets()
-        best = self._ordinal[idx[int(np.argmin(y))]]
-        near = free_mask & (np.abs(self._ordinal - best).sum(axis=1) == 1)
+        near = free_mask & (steps_from(self._ordinal, idx[int(np.argmin(y))]) == 1)
         return near if near.any() else free_mask
 
     # -- the model --------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from flysearch.samplers._context import SearchContext
 
 __all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_columns", "candidate_features",
-           "candidate_ordinals", "clear_candidate_features"]
+           "candidate_ordinals", "clear_candidate_features", "steps_from"]
 
 _ATTR = "flysearch"
 
@@ -140,6 +140,12 @@ def candidate_ordinals(context: SearchContext) -> np.ndarray:
         values = dict(config.items)
         ordinal.append([index[values[name]] for name, index in index_of])
     return np.array(ordinal, dtype=np.int32).reshape(len(context.feasible), len(params))
+
+
+def steps_from(ordinal: np.ndarray, centre: int) -> np.ndarray:
+    """Each candidate's distance from candidate *centre* in value steps (the L1 distance of their
+    :func:`candidate_ordinals`): 1 for the configs one parameter step away, the local moves."""
+    return np.abs(ordinal - ordinal[centre]).sum(axis=1)
 
 
 class CandidateSampler(BaseSampler):
