@@ -107,6 +107,9 @@ class CostModelOptions:
         n_trees: Trees of the correcting forest.
         prior_weight: The prior's rank weighs ``prior_weight / (n + prior_weight)`` against the
             forest's after n measurements.
+        local_every: With *local*, every this many-th suggestion is the local step (2: every second).
+        hamming: The local step's neighbours are the configs that differ from the best measured one
+            in one parameter, by any value, instead of by one value step.
         patience: After this many measurements without a better time, the prior's region is
             taken as exhausted: the prior is set aside, and each suggestion is the unevaluated
             config of lowest forest bound in the whole space, with no local, random or top-region
@@ -153,6 +156,8 @@ class CostModelOptions:
     n_trees: int = 32
     prior_weight: float = 32.0
     local: bool = True
+    local_every: int = 2
+    hamming: bool = False
     patience: int = 16
     n_diverse: int = 6
     diverse_distance: int = 3
@@ -189,7 +194,7 @@ class CostModelSampler(CandidateSampler):
         self._n_startup = o.n_startup if prior is None else 0
         self._n_trees = o.n_trees
         self._prior_weight = o.prior_weight
-        self._local = o.local
+        self._local, self._local_every, self._hamming = o.local, o.local_every, o.hamming
         self._turns = 0  # suggestions made so far: what "every second suggestion" counts
         self._patience = o.patience
         self._n_diverse, self._diverse_distance = o.n_diverse, o.diverse_distance
@@ -361,6 +366,14 @@ class CostModelSampler(CandidateSampler):
         near = free[(steps >= 1) & (steps <= radius)]
         return near if near.size else free
 
+    def _near_best_hamming(self, free: np.ndarray) -> np.ndarray:
+        """The configs of *free* that differ from the best measured config in exactly one
+        parameter; all of *free* when none does."""
+        idx, y = self._targets()
+        best = self._ordinal[int(idx[int(np.argmin(y))])]
+        near = free[(self._ordinal[free] != best).sum(axis=1) == 1]
+        return near if near.size else free
+
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         pending = self._read_history(study)
@@ -404,8 +417,8 @@ class CostModelSampler(CandidateSampler):
                                                     length_scale=self._length_scale))
         # Alternate by this sampler's own turns, not by the study's measurements: in a portfolio
         # taking turns by trial number, the measurements' parity would be the same at every turn.
-        if self._local and n >= 2 and turn % 2 == 0:
-            free = self._near_best(free, 1)
+        if self._local and n >= 2 and turn % self._local_every == 0:
+            free = self._near_best_hamming(free) if self._hamming else self._near_best(free, 1)
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free

@@ -53,10 +53,15 @@ class AutoOptions:
             one (``True``); ``False`` makes every turn global.
         gp_local: The GP's turns alternate likewise, between its expected improvement over the
             whole space and over the configs one step from the best.
+        local_every: The forest's local step comes at every this many-th of its turns.
+        hamming: The forest's local step chooses among the configs that differ from the best in
+            one parameter, by any value.
     """
 
     local: bool = True
     gp_local: bool = False
+    local_every: int = 2
+    hamming: bool = False
 
 
 class PortfolioSampler(BaseSampler):

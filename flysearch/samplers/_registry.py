@@ -285,7 +285,8 @@ def _auto(r: SamplerRequest) -> BaseSampler:
     context = r.needs_context()
     forest_seed = None if r.seed is None else r.seed + 1
     options = AutoOptions(**r.options)
-    forest = CostModelOptions(local=options.local)
+    forest = CostModelOptions(local=options.local, local_every=options.local_every,
+                              hamming=options.hamming)
     return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local),
                              CostModelSampler(context, None, seed=forest_seed, options=forest)])
 

@@ -89,9 +89,11 @@ def test_auto_is_the_gp_and_the_forest(dedisp) -> None:  # type: ignore[no-untyp
     assert [type(m).__name__ for m in sampler._members] == ["FeasibleGPSampler", "CostModelSampler"]
 
 
-def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 9) -> float:  # type: ignore[no-untyped-def]
-    """The share of the trials *first*, *first* + 4, ... that proposed a config one value step from
-    the best measured before it: by default the forest's even turns from its fifth on."""
+def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 9, every: int = 4,  # type: ignore[no-untyped-def]
+                            hamming: bool = False) -> float:
+    """The share of the trials *first*, *first* + *every*, ... that proposed a config one value step
+    from the best measured before it (with *hamming*, one that differs from it in one parameter):
+    by default the forest's even turns from its fifth on."""
     settings = StudySpec(sampler="auto", sampler_options=options, budget=80, seed=3, space=space.name,
                          table=table.name)
     storage = optuna.storages.InMemoryStorage()
@@ -102,10 +104,12 @@ def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 
     configs = {c.key: c for c in space.enumerate().feasible}
 
     def steps(a: str, b: str) -> int:
+        if hamming:
+            return sum(configs[a][n] != configs[b][n] for n in names)
         return sum(abs(values[n].index(configs[a][n]) - values[n].index(configs[b][n])) for n in names)
 
     near = []
-    for t in range(first, len(records), 4):
+    for t in range(first, len(records), every):
         best = min((r for r in records[:t] if r.time_ms), key=lambda r: r.time_ms)
         near.append(steps(records[t].key, best.key) == 1)
     return sum(near) / len(near)
@@ -129,6 +133,18 @@ def test_auto_s_gp_refines_near_the_best_config_on_every_second_turn_when_asked(
     local = _turns_next_to_the_best(table, space, {"gp_local": True}, first=12)
     assert local >= 0.3
     assert _turns_next_to_the_best(table, space, {}, first=12) <= local / 4
+
+
+def test_auto_s_forest_can_step_to_any_value_of_one_parameter_and_on_every_turn(dedisp) -> None:  # type: ignore[no-untyped-def]
+    table, space = dedisp
+    assert _turns_next_to_the_best(table, space, {"hamming": True}, hamming=True) >= 0.4
+    # One value step is one parameter changed, not the other way round: the Hamming moves reach
+    # further than the steps.
+    assert (_turns_next_to_the_best(table, space, {"hamming": True}) <
+            _turns_next_to_the_best(table, space, {"hamming": True}, hamming=True))
+    every = _turns_next_to_the_best(table, space, {"local_every": 1}, every=2)  # trials 9, 11, 13, ...
+    assert every >= 0.4
+    assert every > _turns_next_to_the_best(table, space, {}, every=2)
 
 
 def test_auto_s_options_are_checked() -> None:
