@@ -114,9 +114,10 @@ class CostModelOptions:
             taken as exhausted: the prior is set aside, and each suggestion is the unevaluated
             config of lowest forest bound in the whole space, with no local, random or top-region
             step, until a measurement improves again.
-        local: Every second suggestion is restricted to the unevaluated configs one parameter step
-            from the best measured one (a local refinement), when any is left; a walked prior
-            takes :func:`prior_kriging`'s best instead.
+        local: Every *local_every*-th suggestion (counted over this sampler's own suggestions) is
+            restricted to the unevaluated configs one parameter step from the best measured one (a
+            local refinement), when any is left; a walked prior takes :func:`prior_kriging`'s best
+            instead.
         n_diverse: With a prior, the first this many suggestions follow the prior's order while
             skipping configs within *diverse_distance* of those already taken; with a
             ``"rank"`` prior, at most the rank its best score implies (:func:`implied_rank`).

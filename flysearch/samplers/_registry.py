@@ -177,7 +177,7 @@ def sampler_options_problem(name: str, options: Mapping[str, Any]) -> str | None
     Example:
         >>> sampler_options_problem("tpe", {"n_startup_trials": 20})
         >>> print(sampler_options_problem("random", {"n_startup_trials": 20}))
-        The random sampler takes no options; these take them: cmaes-margin, gp, tpe, tpe-unseen.
+        The random sampler takes no options; these take them: auto, cmaes-margin, gp, tpe, tpe-unseen.
     """
     if not options:
         return None
