@@ -10,6 +10,7 @@ second signal while the first unwinds ends the command and its worker processes 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -148,11 +149,24 @@ def stop_on_signals(command: str) -> Iterator[None]:
         raise Stopped(signum)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    # A signal that lands while SQLAlchemy returns a connection to its pool is logged there with
+    # its traceback before it goes on unwinding: the stop, not an error, so that record is dropped.
+    quiet = logging.StreamHandler()
+    quiet.setLevel(logging.WARNING)
+    quiet.addFilter(_not_a_stop)
+    sqlalchemy_log = logging.getLogger("sqlalchemy")
+    sqlalchemy_log.addHandler(quiet)
     try:
         yield
     finally:
+        sqlalchemy_log.removeHandler(quiet)
         for s, old in previous.items():
             signal.signal(s, old)
+
+
+def _not_a_stop(record: logging.LogRecord) -> bool:
+    """Whether *record* is about anything but a :class:`Stopped` passing through."""
+    return not (record.exc_info and isinstance(record.exc_info[1], Stopped))
 
 
 def _exit_now(command: str, signum: int) -> None:

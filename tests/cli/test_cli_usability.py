@@ -140,3 +140,22 @@ def test_a_read_only_database_is_named_as_one_not_as_damaged(tmp_path: Path) -> 
     line = one_error(result.output)
     assert result.exit_code == 1 and f"{tmp_path / 't.db'} cannot be written: attempt to write" in line
     assert "SQLite file" not in line
+
+
+def test_a_stop_passing_through_sqlalchemy_s_pool_is_not_logged_but_its_errors_are(capfd) -> None:  # type: ignore[no-untyped-def]
+    # SQLAlchemy logs an exception raised while it resets a pooled connection, then re-raises it;
+    # a signal landing there is the stop itself, and its traceback must not reach stderr.
+    import logging
+
+    from flysearch.cli._progress import Stopped, stop_on_signals
+
+    pool_log = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
+    with stop_on_signals("test"):
+        for error in (Stopped(15), RuntimeError("disk I/O error")):
+            try:
+                raise error
+            except BaseException:
+                pool_log.error("Exception during reset or similar", exc_info=True)
+    err = capfd.readouterr().err
+    assert "disk I/O error" in err and "Traceback" in err
+    assert "Stopped" not in err and err.count("Exception during reset") == 1
