@@ -359,20 +359,13 @@ class CostModelSampler(CandidateSampler):
         new = (self._ordinal[order][:, None, :] != used[None, :, :]).all(axis=1).any(axis=1)
         return int(order[int(np.argmax(new))]) if new.any() else int(order[0])
 
-    def _near_best(self, free: np.ndarray, radius: int) -> np.ndarray:
+    def _near_best(self, free: np.ndarray, radius: int, *, hamming: bool = False) -> np.ndarray:
         """The configs of *free* 1 to *radius* value steps (L1 distance of the value indices) from
-        the best measured config; all of *free* when none is (or *radius* < 1)."""
+        the best measured config, or with *hamming* 1 to *radius* parameters different; all of
+        *free* when none is (or *radius* < 1)."""
         idx, y = self._targets()
-        steps = steps_from(self._ordinal, int(idx[int(np.argmin(y))]))[free]
+        steps = steps_from(self._ordinal, int(idx[int(np.argmin(y))]), hamming=hamming)[free]
         near = free[(steps >= 1) & (steps <= radius)]
-        return near if near.size else free
-
-    def _near_best_hamming(self, free: np.ndarray) -> np.ndarray:
-        """The configs of *free* that differ from the best measured config in exactly one
-        parameter; all of *free* when none does."""
-        idx, y = self._targets()
-        best = self._ordinal[int(idx[int(np.argmin(y))])]
-        near = free[(self._ordinal[free] != best).sum(axis=1) == 1]
         return near if near.size else free
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
@@ -419,7 +412,7 @@ class CostModelSampler(CandidateSampler):
         # Alternate by this sampler's own turns, not by the study's measurements: in a portfolio
         # taking turns by trial number, the measurements' parity would be the same at every turn.
         if self._local and n >= 2 and turn % self._local_every == 0:
-            free = self._near_best_hamming(free) if self._hamming else self._near_best(free, 1)
+            free = self._near_best(free, 1, hamming=self._hamming)
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free

@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
@@ -62,6 +62,15 @@ class AutoOptions:
     gp_local: bool = False
     local_every: int = 2
     hamming: bool = False
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value, default = getattr(self, f.name), f.default
+            if type(value) is not type(default):  # a bool is no whole number here, nor 1 a bool
+                kind = "true or false" if isinstance(default, bool) else "a whole number"
+                raise ValueError(f"The auto sampler's option {f.name} is {kind}, not {value!r}.")
+        if self.local_every < 1:
+            raise ValueError(f"The auto sampler's option local_every is 1 or more, not {self.local_every}.")
 
 
 class PortfolioSampler(BaseSampler):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -191,11 +191,11 @@ def sampler_options_problem(name: str, options: Mapping[str, Any]) -> str | None
     if unknown:
         return (f"Unknown option(s) {', '.join(unknown)} of the {name} sampler; it takes "
                 f"{cls.__name__}'s: {', '.join(sorted(allowed))}.")
-    if is_dataclass(cls):  # flysearch's own options: typed by their defaults
-        for f in fields(cls):
-            if f.name in options and not isinstance(options[f.name], type(f.default)):
-                return (f"The {name} sampler's option {f.name} is a {type(f.default).__name__}, "
-                        f"not {options[f.name]!r}.")
+    if is_dataclass(cls):  # flysearch's own options check their values themselves
+        try:
+            cls(**options)
+        except ValueError as e:
+            return str(e)
     return None
 
 

@@ -149,5 +149,7 @@ def test_auto_s_forest_can_step_to_any_value_of_one_parameter_and_on_every_turn(
 
 def test_auto_s_options_are_checked() -> None:
     assert sampler_options_problem("auto", {"local": False, "gp_local": True}) is None
-    assert "is a bool" in str(sampler_options_problem("auto", {"local": "no"}))
+    assert "is true or false, not 'no'" in str(sampler_options_problem("auto", {"local": "no"}))
+    assert "is a whole number, not True" in str(sampler_options_problem("auto", {"local_every": True}))
+    assert "1 or more, not 0" in str(sampler_options_problem("auto", {"local_every": 0}))
     assert "Unknown option(s) kappa" in str(sampler_options_problem("auto", {"kappa": 2}))
