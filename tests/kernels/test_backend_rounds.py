@@ -68,22 +68,29 @@ def _shape(name: str, regime: str, cublas: float, splitk: list[float], tma: list
             "families": families}
 
 
-def test_the_report_takes_each_family_s_best_over_cublas_in_the_same_rounds(tmp_path: Path) -> None:
-    br = benchmark_script("backend_rounds")
+def _report(tmp_path: Path, shapes: list[dict], versions: dict) -> tuple[str, dict[str, list[str]]]:
+    """backend_rounds' report of *shapes*: its text, and each shape's table row split into cells."""
     doc = {"provenance": {"command": "python benchmarks/backend_rounds.py run", "date": "2026-12-05",
-                          "device": "NVIDIA H200", "versions": {"triton": "3.6.0"}, "rounds": 10, "top": 2},
-           "shapes": [_shape("1x4096x4096", "decode", 1.0, [1.10, 1.02], [0.98, None]),
-                      _shape("4096x4096x4096", "square", 2.0, [2.4, 2.5], [2.2, 2.1])]}
+                          "device": "NVIDIA H200", "versions": versions, "rounds": 10, "top": 2},
+           "shapes": shapes}
     (tmp_path / "r.json").write_text(json.dumps(doc))
     out = tmp_path / "r.md"
-    br.report(argparse.Namespace(json=tmp_path / "r.json", out=out))
+    benchmark_script("backend_rounds").report(argparse.Namespace(json=tmp_path / "r.json", out=out))
     text = out.read_text()
-    decode = next(line for line in text.splitlines() if line.startswith("| 1x4096x4096 |")).split(" | ")
+    lines = text.splitlines()
+    rows = {s["shape"]: next(line for line in lines if line.startswith(f"| {s['shape']} |")).split(" | ")
+            for s in shapes}
+    return text, rows
+
+
+def test_the_report_takes_each_family_s_best_over_cublas_in_the_same_rounds(tmp_path: Path) -> None:
+    text, rows = _report(tmp_path, [_shape("1x4096x4096", "decode", 1.0, [1.10, 1.02], [0.98, None]),
+                                    _shape("4096x4096x4096", "square", 2.0, [2.4, 2.5], [2.2, 2.1])],
+                         {"triton": "3.6.0"})
     # TMA here / table, split-K, TMA, best, best in the race, fastest: a failed config never counts
-    assert decode[4:10] == ["0.980", "1.020", "0.980", "0.980", "1.111", "TMA |"]
-    square = next(line for line in text.splitlines() if line.startswith("| 4096x4096x4096 |")).split(" | ")
+    assert rows["1x4096x4096"][4:10] == ["0.980", "1.020", "0.980", "0.980", "1.111", "TMA |"]
     # a backend wins only below 1
-    assert square[4:10] == ["2.200", "1.200", "1.050", "1.050", "0.556", "cuBLAS |"]
+    assert rows["4096x4096x4096"][4:10] == ["2.200", "1.200", "1.050", "1.050", "0.556", "cuBLAS |"]
     assert "| decode | 1 | 1.020 | 0.980 | 0.980 | 1.00 | yes |" in text
     assert "| square | 1 | 1.200 | 1.050 | 1.050 | 1.05 | yes |" in text
     assert "Fastest backend per shape: TMA 1, cuBLAS 1." in text and "1x4096x4096 t1" in text
@@ -103,21 +110,13 @@ def test_the_committed_run_times_cublas_slower_beside_the_kernels_on_a_square_sh
 
 
 def test_the_report_adds_the_fused_family_where_it_was_timed(tmp_path: Path) -> None:
-    br = benchmark_script("backend_rounds")
-    doc = {"provenance": {"command": "python benchmarks/backend_rounds.py run", "date": "2026-12-05",
-                          "device": "NVIDIA H200", "versions": {}, "rounds": 10, "top": 2},
-           "shapes": [_shape("1x4096x4096", "decode", 1.0, [1.10, 1.02], [1.3, 1.2], [0.95, None]),
-                      _shape("4096x4096x4096", "square", 2.0, [2.4, 2.5], [2.2, 2.1])]}
-    (tmp_path / "r.json").write_text(json.dumps(doc))
-    out = tmp_path / "r.md"
-    br.report(argparse.Namespace(json=tmp_path / "r.json", out=out))
-    text = out.read_text()
+    shapes = [_shape("1x4096x4096", "decode", 1.0, [1.10, 1.02], [1.3, 1.2], [0.95, None]),
+              _shape("4096x4096x4096", "square", 2.0, [2.4, 2.5], [2.2, 2.1])]
+    text, rows = _report(tmp_path, shapes, {})
     assert text.startswith("# Split-K, fused split-K, TMA and cuBLAS")
-    decode = next(line for line in text.splitlines() if line.startswith("| 1x4096x4096 |")).split(" | ")
     # split-K, TMA, fused, best, best in the race, fastest
-    assert decode[5:11] == ["1.020", "1.200", "0.950", "0.950", "1.111", "fused split-K |"]
-    square = next(line for line in text.splitlines() if line.startswith("| 4096x4096x4096 |")).split(" | ")
-    assert square[5:11] == ["1.200", "1.050", "-", "1.050", "0.556", "cuBLAS |"]
+    assert rows["1x4096x4096"][5:11] == ["1.020", "1.200", "0.950", "0.950", "1.111", "fused split-K |"]
+    assert rows["4096x4096x4096"][5:11] == ["1.200", "1.050", "-", "1.050", "0.556", "cuBLAS |"]
     assert "| decode | 1 | 1.020 | 1.200 | 0.950 | 0.950 | 1.00 | yes |" in text
     assert "| square | 1 | 1.200 | 1.050 | - | 1.050 | 1.05 | yes |" in text
     assert "Fastest backend per shape: cuBLAS 1, fused split-K 1." in text
