@@ -11,7 +11,10 @@ The order the arrival relies on: every thread's atomic adds, then a barrier of t
 one acquire-release atomic on the counter (release: the adds before it are visible to whoever
 reads the count after it; acquire: the last program's reads of the workspace come after every
 other program's adds). The last program reads the workspace past the L1 cache (``.cg``), where
-another SM's atomics cannot be stale.
+another SM's atomics cannot be stale, and meets its threads at a second barrier before it zeroes
+the tile: the compiler lays the read and the zeroing out over the threads differently, so without
+it one thread can zero an element another has not read yet (seen on an H100: one launch in 50 of a
+decode shape wrote part of a tile as zero).
 """
 
 from __future__ import annotations
@@ -41,5 +44,6 @@ def fused_splitk_gemm_kernel(
     if arrived == SPLIT_K - 1:
         total = tl.load(ws_ptr + out, mask=keep, other=0.0, cache_modifier=".cg")
         tl.store(c_ptr + out, total.to(tl.bfloat16), mask=keep)
+        tl.debug_barrier()
         tl.store(ws_ptr + out, tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32), mask=keep)
         tl.store(arrivals_ptr + tile, 0)

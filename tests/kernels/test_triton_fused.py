@@ -68,7 +68,9 @@ def test_launcher_refuses_one_split_and_mismatched_shapes() -> None:
 def test_compiled_kernel_orders_the_partial_sums_before_the_arrival(config, tmp_path, monkeypatch) -> None:
     """In the PTX: the fp32 partial sums go out as relaxed atomics, then the whole program meets at
     a barrier, then one acquire-release atomic counts the arrival; the last program's reads of the
-    workspace skip L1 (``.cg``) and come after the arrival."""
+    workspace skip L1 (``.cg``) and come after the arrival, and its threads meet again before any
+    of them zeroes the workspace (the reads and the zeroing are laid out over the threads
+    differently)."""
     pytest.importorskip("triton")
     from flysearch.kernels._triton_fused import compile_config
 
@@ -83,9 +85,13 @@ def test_compiled_kernel_orders_the_partial_sums_before_the_arrival(config, tmp_
     arrival = where(r"atom\.global\.gpu\.acq_rel\.add\.u32")
     reads = where(r"ld\.global\.cg")
     assert partial and reads and len(arrival) == 1
-    barriers = [i for i in where(r"^bar\.sync") if partial[-1] < i < arrival[0]]
-    assert barriers, "no barrier between the partial sums and the arrival"
+    barriers = where(r"^bar\.sync")
+    assert any(partial[-1] < i < arrival[0] for i in barriers), "no barrier between the partial sums and the arrival"
     assert min(reads) > arrival[0]
+    workspace = {re.search(r"\[ (%rd\d+)", lines[i]).group(1) for i in partial}
+    zeroing = [i for i in where(r"st\.global") if re.search(r"\[ (%rd\d+)", lines[i]).group(1) in workspace]
+    assert zeroing, "the last program does not zero the workspace"
+    assert any(max(reads) < i < min(zeroing) for i in barriers), "no barrier between the reads and the zeroing"
 
 
 def test_the_race_compile_task_builds_the_fused_kernel(tmp_path, monkeypatch) -> None:
