@@ -1,5 +1,6 @@
-"""The fused split-K GEMM on a CUDA GPU (skipped without one): every launch of a launcher (200 in a row) matches
-the fp32 reference and leaves its workspace and counters zero, also replayed from a CUDA graph."""
+"""The fused split-K GEMM on a CUDA GPU (skipped without one): every launch of a launcher (200 in a
+row) matches the fp32 reference and leaves its workspace and counters zero, also replayed from a
+CUDA graph."""
 
 from __future__ import annotations
 

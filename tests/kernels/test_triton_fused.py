@@ -86,12 +86,13 @@ def test_compiled_kernel_orders_the_partial_sums_before_the_arrival(config, tmp_
     reads = where(r"ld\.global\.cg")
     assert partial and reads and len(arrival) == 1
     barriers = where(r"^bar\.sync")
-    assert any(partial[-1] < i < arrival[0] for i in barriers), "no barrier between the partial sums and the arrival"
+    assert any(partial[-1] < i < arrival[0] for i in barriers), "no barrier before the arrival"
     assert min(reads) > arrival[0]
     workspace = {re.search(r"\[ (%rd\d+)", lines[i]).group(1) for i in partial}
-    zeroing = [i for i in where(r"st\.global") if re.search(r"\[ (%rd\d+)", lines[i]).group(1) in workspace]
+    stores = where(r"st\.global")
+    zeroing = [i for i in stores if re.search(r"\[ (%rd\d+)", lines[i]).group(1) in workspace]
     assert zeroing, "the last program does not zero the workspace"
-    assert any(max(reads) < i < min(zeroing) for i in barriers), "no barrier between the reads and the zeroing"
+    assert any(max(reads) < i < min(zeroing) for i in barriers), "no barrier before the zeroing"
 
 
 def test_the_race_compile_task_builds_the_fused_kernel(tmp_path, monkeypatch) -> None:
