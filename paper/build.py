@@ -927,7 +927,7 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
 
     best = {t: min(med(a, t) for a in anchors) for t in tables}
     ours = {t: med("auto", t) for t in tables}
-    gemm = [t for t in tables if "GEMM" in t]  # Schoonhoven et al.'s CLBlast GEMM caches
+    gemm = [t for t in tables if "GEMM" in t or t.startswith("gemm/")]  # the CLBlast GEMM caches
     summary = (folder / "summary.md").read_text()
 
     def fractions(k: int) -> str:
@@ -957,10 +957,12 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
 
 def local_step_facts() -> dict[str, str]:
     """`auto` with its forest's local step against the portfolio without it (`auto-global`): on the
-    development tables (benchmarks/results/compare/coldstart_local) and on the fourth test set
-    (coldstart_test4), where both ran once; tables where `auto` needed fewer / more compiles to 1%."""
+    development tables (benchmarks/results/compare/coldstart_local) and on the fourth and fifth test
+    sets (coldstart_test4, coldstart_test5), where both ran once; tables where `auto` needed fewer /
+    more compiles to 1%."""
     facts = {}
-    for name, prefix in (("coldstart_local", "LS"), ("coldstart_test4", "CT4_LS")):
+    sets = (("coldstart_local", "LS"), ("coldstart_test4", "CT4_LS"), ("coldstart_test5", "CT5_LS"))
+    for name, prefix in sets:
         by = _table_rows(name)
         tables = sorted(by["auto"])
         new = _medians(by, tables, "auto")
@@ -1833,6 +1835,7 @@ def main() -> None:
     facts.update(cs_facts)
     facts.update(coldstart_test_facts("coldstart_test3", "CT3"))
     facts.update(coldstart_test_facts("coldstart_test4", "CT4"))
+    facts.update(coldstart_test_facts("coldstart_test5", "CT5"))
     facts.update(local_step_facts())
     facts.update(external_anchor_facts(ext_rows))
     fz_facts, facts["FROZEN_TABLE"], facts["FROZEN_REGRET_TABLE"], fz_data = frozen_test_facts()
