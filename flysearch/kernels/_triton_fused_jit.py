@@ -13,8 +13,7 @@ reads the count after it; acquire: the last program's reads of the workspace com
 other program's adds). The last program reads the workspace past the L1 cache (``.cg``), where
 another SM's atomics cannot be stale, and meets its threads at a second barrier before it zeroes
 the tile: the compiler lays the read and the zeroing out over the threads differently, so without
-it one thread can zero an element another has not read yet (seen on an H100: one launch in 50 of a
-decode shape wrote part of a tile as zero).
+it one thread can zero an element another has not read yet.
 """
 
 from __future__ import annotations
