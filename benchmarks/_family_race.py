@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flysearch.race import VENDOR_KEY, vendor_ms
-from flysearch.space import Config, Param, Shape, Space
+from flysearch.space import Config, Param, Shape, Space, device_label
 from flysearch.tables import GroundTruth, Row, TableMeta, read_table_file
 
 __all__ = ["Family", "best", "load", "race_corpus", "race_shape", "space_of"]
@@ -166,7 +166,8 @@ def race_shape(family: Family, entry: Any, workers: int, info: dict[str, Any], s
     notes = {"vendor": vendor, "shape_name": entry.name, "model": entry.model, "layer": entry.layer,
              "protocol": protocol_dict(), "configs_from": family.notes,
              "compile_wall_s": round(compile_wall, 1), "workers": workers}
-    meta = TableMeta(name=f"{family.kernel}/H200/{shape.M}x{shape.N}x{shape.K}", kernel=family.kernel,
+    name = f"{family.kernel}/{device_label(info['device'])}/{shape.M}x{shape.N}x{shape.K}"
+    meta = TableMeta(name=name, kernel=family.kernel,
                      arch="sm_90", device=info["device"], problem=shape.as_dict(),
                      space=family.space.to_json(), source=source,
                      versions={**info["versions"], **(versions or {})},
@@ -222,12 +223,13 @@ def race_corpus(family: Family, corpus: list[Any], out: Any, workers: int, sourc
         os.environ["TRITON_CACHE_DIR"] = cache_dir  # the workers inherit it
     started = time.monotonic()
     info = device_info()
+    label = device_label(info["device"])  # the table names' device: H200 or H100
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for entry in corpus:
         s = entry.shape
-        if (out / f"{family.kernel}__H200__{s.M}x{s.N}x{s.K}.table.json.gz").exists():
+        if (out / f"{family.kernel}__{label}__{s.M}x{s.N}x{s.K}.table.json.gz").exists():
             continue
         if deadline and time.monotonic() - started > deadline:
             print(f"deadline: {entry.name} and later shapes not raced", flush=True)

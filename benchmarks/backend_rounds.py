@@ -64,11 +64,11 @@ TARGETS = {"decode": 1.00, "small_m": 1.05, "k_heavy": 1.05, "prefill": 1.05, "s
 
 
 def tables_by_shape(folders: list[Path], kernel: str) -> dict[str, Path]:
-    """``{"MxNxK": path}`` of *kernel*'s H200 tables in *folders* (the first folder holding a shape
-    wins)."""
+    """``{"MxNxK": path}`` of *kernel*'s tables in *folders*, whatever GPU their names give (the
+    first folder holding a shape wins)."""
     out: dict[str, Path] = {}
     for folder in folders:
-        for path in sorted(folder.glob(f"{kernel}__H200__*.table.json.gz")):
+        for path in sorted(folder.glob(f"{kernel}__*__*.table.json.gz")):
             out.setdefault(path.name.split("__")[-1].split(".")[0], path)
     return out
 

@@ -85,7 +85,7 @@ def report(args: argparse.Namespace) -> None:
         sys.exit("no TMA tables in --data; race them first (see the docstring)")
     splitk: dict[tuple[int, int, int], tuple[Path, GroundTruth]] = {}
     for folder in args.splitk:
-        for p in sorted(folder.glob("triton_gemm__H200__*.table.json.gz")):
+        for p in sorted(folder.glob("triton_gemm__*__*.table.json.gz")):
             t = load(p)
             splitk.setdefault(_shape_key(t), (p, t))
     lines = [
