@@ -958,10 +958,11 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
 def local_step_facts() -> dict[str, str]:
     """`auto` with its forest's local step against the portfolio without it (`auto-global`): on the
     development tables (benchmarks/results/compare/coldstart_local) and on the fourth and fifth test
-    sets (coldstart_test4, coldstart_test5), where both ran once; tables where `auto` needed fewer /
+    sets (coldstart_test4 to coldstart_test6), where both ran once; tables where `auto` needed fewer /
     more compiles to 1%."""
     facts = {}
-    sets = (("coldstart_local", "LS"), ("coldstart_test4", "CT4_LS"), ("coldstart_test5", "CT5_LS"))
+    sets = (("coldstart_local", "LS"), ("coldstart_test4", "CT4_LS"), ("coldstart_test5", "CT5_LS"),
+            ("coldstart_test6", "CT6_LS"))
     for name, prefix in sets:
         by = _table_rows(name)
         tables = sorted(by["auto"])
@@ -1836,6 +1837,7 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test3", "CT3"))
     facts.update(coldstart_test_facts("coldstart_test4", "CT4"))
     facts.update(coldstart_test_facts("coldstart_test5", "CT5"))
+    facts.update(coldstart_test_facts("coldstart_test6", "CT6"))
     facts.update(local_step_facts())
     facts.update(external_anchor_facts(ext_rows))
     fz_facts, facts["FROZEN_TABLE"], facts["FROZEN_REGRET_TABLE"], fz_data = frozen_test_facts()
