@@ -120,3 +120,14 @@ def test_the_report_adds_the_fused_family_where_it_was_timed(tmp_path: Path) -> 
     assert "| decode | 1 | 1.020 | 1.200 | 0.950 | 0.950 | 1.00 | yes |" in text
     assert "| square | 1 | 1.200 | 1.050 | - | 1.050 | 1.05 | yes |" in text
     assert "Fastest backend per shape: cuBLAS 1, fused split-K 1." in text
+
+
+def test_tables_raced_on_an_h100_pair_by_shape_like_the_h200_ones() -> None:
+    br = benchmark_script("backend_rounds")
+    chosen = br.select(_args(splitk=[DATA / "h100_splitk", DATA / "h100_splitk_holdout"],
+                             tma=[DATA / "h100_tma", DATA / "h100_tma_holdout"],
+                             fused=[DATA / "h100_fused", DATA / "h100_fused_holdout"]))
+    assert len(chosen) == 11  # the split-K race stopped before two of the 13 shapes
+    for e in chosen:
+        assert set(e["families"]) == {"splitk", "tma", "fused"}
+        assert all("__H100__" in fam["table"] for fam in e["families"].values())

@@ -62,3 +62,14 @@ def test_no_shape_starts_after_the_deadline(family_race, tmp_path: Path, monkeyp
     assert raced == ["a"]
     assert json.loads((tmp_path / "race_report.json").read_text())["tables"] == [
         "toy_gemm__H200__1x64x128.table.json.gz"]
+
+
+def test_a_table_of_the_gpu_at_hand_is_resumed_and_another_gpus_is_not(family_race, tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    fr, raced = family_race
+    monkeypatch.setattr("flysearch.evaluators.device_info",
+                        lambda: {"device": "NVIDIA H100 80GB HBM3", "versions": {"triton": "3.6.0"}})
+    (tmp_path / "toy_gemm__H100__1x64x128.table.json.gz").write_bytes(b"")  # raced here before
+    (tmp_path / "toy_gemm__H200__4x64x128.table.json.gz").write_bytes(b"")  # raced on another GPU
+    fr.race_corpus(SimpleNamespace(kernel="toy_gemm"), SHAPES, tmp_path, 1, "test")
+    assert raced == ["b"]
