@@ -1,5 +1,5 @@
-"""Which backend wins per shape on the H200 when split-K, TMA and cuBLAS are timed in the same
-rounds.
+"""Which backend wins per shape on a Hopper GPU (the H200, or an H100) when split-K, TMA and cuBLAS
+are timed in the same rounds.
 
     python benchmarks/backend_rounds.py run --splitk benchmarks/data/h200_stages5 \\
         --splitk benchmarks/data/h200_stages5_holdout --tma benchmarks/data/h200_tma \\
@@ -47,7 +47,7 @@ from _family_race import graph_replays, load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402
-from flysearch.space import Shape  # noqa: E402
+from flysearch.space import Shape, device_label  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
 CUBLAS = "cublas"
@@ -276,7 +276,8 @@ def report(args: argparse.Namespace) -> None:
     fused = any("fused" in s["families"] for s in doc["shapes"])
     fcol = ["fused"] if fused else []
     lines = [
-        f"# Split-K, {'fused split-K, ' if fused else ''}TMA and cuBLAS timed in the same rounds on the H200",
+        f"# Split-K, {'fused split-K, ' if fused else ''}TMA and cuBLAS timed in the same rounds on the "
+        f"{device_label(prov['device'])}",
         "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- measured with: `{prov['command']}`",
