@@ -11,6 +11,10 @@ Two directions, each against a cold start on the same tables, seeds and budget:
   (``h200_tma``: the kernel is new, the shapes are not).
 * **TMA -> split-K**: a prior trained on the 27 TMA tables of ``h200_tma`` searches the split-K
   tables of the twelve held-out shapes (``h200_kernels_holdout``).
+* **split-K on the H200 -> fused split-K on an H100**: the split-K prior searches the fused split-K
+  family's tables (``h100_fused``, ``h100_fused_holdout``: 13 decode and K-heavy shapes raced on an
+  H100). The kernel's reduction moved inside its one launch and the GPU changed; the space is
+  split-K's with SPLIT_K above 1.
 
 A test table is handed to the prior under the training kernel's name (the prior is per kernel):
 the model sees its configs' parameters and the shape; a parameter only one family has
@@ -105,7 +109,8 @@ def main() -> None:
         "# Cross-kernel transfer: a prior trained on one Triton GEMM family, used on the other", "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
-        f"- hardware: {platform.machine()} CPU; the tables were raced on an NVIDIA H200",
+        f"- hardware: {platform.machine()} CPU; the tables were raced on an NVIDIA H200, the fused "
+        "family's on an NVIDIA H100",
         f"- versions: Python {platform.python_version()}, "
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
         f"- date: {dt.date.today().isoformat()}",
@@ -121,6 +126,9 @@ def main() -> None:
     lines += section
     section, _ = _section("TMA -> split-K, held-out shapes (`h200_kernels_holdout`)", _tables(("h200_tma",)),
                           _tables(("h200_kernels_holdout",), kernel="triton_gemm_tma"))
+    lines += section
+    section, _ = _section("split-K on the H200 -> fused split-K on an H100 (`h100_fused*`)", splitk,
+                          _tables(("h100_fused", "h100_fused_holdout"), kernel="triton_gemm"))
     lines += section
     lines.append(f"({time.monotonic() - start:.0f} s)")
     args.out.write_text("\n".join(lines) + "\n")
