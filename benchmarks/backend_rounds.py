@@ -82,24 +82,29 @@ def top_configs(table: GroundTruth, top: int) -> list[dict[str, Any]]:
 
 def select(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The shapes raced by both families (or those of ``--shapes``), smallest M first, each with its
-    two tables and their top configs."""
+    two tables (three with ``--fused``) and their top configs; the tables must come from one GPU."""
     splitk = tables_by_shape(args.splitk, FAMILIES["splitk"])
     tma = tables_by_shape(args.tma, FAMILIES["tma"])
     fused = tables_by_shape(args.fused or [], FAMILIES["fused"])
+    if args.fused and not fused:
+        sys.exit(f"no fused split-K table ({FAMILIES['fused']}__*) in: {', '.join(map(str, args.fused))}")
     names = [n for n in splitk if n in tma] if not args.shapes else list(args.shapes)
     missing = [n for n in names if n not in splitk or n not in tma]
     if missing:
         sys.exit(f"no split-K and TMA table for: {', '.join(missing)}")
-    out = []
+    out, gpus = [], set()
     for name in sorted(names, key=lambda n: tuple(int(x) for x in n.split("x"))):
         entry: dict[str, Any] = {"shape": name, "families": {}}
         paths = [("splitk", splitk[name]), ("tma", tma[name])]
         paths += [("fused", fused[name])] if name in fused else []
         for family, path in paths:
             table = load(path)
+            gpus.add(device_label(table.meta.device))
             entry["families"][family] = {"table": _rel(path), "race_vendor_ms": vendor_ms(table.meta),
                                          "configs": top_configs(table, args.top)}
         out.append(entry)
+    if len(gpus) > 1:  # a config's rank holds on the GPU that raced it
+        sys.exit(f"tables raced on several GPUs ({', '.join(sorted(gpus))}); time one GPU's tables at a time")
     return out
 
 

@@ -131,3 +131,11 @@ def test_tables_raced_on_an_h100_pair_by_shape_like_the_h200_ones() -> None:
     for e in chosen:
         assert set(e["families"]) == {"splitk", "tma", "fused"}
         assert all("__H100__" in fam["table"] for fam in e["families"].values())
+
+
+def test_tables_of_two_gpus_or_an_empty_fused_folder_are_refused(tmp_path: Path) -> None:
+    br = benchmark_script("backend_rounds")
+    with pytest.raises(SystemExit, match=r"several GPUs \(H100, H200\)"):
+        br.select(_args(fused=[DATA / "h100_fused"]))  # H200 split-K and TMA, H100 fused
+    with pytest.raises(SystemExit, match="no fused split-K table"):
+        br.select(_args(fused=[tmp_path]))
