@@ -1492,26 +1492,34 @@ def tma_facts() -> tuple[dict[str, str], str]:
 XK_SECTIONS = (("XKH", "## split-K -> TMA, held-out"),
                ("XKD", "## split-K -> TMA, shapes the prior trained on"),
                ("XKR", "## TMA -> split-K, held-out"))
+XK_RERUN_SECTIONS = (("XKH2", "## split-K -> TMA, held-out"),
+                     ("XKF", "## split-K on the H200 -> fused split-K on an H100"))
+"""The rerun with today's prior: the held-out TMA tables searched again, and the fused family."""
 
 
-def cross_kernel_facts() -> dict[str, str]:
-    """A prior trained on one GEMM family's tables searching the other's (cross_kernel.md): per
-    direction, the report's own summary line, the tables within 8 with their exact interval, the
-    misses, the prior alone and the prior against fastgp per table."""
-    text = _result("cross_kernel.md")
+def cross_kernel_facts(name: str = "cross_kernel.md",
+                       sections: tuple[tuple[str, str], ...] = XK_SECTIONS) -> dict[str, str]:
+    """A prior trained on one GEMM family's tables searching the other's (cross_kernel.md, or its
+    rerun with today's prior): per direction, the report's own summary line, the tables within 8
+    with their exact interval, the misses, the prior alone and the prior against fastgp per table."""
+    text = _result(name)
     seeds, budget = re.search(r"^- (\d+) seeds, budget (\d+)", text, flags=re.M).groups()
-    facts = {"XK_SEEDS": seeds, "XK_BUDGET": budget}
-    for key, heading in XK_SECTIONS:
+    facts = {"XK_SEEDS": seeds, "XK_BUDGET": budget} if name == "cross_kernel.md" else {}
+
+    def compiles(cell: str) -> float:  # ">100": no run got there within the budget
+        return int(budget) + 1.0 if cell.startswith(">") else float(cell)
+
+    for key, heading in sections:
         section = _from(text, heading)
         section = section[:section.find("\n## ", 1)] if "\n## " in section else section
         trained, tested = re.search(r"Prior trained on (\d+) tables; (\d+) test tables", section).groups()
-        summary = re.search(r"Median of the per-table medians: prior (\S+) \(worst single run (\d+)\), "
+        summary = re.search(r"Median of the per-table medians: prior (\S+) \(worst single run ([^)]+)\), "
                             r"fastgp (\S+), random (\S+); prior within 8 on (\d+) of (\d+) tables", section)
         prior, worst, fastgp, random_, k, n = summary.groups()
         rows = _markdown_rows(section, "triton_gemm")
         assert len(rows) == int(n) == int(tested), f"cross_kernel.md: {heading}"
-        med = {r["table"].rsplit("/", 1)[1]: float(r["prior: median to 1%"]) for r in rows}
-        gp = {r["table"].rsplit("/", 1)[1]: float(r["fastgp: median"]) for r in rows}
+        med = {r["table"].rsplit("/", 1)[1]: compiles(r["prior: median to 1%"]) for r in rows}
+        gp = {r["table"].rsplit("/", 1)[1]: compiles(r["fastgp: median"]) for r in rows}
         ranks = [int(r["prior's rank of the first within 1%"]) for r in rows]
         configs = [int(r["configs"]) for r in rows]
         assert sum(m <= 8 for m in med.values()) == int(k)
@@ -1849,6 +1857,7 @@ def main() -> None:
     tma, facts["TMA_REGIME_TABLE"] = tma_facts()
     facts.update(tma)
     facts.update(cross_kernel_facts())
+    facts.update(cross_kernel_facts("cross_kernel_rerun.md", XK_RERUN_SECTIONS))
     facts.update(amd_facts())
     facts["TABLES_KERNELS_HOLDOUT"] = str(_folder("h200_tma_holdout")[0])
     facts["HC_PAYBACK"] = f"{int(facts['TRAIN27_N']) / float(facts['HC_SAVED']):,.0f}"
