@@ -30,6 +30,7 @@ import re
 import statistics
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -1535,6 +1536,31 @@ def cross_kernel_facts(name: str = "cross_kernel.md",
     return facts
 
 
+def fused_h100_facts() -> dict[str, str]:
+    """The fused split-K family raced on an H100 beside split-K and TMA (race_h100_summary.txt, the
+    block that names the fastest backend per shape): shapes per winner, and per regime the median
+    of the best Triton family's ratio to the cuBLAS time of its own session."""
+    text = _result("race_h100_summary.txt")
+    block = text[text.index("fastest backend per shape"):].splitlines()[1:]
+    wins: Counter[str] = Counter()
+    best: dict[str, list[float]] = {}
+    names = {"triton_gemm": "split-K", "triton_gemm_fused": "fused split-K", "triton_gemm_tma": "TMA",
+             "cublas": "cuBLAS"}
+    for line in block:
+        if not line.strip():
+            continue
+        _shape, regime, winner, rest = line.split(maxsplit=3)
+        wins[names[winner]] += 1
+        ratios = [float(part.split()[1]) for part in rest.split(", ")]
+        best.setdefault(regime, []).append(min(ratios))
+    n = sum(wins.values())
+    return {"FH_N": str(n), "FH_FUSED_WINS": str(wins["fused split-K"]),
+            "FH_WINS": ", ".join(f"{k} {v}" for k, v in wins.most_common()),
+            "FH_DECODE": f"{statistics.median(best['decode']):.3f}", "FH_DECODE_N": str(len(best["decode"])),
+            "FH_K_HEAVY": f"{statistics.median(best['k_heavy']):.3f}",
+            "FH_K_HEAVY_N": str(len(best["k_heavy"]))}
+
+
 def amd_facts() -> dict[str, str]:
     """aiter's shipped Triton GEMM configs against the aiter_triton_gemm space, and compiles for
     gfx942/gfx950 on a CPU (aiter_triton_coverage.md, amd_triton_resources.md): nothing here ran on
@@ -1857,6 +1883,7 @@ def main() -> None:
     tma, facts["TMA_REGIME_TABLE"] = tma_facts()
     facts.update(tma)
     facts.update(cross_kernel_facts())
+    facts.update(fused_h100_facts())
     facts.update(cross_kernel_facts("cross_kernel_rerun.md", XK_RERUN_SECTIONS))
     facts.update(amd_facts())
     facts["TABLES_KERNELS_HOLDOUT"] = str(_folder("h200_tma_holdout")[0])
