@@ -958,7 +958,7 @@ def coldstart_test_facts(name: str = "coldstart_test", prefix: str = "CT") -> di
 
 def local_step_facts() -> dict[str, str]:
     """`auto` with its forest's local step against the portfolio without it (`auto-global`): on the
-    development tables (benchmarks/results/compare/coldstart_local) and on the fourth and fifth test
+    development tables (benchmarks/results/compare/coldstart_local) and on the fourth to sixth test
     sets (coldstart_test4 to coldstart_test6), where both ran once; tables where `auto` needed fewer /
     more compiles to 1%."""
     facts = {}
@@ -1505,7 +1505,7 @@ def cross_kernel_facts(name: str = "cross_kernel.md",
     with their exact interval, the misses, the prior alone and the prior against fastgp per table."""
     text = _result(name)
     seeds, budget = re.search(r"^- (\d+) seeds, budget (\d+)", text, flags=re.M).groups()
-    facts = {"XK_SEEDS": seeds, "XK_BUDGET": budget} if name == "cross_kernel.md" else {}
+    facts = {"XK_SEEDS": seeds, "XK_BUDGET": budget}
 
     def compiles(cell: str) -> float:  # ">100": no run got there within the budget
         return int(budget) + 1.0 if cell.startswith(">") else float(cell)
@@ -1884,7 +1884,10 @@ def main() -> None:
     facts.update(tma)
     facts.update(cross_kernel_facts())
     facts.update(fused_h100_facts())
-    facts.update(cross_kernel_facts("cross_kernel_rerun.md", XK_RERUN_SECTIONS))
+    rerun = cross_kernel_facts("cross_kernel_rerun.md", XK_RERUN_SECTIONS)
+    for key in ("XK_SEEDS", "XK_BUDGET"):  # one setting for both files, which the text states once
+        assert rerun.pop(key) == facts[key], f"cross_kernel_rerun.md: {key} differs"
+    facts.update(rerun)
     facts.update(amd_facts())
     facts["TABLES_KERNELS_HOLDOUT"] = str(_folder("h200_tma_holdout")[0])
     facts["HC_PAYBACK"] = f"{int(facts['TRAIN27_N']) / float(facts['HC_SAVED']):,.0f}"
