@@ -190,8 +190,15 @@ def run(args: argparse.Namespace) -> None:
         "date": dt.date.today().isoformat(), "device": info["device"], "versions": info["versions"],
         "rounds": args.rounds, "seed": args.seed, "top": args.top, "protocol": protocol_dict(),
     })
+    if doc["provenance"]["device"] != info["device"]:
+        sys.exit(f"{args.out} was timed on an {doc['provenance']['device']}, this is an {info['device']}; "
+                 "give another --out")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     todo = [e for e in chosen if e["shape"] not in done]
+    if done and todo:  # a resumed run: its shapes were timed in another session, so say which and when
+        doc["provenance"].setdefault("resumed", []).append({
+            "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
+            "date": dt.date.today().isoformat(), "shapes": [e["shape"] for e in todo]})
     print(f"{info['device']}: {len(todo)} shapes to time ({len(done)} done), {args.top} configs per "
           f"family, {args.rounds} rounds", flush=True)
     for i, entry in enumerate(chosen):
@@ -289,7 +296,10 @@ def report(args: argparse.Namespace) -> None:
         f"- commit: {prov.get('commit') or 'not recorded'}",
         f"- hardware: {prov['device']}; report on {platform.machine()}",
         "- versions: " + ", ".join(f"{k} {versions[k]}" for k in VERSIONS if versions.get(k)),
-        f"- date: {prov['date']}; {len(doc['shapes'])} shapes in {prov.get('wall_s', '-')} s of timing", "",
+        f"- date: {prov['date']}; {len(doc['shapes'])} shapes in {prov.get('wall_s', '-')} s of timing",
+        *(f"- resumed in another session ({r['date']}, commit {r['commit']}): `{r['command']}`; its shapes: "
+          f"{', '.join(r['shapes'])}" for r in prov.get("resumed", [])),
+        "",
         f"Per shape, the {prov['top']} fastest configs of its committed split-K table and of its TMA table "
         f"and cuBLAS (`torch.mm(A, W.t())`), timed in {prov['rounds']} interleaved rounds (each round every "
         "entry once, shuffled), each timing the races' protocol. Ratios are medians over the rounds, best "

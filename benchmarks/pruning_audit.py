@@ -1,20 +1,27 @@
-"""What the split-K space's analytic pruning throws away: race the unpruned space, then charge each rule.
+"""What a Triton family's analytic pruning throws away: race the unpruned space, then charge each rule.
 
     python benchmarks/pruning_audit.py race --out benchmarks/data/h200_unpruned --workers 15   # on a GPU
     python benchmarks/pruning_audit.py race --shapes studies/shapes_h200_decode_dev.toml \
         --out benchmarks/data/h200_unpruned_decode --workers 15                              # on a GPU
+    python benchmarks/pruning_audit.py race --family triton_gemm_splitk_fused \
+        --out benchmarks/data/h100_fused_unpruned --workers 15                               # on a GPU
     python benchmarks/pruning_audit.py audit --out benchmarks/results/pruning_audit.md
+    python benchmarks/pruning_audit.py audit --data benchmarks/data/h100_fused_unpruned \
+        --out benchmarks/results/pruning_audit_fused.md
 
-``race`` measures every config of ``triton_gemm_splitk``'s parameters, with ``num_stages`` widened
-to 5, and no constraint at all, on development shapes: by default four of ``studies/shapes_h200.toml``
-(decode, small-M, prefill, square), or every shape of ``--shapes``; it re-times each shape's top and
-dumps the tables (flysearch table files). Configs that cannot run (too much shared memory) are
-recorded as failures.
+``race`` measures every config of the family's parameters (``--family``: the split-K family,
+``triton_gemm_splitk``, by default, or the fused one, ``triton_gemm_splitk_fused``), with
+``num_stages`` running to 5, and no constraint at all, on development shapes: by default four of
+``studies/shapes_h200.toml`` (for split-K decode, small-M, prefill and square; for the fused family,
+whose regimes are decode and K-heavy, two decode and two K-heavy shapes it raced), or every shape of
+``--shapes``; it re-times each shape's top and dumps the tables (flysearch table files). Configs that
+cannot run (too much shared memory) are recorded as failures.
 
-``audit`` charges each of the family's constraints, per table: how many configs it rejects (and how
-many it is the first to reject), whether it rejects a config within 1% of the unpruned optimum,
-and what the pruned space's optimum loses against the unpruned one; and what the value set's
-missing ``num_stages=5`` costs. Times are the race's, with the re-timed medians of each top.
+``audit`` charges each of the family's constraints (the family is read from the tables), per table:
+how many configs it rejects (and how many it is the first to reject), whether it rejects a config
+within 1% of the unpruned optimum, and what the pruned space's optimum loses against the unpruned
+one; and what leaving ``num_stages=5`` out would cost. Times are the race's, with the re-timed
+medians of each top.
 """
 
 from __future__ import annotations
@@ -35,20 +42,30 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit  # noqa: E402
-from flysearch.kernels import get_space  # noqa: E402
+from flysearch.kernels import get_space, table_kernel  # noqa: E402
 from flysearch.space import Config, Constraint, Param, Space, get_arch, load_corpus  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, dump_table_file, read_table_file  # noqa: E402
 
-SHAPES = ("l3-8b-qkv-m1", "l3-8b-qkv-m64", "l3-8b-qkv-m1024", "l3-8b-o-m4096")
 DATA = ROOT / "benchmarks" / "data" / "h200_unpruned"
 DECODE_DATA = ROOT / "benchmarks" / "data" / "h200_unpruned_decode"
-FAMILY = "triton_gemm_splitk"
+# The default shapes of each family's race, all of studies/shapes_h200.toml.
+SHAPES = {
+    "triton_gemm_splitk": ("l3-8b-qkv-m1", "l3-8b-qkv-m64", "l3-8b-qkv-m1024", "l3-8b-o-m4096"),
+    "triton_gemm_splitk_fused": ("l3-8b-qkv-m1", "dsv3-kv_a-m4", "dsv3-q_a-m64", "dsv3-q_a-m256"),
+}
+UNPRUNED = "_unpruned"
 
 
-def unpruned_space() -> Space:
-    params = [p if p.name != "num_stages" else Param("num_stages", (*p.values, 5))
-              for p in get_space(FAMILY).params]
-    return Space("triton_gemm_splitk_unpruned", params, [])
+def unpruned_space(family: str) -> Space:
+    """*family*'s parameters with ``num_stages`` running to 5, and no constraint."""
+    params = [p if p.name != "num_stages" else Param("num_stages", tuple(sorted({*p.values, 5})))
+              for p in get_space(family).params]
+    return Space(family + UNPRUNED, params, [])
+
+
+def family_of(table: GroundTruth) -> str:
+    """The family whose unpruned space *table* raced."""
+    return str(table.meta.space["name"]).removesuffix(UNPRUNED)
 
 
 def race(args: argparse.Namespace) -> None:
@@ -56,15 +73,17 @@ def race(args: argparse.Namespace) -> None:
 
     if args.shapes is None:
         corpus = {e.name: e for e in load_corpus(ROOT / "studies" / "shapes_h200.toml")}
-        shapes = [corpus[name] for name in SHAPES]
+        shapes = [corpus[name] for name in SHAPES[args.family]]
     else:
         shapes = load_corpus(args.shapes)
     db = Path(args.db or tempfile.mkdtemp()) / "unpruned.db"
     store = TableStore(str(db))
-    settings = RaceSettings(kernel="triton_gemm_unpruned", workers=args.workers, cache_dir=args.cache_dir,
-                            deadline_s=args.deadline)
-    report = run_race(unpruned_space(), [RaceShape(e.shape, e.name, e.model, e.layer) for e in shapes],
-                      store, settings, progress=lambda line: print(line, flush=True))
+    kernel = table_kernel(args.family) + UNPRUNED
+    settings = RaceSettings(kernel=kernel, family=args.family, workers=args.workers,
+                            cache_dir=args.cache_dir, deadline_s=args.deadline)
+    race_shapes = [RaceShape(e.shape, e.name, e.model, e.layer) for e in shapes]
+    report = run_race(unpruned_space(args.family), race_shapes, store, settings,
+                      progress=lambda line: print(line, flush=True))
     args.out.mkdir(parents=True, exist_ok=True)
     for name in store.names():
         dump_table_file(store.load(name), args.out / (name.replace("/", "__") + ".table.json.gz"))
@@ -95,7 +114,7 @@ EARLIER = (Constraint("warps_fill_tile, earlier (64 x 64)", _warps_fill_64x64),)
 
 def audit_table(table: GroundTruth) -> tuple[list[str], dict[str, str]]:
     """The per-rule lines of *table*'s audit, and its summary cells."""
-    family = get_space(FAMILY)
+    family = get_space(family_of(table))
     shape, arch = table.meta.shape(), get_arch(table.meta.arch or "sm_90")
     values = {p.name: set(p.values) for p in family.params}
     ok = table.ok_rows()
@@ -143,6 +162,12 @@ def audit(args: argparse.Namespace) -> None:
         where = data.resolve().relative_to(ROOT)
         races.append(f"`{where}/race_report.json`: `{prov['command']}`, {prov['date']}, "
                      f"{', '.join(f'{k} {v}' for k, v in prov['versions'].items())}")
+    families = {family_of(t) for t in tables}
+    devices = {t.meta.device for t in tables}
+    if len(families) > 1 or len(devices) > 1:
+        sys.exit(f"the tables mix families ({', '.join(sorted(families))}) or GPUs "
+                 f"({', '.join(sorted(devices))}); audit one family on one GPU at a time")
+    family, device = families.pop(), devices.pop()
     tables.sort(key=lambda t: (t.meta.shape().M, t.meta.shape().N, t.meta.shape().K))
     rule_lines, summaries = [], []
     for table in tables:
@@ -150,16 +175,16 @@ def audit(args: argparse.Namespace) -> None:
         rule_lines += lines
         summaries.append(summary)
     out = [
-        "# What the split-K space's pruning throws away",
+        f"# What the `{family}` space's pruning throws away",
         "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
-        f"- hardware: {platform.machine()} CPU; the tables were raced on an NVIDIA H200 "
+        f"- hardware: {platform.machine()} CPU; the tables were raced on an {device} "
         f"({'; '.join(races)})",
         f"- versions: Python {platform.python_version()}, optuna {version('optuna')}",
         f"- date: {dt.date.today().isoformat()}",
         "",
-        "Every config of `triton_gemm_splitk`'s value sets, with `num_stages` widened to 5 and no "
+        f"Every config of `{family}`'s value sets, with `num_stages` running to 5 and no "
         "constraint, raced on development shapes (times: the race's, the top re-timed in 10 "
         "interleaved rounds). *kept*: configs that run, pass every family rule and lie in the family's "
         "value sets; *pruned loss*: the pruned space's best against the unpruned best; *stages-5 loss*: "
@@ -189,6 +214,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("race", help="race the unpruned space on a GPU and dump the tables")
+    r.add_argument("--family", choices=sorted(SHAPES), default="triton_gemm_splitk",
+                   help="the Triton family whose unpruned space is raced")
     r.add_argument("--shapes", type=Path, default=None, help="shape corpus (default: 4 of shapes_h200)")
     r.add_argument("--out", type=Path, default=DATA)
     r.add_argument("--workers", type=int, default=None)

@@ -139,3 +139,25 @@ def test_tables_of_two_gpus_or_an_empty_fused_folder_are_refused(tmp_path: Path)
         br.select(_args(fused=[DATA / "h100_fused"]))  # H200 split-K and TMA, H100 fused
     with pytest.raises(SystemExit, match="no fused split-K table"):
         br.select(_args(fused=[tmp_path]))
+
+
+def test_a_resumed_run_names_its_own_session_and_refuses_another_gpu(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import flysearch.evaluators as ev
+
+    br = benchmark_script("backend_rounds")
+    gpu = {"device": "NVIDIA H200", "versions": {"triton": "3.6.0"}}
+    monkeypatch.setattr(ev, "device_info", lambda: gpu)
+    monkeypatch.setattr(br, "run_shape", lambda entry, rounds, seed: {**entry, "timed": True})
+    monkeypatch.setattr(br, "_shape_line", lambda result: result["shape"])
+    out = tmp_path / "r.json"
+    args = _args(shapes=["1x6144x4096"], out=out, dry_run=False, deadline=None, rounds=10, seed=0)
+    br.run(args)
+    assert "resumed" not in json.loads(out.read_text())["provenance"]
+    br.run(_args(**{**vars(args), "shapes": ["1x6144x4096", "4x576x7168"]}))
+    doc = json.loads(out.read_text())
+    assert [s["shape"] for s in doc["shapes"]] == ["1x6144x4096", "4x576x7168"]
+    assert [r["shapes"] for r in doc["provenance"]["resumed"]] == [["4x576x7168"]]
+    gpu["device"] = "NVIDIA H100 80GB HBM3"
+    with pytest.raises(SystemExit, match="timed on an NVIDIA H200"):
+        br.run(_args(**{**vars(args), "shapes": ["8x8192x8192"]}))
