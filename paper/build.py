@@ -1382,15 +1382,22 @@ def training_facts() -> dict[str, str]:
 
 
 def pruning_facts() -> dict[str, str]:
-    """What the family's rules throw away on the development races of every value (pruning_audit.md)."""
+    """What each family's rules, over today's value sets, throw away on the development races of
+    every value (pruning_audit.md for split-K, pruning_audit_fused.md for the fused family), and what
+    leaving num_stages = 5 out costs."""
+    def pct(row: dict[str, str], col: str) -> float:
+        return float(row[col].rstrip("%"))
+
     rows = _markdown_rows(_result("pruning_audit.md"), "")
-    losses = [(float(r["pruned loss"].rstrip("%")), r["shape"]) for r in rows]
-    stages5 = sum(float(r["pruned loss"].rstrip("%")) > 1 and float(r["stages-5 loss"].rstrip("%")) > 1
-                  for r in rows)
+    losses = [(pct(r, "pruned loss"), r["shape"]) for r in rows]
+    stages5 = [(pct(r, "stages-5 loss"), r["shape"]) for r in rows]
+    fused = _markdown_rows(_result("pruning_audit_fused.md"), "")
     return {"PRUNE_N": str(len(rows)), "PRUNE_OVER1": str(sum(loss > 1 for loss, _ in losses)),
-            "PRUNE_STAGES5": str(stages5),
-            "PRUNE_MAX": "{:.1f}% ({})".format(*max(losses)),
-            "PRUNE_NONE_KEPT": str(sum(r["of them kept"] == "0" for r in rows))}
+            "PRUNE_MAX": "{:.2f}% ({})".format(*max(losses)),
+            "PRUNE_STAGES5_OVER1": str(sum(loss > 1 for loss, _ in stages5)),
+            "PRUNE_STAGES5_MAX": "{:.1f}% ({})".format(*max(stages5)),
+            "PRUNE_FUSED_N": str(len(fused)),
+            "PRUNE_FUSED_MAX": "{:.2f}%".format(max(pct(r, "pruned loss") for r in fused))}
 
 
 def cublas_facts() -> dict[str, str]:
@@ -1559,6 +1566,22 @@ def fused_h100_facts() -> dict[str, str]:
             "FH_DECODE": f"{statistics.median(best['decode']):.3f}", "FH_DECODE_N": str(len(best["decode"])),
             "FH_K_HEAVY": f"{statistics.median(best['k_heavy']):.3f}",
             "FH_K_HEAVY_N": str(len(best["k_heavy"]))}
+
+
+def backend_rounds_h100_facts() -> dict[str, str]:
+    """Split-K, fused split-K, TMA and cuBLAS timed in the same rounds on the H100 tables
+    (backend_rounds_h100.md): per regime medians of best Triton / cuBLAS, both runs, and who wins."""
+    text = _result("backend_rounds_h100.md")
+    shapes = [r for r in _markdown_rows(text, "") if "x" in r["shape"]]
+    regimes = {r["regime"]: r for r in _markdown_rows(text.split("Per regime", 1)[1], "")}
+    facts = {"BRH_N": str(len(shapes)),
+             "BRH_WINS": text.split("Fastest backend per shape: ", 1)[1].split(".", 1)[0]}
+    for g in ("decode", "k_heavy"):
+        key = g.upper()
+        facts |= {f"BRH_{key}": regimes[g]["best / cuBLAS"], f"BRH_{key}_REPEAT": regimes[g]["repeat"],
+                  f"BRH_{key}_N": regimes[g]["shapes"], f"BRH_{key}_FUSED": regimes[g]["fused / cuBLAS"],
+                  f"BRH_{key}_SPLITK": regimes[g]["split-K / cuBLAS"]}
+    return facts
 
 
 def amd_facts() -> dict[str, str]:
@@ -1884,6 +1907,7 @@ def main() -> None:
     facts.update(tma)
     facts.update(cross_kernel_facts())
     facts.update(fused_h100_facts())
+    facts.update(backend_rounds_h100_facts())
     rerun = cross_kernel_facts("cross_kernel_rerun.md", XK_RERUN_SECTIONS)
     for key in ("XK_SEEDS", "XK_BUDGET"):  # one setting for both files, which the text states once
         assert rerun.pop(key) == facts[key], f"cross_kernel_rerun.md: {key} differs"
