@@ -26,6 +26,12 @@ compiles until a config within 1% of the table's optimum is measured (5 seeds, b
 ``benchmarks/results/cross_kernel.md`` is the first search of the held-out tables, by the prior as it
 was then (its commit in the file); ``cross_kernel_rerun.md`` searches them again with today's prior
 (a development number) and adds the fused family, searched there for the first time.
+
+With ``--exclude-feature NAME`` the split-K prior that searches the TMA family never sees that
+feature, and only the two split-K -> TMA sections run:
+
+    OMP_NUM_THREADS=1 python benchmarks/cross_kernel.py --exclude-feature g_split_fixed \
+        --out benchmarks/results/cross_kernel_exclude.md
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import dataclasses
 import datetime as dt
 import glob
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -72,12 +79,15 @@ def _fmt(x: float) -> str:
     return f">{BUDGET}" if x > BUDGET else f"{x:g}"
 
 
-def _section(title: str, train: list[GroundTruth], tests: list[GroundTruth]) -> tuple[list[str], list[float]]:
-    prior_runs = {r.table: r for r in evaluate_test_set(train, tests, seeds=SEEDS, budget=BUDGET)}
+def _section(title: str, train: list[GroundTruth], tests: list[GroundTruth],
+             exclude: tuple[str, ...] = ()) -> tuple[list[str], list[float]]:
+    prior_runs = {r.table: r for r in evaluate_test_set(train, tests, seeds=SEEDS, budget=BUDGET,
+                                                        exclude_features=exclude)}
     cold_runs = {r.table: r for r in evaluate_test_set(train, tests, seeds=SEEDS, budget=BUDGET,
                                                        sampler="fastgp")}
+    without = f", leaving out {', '.join(exclude)}" if exclude else ""
     lines = [f"## {title}", "",
-             f"Prior trained on {len(train)} tables; {len(tests)} test tables.", "",
+             f"Prior trained on {len(train)} tables{without}; {len(tests)} test tables.", "",
              "| table | regime | configs | prior: median to 1% | per seed "
              "| prior's rank of the first within 1% | fastgp: median | random: expected |",
              "|---|---|---:|---:|---|---:|---:|---:|"]
@@ -106,12 +116,18 @@ def _section(title: str, train: list[GroundTruth], tests: list[GroundTruth]) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cross_kernel.md")
+    ap.add_argument("--exclude-feature", action="append", default=[],
+                    help="a feature the split-K prior searching the TMA family leaves out (repeatable); "
+                         "only the split-K -> TMA sections run")
+    ap.add_argument("--development", default=None,
+                    help="why these tables were seen before: labels the file's numbers development numbers")
     args = ap.parse_args()
+    exclude = tuple(args.exclude_feature)
     start = time.monotonic()
     splitk = _tables(SPLITK_TRAINING)
     lines = [
         "# Cross-kernel transfer: a prior trained on one Triton GEMM family, used on the other", "",
-        f"- command: `{' '.join(['python', *sys.argv])}`",
+        f"- command: `{shlex.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
         f"- hardware: {platform.machine()} CPU; the tables were raced on an NVIDIA H200, the fused "
         "family's on an NVIDIA H100",
@@ -119,20 +135,23 @@ def main() -> None:
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
         f"- date: {dt.date.today().isoformat()}",
         f"- {len(SEEDS)} seeds, budget {BUDGET}; the held-out shapes "
-        "(`studies/shapes_h200_kernels_holdout.toml`) were committed before they were raced", "",
+        "(`studies/shapes_h200_kernels_holdout.toml`) were committed before they were raced",
+        *([f"- **development numbers**: {args.development}"] if args.development else []), "",
     ]
     section, _ = _section("split-K -> TMA, held-out shapes (`h200_tma_holdout`)", splitk,
-                          _tables(("h200_tma_holdout",), kernel="triton_gemm"))
+                          _tables(("h200_tma_holdout",), kernel="triton_gemm"), exclude)
     lines += section
     section, _ = _section("split-K -> TMA, shapes the prior trained on (`h200_tma`)", splitk,
-                          _tables(("h200_tma",), kernel="triton_gemm"))
+                          _tables(("h200_tma",), kernel="triton_gemm"), exclude)
     lines += section
-    section, _ = _section("TMA -> split-K, held-out shapes (`h200_kernels_holdout`)", _tables(("h200_tma",)),
-                          _tables(("h200_kernels_holdout",), kernel="triton_gemm_tma"))
-    lines += section
-    section, _ = _section("split-K on the H200 -> fused split-K on an H100 (`h100_fused*`)", splitk,
-                          _tables(("h100_fused", "h100_fused_holdout"), kernel="triton_gemm"))
-    lines += section
+    if not exclude:
+        section, _ = _section("TMA -> split-K, held-out shapes (`h200_kernels_holdout`)",
+                              _tables(("h200_tma",)),
+                              _tables(("h200_kernels_holdout",), kernel="triton_gemm_tma"))
+        lines += section
+        section, _ = _section("split-K on the H200 -> fused split-K on an H100 (`h100_fused*`)", splitk,
+                              _tables(("h100_fused", "h100_fused_holdout"), kernel="triton_gemm"))
+        lines += section
     lines.append(f"({time.monotonic() - start:.0f} s)")
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -74,10 +74,13 @@ def model() -> None:
 @click.option("--top-boost", type=click.FloatRange(min=0), default=15.0, show_default=True,
               help="Extra weight of each table's fastest configs in a second, top-weighted model, used on "
                    "the kernels and archs the prior was trained on (0: the plain model only).")
+@click.option("--exclude-feature", "exclude_features", multiple=True,
+              help="A feature the prior never sees (repeatable), e.g. g_split_fixed for a prior trained on "
+                   "split-K tables that will rank a family without split-K.")
 @click.option("--out", required=True, callback=writable_file, help="Model file to write (joblib).")
 @user_errors
 def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objective: str, top_boost: float,
-                out: str) -> None:
+                exclude_features: tuple[str, ...], out: str) -> None:
     """Train a prior on ground-truth tables and save it with its schema and provenance.
 
     Example:
@@ -90,7 +93,7 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
         # The bar counts the tables read; while the model fits, plain lines keep a heartbeat.
         with _stoppable("model train"), progress_display("model train", unit="tables") as progress:
             prior = fit_prior(_load_tables(db, names, files, progress), objective=objective,
-                              top_boost=top_boost)
+                              top_boost=top_boost, exclude_features=exclude_features)
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
     prior.save(out)

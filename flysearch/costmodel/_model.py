@@ -256,13 +256,17 @@ def _penalized_times(table: GroundTruth) -> tuple[list[Any], np.ndarray]:
 
 
 def training_data(
-    tables: Sequence[GroundTruth], *, resources: bool = False
+    tables: Sequence[GroundTruth], *, resources: bool = False, exclude: Iterable[str] = ()
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Feature schema, feature matrix, times (failures penalized) and group ids of every row of
-    *tables* (the schema: every feature any row has, sorted; a row that lacks one has NaN).
+    *tables* (the schema: every feature any row has, sorted, but those named in *exclude*; a row
+    that lacks one has NaN).
 
     With *resources*, compile-time resources recorded in the rows become features too (useful
     for ranking compiled configs; a prior that ranks *before* compiling leaves them out).
+
+    Raises:
+        FlysearchError: *exclude* names a feature no row has.
     """
     parts: list[tuple[Columns, int]] = []
     times, groups = [], []
@@ -273,6 +277,11 @@ def training_data(
         times.append(y)
         groups.append(np.full(len(rows), gid))
     schema = sorted({name for columns, _n in parts for name in columns})
+    unknown = sorted(set(exclude) - set(schema))
+    if unknown:
+        raise FlysearchError(f"No table has the feature {', '.join(unknown)} to leave out; "
+                             f"the features are {', '.join(schema)}.")
+    schema = [name for name in schema if name not in set(exclude)]
     matrix = np.vstack([columns_matrix(columns, schema, n) for columns, n in parts])
     return schema, matrix, np.concatenate(times), np.concatenate(groups)
 
@@ -378,7 +387,7 @@ def _read_prior(path: str | Path) -> Prior:
 
 def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources: bool = True,
               occupancy_waves: str = "average", top_boost: float = 15.0, top_scale: float = 30.0,
-              **params: Any) -> Prior:
+              exclude_features: Iterable[str] = (), **params: Any) -> Prior:
     """Train a prior on *tables* (all their rows, failures penalized).
 
     The default objective is ``"rank"``: left out one shape at a time, it ranks each H200 table's
@@ -394,8 +403,12 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     *occupancy_waves* says which boosters see the occupancy-wave features (:func:`occupancy_views`);
     with *top_boost* > 0 a second, top-weighted model is fitted on the same rows
     (:attr:`Prior.sharp`; *top_boost* and *top_scale* as :class:`CostModel` takes them);
-    *params* go to :class:`CostModel`.
+    *exclude_features* are features the prior never sees: e.g. ``g_split_fixed`` (split-K's fixed
+    cost) for a prior trained on split-K tables to rank a family without split-K, which it ranks
+    worse with that feature (``benchmarks/results/cross_kernel_exclude.md``). *params* go to
+    :class:`CostModel`.
     """
+    exclude_features = tuple(exclude_features)
     if not tables:
         raise FlysearchError("A prior needs at least one table to train on.")
     by_device: dict[str, list[GroundTruth]] = {}
@@ -404,9 +417,10 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     per_device = []
     if sources and len(by_device) > 1 and len({t.meta.kernel for t in tables}) == 1:
         per_device = [fit_prior(group, objective=objective, sources=False,
-                                occupancy_waves=occupancy_waves, top_boost=0.0, **params)
+                                occupancy_waves=occupancy_waves, top_boost=0.0,
+                                exclude_features=exclude_features, **params)
                       for group in by_device.values()]
-    schema, features, times, groups = training_data(tables)
+    schema, features, times, groups = training_data(tables, exclude=exclude_features)
     params.setdefault("feature_views", occupancy_views(schema, occupancy_waves))
     model = CostModel(objective=objective, **params).fit(features, times, groups)
     sharp = CostModel(objective=objective, top_boost=top_boost, top_scale=top_scale, **params).fit(
@@ -424,6 +438,8 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     if model.feature_views is not None:  # the features each booster left out
         provenance["feature_views"] = [[] if view is None else sorted(set(schema) - {schema[j] for j in view})
                                        for view in model.feature_views]
+    if exclude_features:
+        provenance["excluded_features"] = sorted(exclude_features)
     if per_device:
         provenance["sources"] = list(by_device)
     if sharp is not None:

@@ -201,6 +201,31 @@ def test_prior_is_saved_with_schema_and_provenance(h200_tables: list[GroundTruth
         load_prior(tmp_path / "absent")
 
 
+def test_a_prior_can_leave_a_feature_out(h200_tables: list[GroundTruth], tmp_path: Path) -> None:
+    from flysearch.errors import FlysearchError
+
+    full = fit_prior(h200_tables[:3], max_iter=5, top_boost=0.0)
+    prior = fit_prior(h200_tables[:3], max_iter=5, top_boost=0.0, exclude_features=["g_split_fixed"])
+    assert "g_split_fixed" in full.schema
+    assert prior.schema == [f for f in full.schema if f != "g_split_fixed"]
+    assert prior.provenance["excluded_features"] == ["g_split_fixed"]
+    assert "excluded_features" not in full.provenance
+    rows = list(h200_tables[3].rows.values())[:20]
+    scores = prior.score([r.params for r in rows], h200_tables[3].meta.problem, get_arch("sm_90"))
+    assert scores.shape == (20,)
+    with pytest.raises(FlysearchError, match="No table has the feature g_nope to leave out"):
+        fit_prior(h200_tables[:2], max_iter=5, exclude_features=["g_nope"])
+    files = [str(p) for p in H200[:2]]
+    out = tmp_path / "p.joblib"
+    result = CliRunner().invoke(main, ["model", "train", *(x for f in files for x in ("--file", f)),
+                                       "--exclude-feature", "g_split_fixed", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert load_prior(out).provenance["excluded_features"] == ["g_split_fixed"]
+    result = CliRunner().invoke(main, ["model", "train", "--file", files[0], "--exclude-feature", "g_nope",
+                                       "--out", str(tmp_path / "q.joblib")])
+    assert result.exit_code == 2 and "g_nope" in result.output and not (tmp_path / "q.joblib").exists()
+
+
 def test_a_reused_prior_is_loaded_once_while_its_file_is_unchanged(
     h200_tables: list[GroundTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
