@@ -1503,6 +1503,9 @@ XK_SECTIONS = (("XKH", "## split-K -> TMA, held-out"),
 XK_RERUN_SECTIONS = (("XKH2", "## split-K -> TMA, held-out"),
                      ("XKF", "## split-K on the H200 -> fused split-K on an H100"))
 """The rerun with today's prior: the held-out TMA tables searched again, and the fused family."""
+XK_EXCLUDE_SECTIONS = (("XKE", "## split-K -> TMA, held-out"),
+                       ("XKED", "## split-K -> TMA, shapes the prior trained on"))
+"""Today's prior trained without split-K's fixed-cost feature, on the TMA family again."""
 
 
 def cross_kernel_facts(name: str = "cross_kernel.md",
@@ -1520,7 +1523,8 @@ def cross_kernel_facts(name: str = "cross_kernel.md",
     for key, heading in sections:
         section = _from(text, heading)
         section = section[:section.find("\n## ", 1)] if "\n## " in section else section
-        trained, tested = re.search(r"Prior trained on (\d+) tables; (\d+) test tables", section).groups()
+        trained, tested = re.search(r"Prior trained on (\d+) tables[^;]*; (\d+) test tables",
+                                    section).groups()
         summary = re.search(r"Median of the per-table medians: prior (\S+) \(worst single run ([^)]+)\), "
                             r"fastgp (\S+), random (\S+); prior within 8 on (\d+) of (\d+) tables", section)
         prior, worst, fastgp, random_, k, n = summary.groups()
@@ -1908,10 +1912,12 @@ def main() -> None:
     facts.update(cross_kernel_facts())
     facts.update(fused_h100_facts())
     facts.update(backend_rounds_h100_facts())
-    rerun = cross_kernel_facts("cross_kernel_rerun.md", XK_RERUN_SECTIONS)
-    for key in ("XK_SEEDS", "XK_BUDGET"):  # one setting for both files, which the text states once
-        assert rerun.pop(key) == facts[key], f"cross_kernel_rerun.md: {key} differs"
-    facts.update(rerun)
+    for name, sections in (("cross_kernel_rerun.md", XK_RERUN_SECTIONS),
+                           ("cross_kernel_exclude.md", XK_EXCLUDE_SECTIONS)):
+        rerun = cross_kernel_facts(name, sections)
+        for key in ("XK_SEEDS", "XK_BUDGET"):  # one setting for every file, which the text states once
+            assert rerun.pop(key) == facts[key], f"{name}: {key} differs"
+        facts.update(rerun)
     facts.update(amd_facts())
     facts["TABLES_KERNELS_HOLDOUT"] = str(_folder("h200_tma_holdout")[0])
     facts["HC_PAYBACK"] = f"{int(facts['TRAIN27_N']) / float(facts['HC_SAVED']):,.0f}"
