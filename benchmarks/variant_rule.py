@@ -1,0 +1,102 @@
+"""Does a variant of a sampler beat it on a comparison's tables? The rule a development run states.
+
+    python benchmarks/variant_rule.py benchmarks/results/compare/coldstart_startup/summary.csv \\
+        --base auto --gemm GEMM --gemm gemm/ --out benchmarks/results/coldstart_startup_rule.md
+
+Reads a ``flysearch compare`` run's ``summary.csv`` and sets each other sampler of it (a variant)
+against ``--base``, table by table: on how many tables its median compiles to within 1% of the
+optimum is lower, higher or the same (a run that never got there counts as more than the budget;
+two censored medians tie), with the two-sided sign test's p (ties left out); and the mean over the
+GEMM tables (those whose name contains a ``--gemm`` string) of each table's mean fraction of the
+optimum reached at 50 and at 200 compiles. Prints the table and writes it to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import shlex
+import statistics
+import sys
+from pathlib import Path
+
+from scipy.stats import binomtest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from flysearch.compare import code_commit  # noqa: E402
+
+
+def _rows(path: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """sampler -> table -> its row of *path* (table-level rows only)."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row["level"] == "table":
+                out.setdefault(row["sampler"], {})[row["where"]] = row
+    return out
+
+
+def compare(rows: dict[str, dict[str, dict[str, str]]], base: str, gemm: list[str]) -> list[str]:
+    """The report's table: one line per sampler other than *base*, and *base*'s own fractions."""
+    if base not in rows:
+        raise SystemExit(f"no sampler {base!r} in the summary; it has {', '.join(sorted(rows))}")
+    tables = sorted(rows[base])
+    gemm_tables = [t for t in tables if any(g in t for g in gemm)]
+
+    def median(sampler: str, table: str) -> float:
+        return float(rows[sampler][table]["compiles_1pct_median"] or "inf")
+
+    def fraction(sampler: str, at: int) -> str:
+        cells = [rows[sampler][t][f"fraction_mean_at_{at}"] for t in gemm_tables]
+        if not cells or not all(cells):  # no GEMM table, or a run shorter than *at* compiles
+            return "-"
+        return f"{statistics.mean(float(c) for c in cells):.3f}"
+
+    lines = [f"| sampler | tables | fewer compiles to 1% than {base} | more | same | sign test p | "
+             f"GEMM tables | mean fraction at 50 | at 200 |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {base} | {len(tables)} | - | - | - | - | {len(gemm_tables)} | {fraction(base, 50)} | "
+             f"{fraction(base, 200)} |"]
+    for sampler in sorted(set(rows) - {base}):
+        missing = sorted(set(tables) - set(rows[sampler]))
+        if missing:
+            raise SystemExit(f"{sampler} did not run on {', '.join(missing)}")
+        pairs = [(median(sampler, t), median(base, t)) for t in tables]
+        lower, higher = sum(a < b for a, b in pairs), sum(a > b for a, b in pairs)
+        p = binomtest(lower, lower + higher).pvalue if lower + higher else 1.0
+        lines.append(f"| {sampler} | {len(tables)} | {lower} | {higher} | {len(tables) - lower - higher} | "
+                     f"{p:.2f} | {len(gemm_tables)} | {fraction(sampler, 50)} | {fraction(sampler, 200)} |")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("summary", type=Path, help="a flysearch compare run's summary.csv")
+    ap.add_argument("--base", default="auto", help="the sampler the others are set against")
+    ap.add_argument("--gemm", action="append", default=[],
+                    help="a string that names a GEMM table (repeatable)")
+    ap.add_argument("--out", type=Path, default=None, help="markdown file to write")
+    args = ap.parse_args()
+    if not args.summary.is_file():
+        raise SystemExit(f"{args.summary} does not exist; run flysearch compare first")
+    lines = compare(_rows(args.summary), args.base, args.gemm)
+    where = args.summary.resolve()
+    where = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+    text = "\n".join([
+        f"# Variants of `{args.base}` against it: `{where}`", "",
+        f"- command: `{shlex.join(['python', *sys.argv])}`",
+        f"- commit: {code_commit(ROOT)}",
+        f"- date: {dt.date.today().isoformat()}", "",
+        "Per table, each variant's median compiles to within 1% against the base's (a run that never got "
+        "there counts as more than the budget); the sign test leaves ties out. Fractions: the mean over "
+        "the GEMM tables of each table's mean fraction of the optimum reached.", "", *lines, ""])
+    if args.out is not None:
+        args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

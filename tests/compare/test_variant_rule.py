@@ -1,0 +1,29 @@
+"""benchmarks/variant_rule.py: a variant set against its base, table by table, on a committed run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
+
+
+def test_the_local_step_s_development_run_counts_as_its_docs_say(tmp_path: Path) -> None:
+    vr = benchmark_script("variant_rule")
+    summary = committed_file(BENCHMARKS / "results" / "compare" / "coldstart_local" / "summary.csv",
+                             tmp_path / "summary.csv")
+    lines = vr.compare(vr._rows(summary), "auto", ["GEMM", "gemm/"])
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in lines[2:]}
+    # docs/results/compare.md: with the local step `auto` needed fewer compiles on 24 tables, more on 15
+    assert rows["auto-global"][1:5] == ["41", "15", "24", "2"]
+    assert rows["auto-hamming"][1:5] == ["41", "20", "20", "1"]
+    assert rows["auto"][6] == "7"  # the seven GEMM caches of the run
+    assert float(rows["auto-global"][7]) < float(rows["auto"][7])
+
+
+def test_an_unknown_base_is_one_clear_line(tmp_path: Path) -> None:
+    vr = benchmark_script("variant_rule")
+    (tmp_path / "s.csv").write_text("level,where,sampler,compiles_1pct_median\ntable,t,a,3\n")
+    with pytest.raises(SystemExit, match="no sampler 'auto' in the summary; it has a"):
+        vr.compare(vr._rows(tmp_path / "s.csv"), "auto", [])
