@@ -286,8 +286,9 @@ def _auto(r: SamplerRequest) -> BaseSampler:
     forest_seed = None if r.seed is None else r.seed + 1
     options = AutoOptions(**r.options)
     forest = CostModelOptions(local=options.local, local_every=options.local_every,
-                              hamming=options.hamming)
-    return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local),
+                              hamming=options.hamming, n_startup=options.forest_startup)
+    return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local,
+                                               n_startup=options.gp_startup),
                              CostModelSampler(context, None, seed=forest_seed, options=forest)])
 
 

@@ -59,8 +59,9 @@ def dedisp() -> tuple:  # type: ignore[type-arg]
     return table, space_for_table(table)
 
 
-def _keys(table, space, seed: int) -> list[str]:  # type: ignore[no-untyped-def]
-    settings = StudySpec(sampler="auto", budget=30, seed=seed, space=space.name, table=table.name)
+def _keys(table, space, seed: int, options: dict[str, Any] | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    settings = StudySpec(sampler="auto", sampler_options=options or {}, budget=30, seed=seed,
+                         space=space.name, table=table.name)
     storage = optuna.storages.InMemoryStorage()
     summary = run_study("a", space, ReplayEvaluator(table), settings, storage=storage)
     assert summary.compiles == summary.trials == 30  # no duplicate, no rejected suggestion
@@ -74,6 +75,21 @@ def test_auto_proposes_only_new_feasible_configs_and_repeats_with_its_seed(dedis
     assert len(set(keys)) == 30
     assert keys == _keys(table, space, seed=4)
     assert keys != _keys(table, space, seed=5)
+
+
+def test_auto_s_members_start_modelling_after_as_many_measurements_as_asked(dedisp) -> None:  # type: ignore[no-untyped-def]
+    # With the GP drawing uniformly until 10 measurements and the forest until 8, about the first
+    # nine trials are draws; with both at 2 the models propose from the third trial on. The draws
+    # themselves come from the same seeded streams. The default starts both after 5.
+    table, space = dedisp
+    late = _keys(table, space, seed=4, options={"gp_startup": 10, "forest_startup": 8})
+    early = _keys(table, space, seed=4, options={"gp_startup": 2, "forest_startup": 2})
+    default = _keys(table, space, seed=4)
+    assert early[:2] == late[:2] == default[:2] and default[:5] == late[:5]
+    assert sum(a != b for a, b in zip(early[2:9], late[2:9], strict=True)) >= 6
+    assert sum(a != b for a, b in zip(default[5:9], late[5:9], strict=True)) >= 3
+    assert "2 or more, not 1" in str(sampler_options_problem("auto", {"gp_startup": 1}))
+    assert "2 or more, not 0" in str(sampler_options_problem("auto", {"forest_startup": 0}))
 
 
 def test_auto_needs_the_feasible_configs() -> None:
@@ -93,7 +109,7 @@ def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 
                             hamming: bool = False) -> float:
     """The share of the trials *first*, *first* + *every*, ... that proposed a config one value step
     from the best measured before it (with *hamming*, one that differs from it in one parameter):
-    by default the forest's even turns from its fifth on."""
+    by default the forest's even turns from its third on (its model turns begin at trial 5)."""
     settings = StudySpec(sampler="auto", sampler_options=options, budget=80, seed=3, space=space.name,
                          table=table.name)
     storage = optuna.storages.InMemoryStorage()
@@ -127,12 +143,12 @@ def test_auto_s_forest_refines_near_the_best_config_on_every_second_turn(dedisp)
 
 
 def test_auto_s_gp_refines_near_the_best_config_on_every_second_turn_when_asked(dedisp) -> None:  # type: ignore[no-untyped-def]
-    # The GP's model turns begin at trial 10 (after 10 random draws); its odd ones are trials 12,
-    # 16, 20, ...
+    # The GP proposes at even trials; its model turns begin at trial 6 (after 5 measurements), and
+    # its odd ones are trials 8, 12, 16, ...
     table, space = dedisp
-    local = _turns_next_to_the_best(table, space, {"gp_local": True}, first=12)
+    local = _turns_next_to_the_best(table, space, {"gp_local": True}, first=8)
     assert local >= 0.3
-    assert _turns_next_to_the_best(table, space, {}, first=12) <= local / 4
+    assert _turns_next_to_the_best(table, space, {}, first=8) <= local / 4
 
 
 def test_auto_s_forest_can_step_to_any_value_of_one_parameter_and_on_every_turn(dedisp) -> None:  # type: ignore[no-untyped-def]
