@@ -127,10 +127,15 @@ def test_tables_raced_on_an_h100_pair_by_shape_like_the_h200_ones() -> None:
     chosen = br.select(_args(splitk=[DATA / "h100_splitk", DATA / "h100_splitk_holdout"],
                              tma=[DATA / "h100_tma", DATA / "h100_tma_holdout"],
                              fused=[DATA / "h100_fused", DATA / "h100_fused_holdout"]))
-    assert len(chosen) == 11  # the split-K race stopped before two of the 13 shapes
+    assert len(chosen) == 13  # every family raced the 13 decode and K-heavy shapes
     for e in chosen:
         assert set(e["families"]) == {"splitk", "tma", "fused"}
         assert all("__H100__" in fam["table"] for fam in e["families"].values())
+    # a shape is timed only where both split-K and TMA have a table: the held-out split-K folder alone
+    held_out = br.select(_args(splitk=[DATA / "h100_splitk_holdout"],
+                               tma=[DATA / "h100_tma", DATA / "h100_tma_holdout"],
+                               fused=[DATA / "h100_fused", DATA / "h100_fused_holdout"]))
+    assert len(held_out) == 5
 
 
 def test_tables_of_two_gpus_or_an_empty_fused_folder_are_refused(tmp_path: Path) -> None:
