@@ -30,11 +30,12 @@ from flysearch.compare import code_commit  # noqa: E402
 
 
 def _rows(path: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """sampler -> table -> its row of *path* (table-level rows only)."""
+    """sampler -> table -> its row of *path* (table-level rows of samplers that ran: the analytic
+    random reference has none)."""
     out: dict[str, dict[str, dict[str, str]]] = {}
     with path.open(newline="") as f:
         for row in csv.DictReader(f):
-            if row["level"] == "table":
+            if row["level"] == "table" and row.get("runs") != "0":
                 out.setdefault(row["sampler"], {})[row["where"]] = row
     return out
 

@@ -277,11 +277,12 @@ def training_data(
         times.append(y)
         groups.append(np.full(len(rows), gid))
     schema = sorted({name for columns, _n in parts for name in columns})
-    unknown = sorted(set(exclude) - set(schema))
+    excluded = set(exclude)
+    unknown = sorted(excluded - set(schema))
     if unknown:
         raise FlysearchError(f"No table has the feature {', '.join(unknown)} to leave out; "
                              f"the features are {', '.join(schema)}.")
-    schema = [name for name in schema if name not in set(exclude)]
+    schema = [name for name in schema if name not in excluded]
     matrix = np.vstack([columns_matrix(columns, schema, n) for columns, n in parts])
     return schema, matrix, np.concatenate(times), np.concatenate(groups)
 

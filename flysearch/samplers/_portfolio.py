@@ -20,9 +20,9 @@ Neither proposes an infeasible or an already-evaluated config, so neither does t
 was chosen among flysearch's cold-start samplers on the development tables of
 ``studies/coldstart_split.toml`` only (``studies/coldstart_choice.toml`` is that comparison); its
 test tables were not searched before it was fixed. Each member draws uniformly until the study has
-5 measurements (``gp_startup``, ``forest_startup``): 10 and 8, as the members start alone, spent
-about nine of the first compiles at random; on 25 development tables the earlier start needed fewer
-compiles to within 1% on 16 and more on 8 (``studies/coldstart_startup.toml``).
+5 measurements (``gp_startup``, ``forest_startup``). The members' own defaults, 10 and 8, spent
+about nine of a study's first compiles at random; on 25 development tables the earlier start needed
+fewer compiles to within 1% on 16 and more on 8 (``studies/coldstart_startup.toml``).
 
 Example:
     >>> from flysearch.samplers import SAMPLERS
