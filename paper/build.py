@@ -978,12 +978,13 @@ def local_step_facts() -> dict[str, str]:
 def startup_facts() -> dict[str, str]:
     """`auto` with both members modelling from the fifth measurement against `auto` as it was (the
     GP from the tenth, the forest from the eighth): on the development tables where it was chosen
-    (coldstart_startup: `auto-start5` against `auto`) and on the seventh test set, run once
-    (coldstart_test7: `auto` against `auto-before`); tables where the earlier start needed fewer /
+    (coldstart_startup: `auto-start5` against `auto`) and on the seventh and eighth test sets, run
+    once each (`auto` against `auto-before`); tables where the earlier start needed fewer /
     more compiles to 1%, and the mean fraction of the optimum at 50 compiles on the GEMM caches."""
     facts = {}
     for name, prefix, new, old in (("coldstart_startup", "SU", "auto-start5", "auto"),
-                                   ("coldstart_test7", "CT7_SU", "auto", "auto-before")):
+                                   ("coldstart_test7", "CT7_SU", "auto", "auto-before"),
+                                   ("coldstart_test8", "CT8_SU", "auto", "auto-before")):
         by = _table_rows(name)
         tables = sorted(by[old])
         wins, losses, p = _sign_test(_medians(by, tables, new), _medians(by, tables, old))
@@ -994,6 +995,24 @@ def startup_facts() -> dict[str, str]:
     for label, key in (("auto-start5", "SU_GEMM50_NEW"), ("auto", "SU_GEMM50_OLD")):
         facts[key] = f"{statistics.mean(float(by[label][t]['fraction_mean_at_50']) for t in gemm):.3f}"
     facts["SU_GEMM_N"] = str(len(gemm))
+    return facts
+
+
+def local_variant_facts() -> dict[str, str]:
+    """`auto` against two variants with more local steps on the development tables
+    (coldstart_gplocal: `auto-gplocal`, `auto-every`): tables where each needed fewer / more
+    compiles to 1% than `auto`, and the mean fraction of the optimum at 50 compiles on the GEMM
+    caches."""
+    by = _table_rows("coldstart_gplocal")
+    tables = sorted(by["auto"])
+    gemm = [t for t in tables if "GEMM" in t or t.startswith("gemm/")]
+    base = _medians(by, tables, "auto")
+    facts = {"GL_N": str(len(tables)), "GL_GEMM_N": str(len(gemm))}
+    for label, key in (("auto", "GL_AUTO"), ("auto-gplocal", "GL_GP"), ("auto-every", "GL_EV")):
+        facts[f"{key}_GEMM50"] = f"{statistics.mean(float(by[label][t]['fraction_mean_at_50']) for t in gemm):.3f}"
+        if label != "auto":
+            wins, losses, p = _sign_test(_medians(by, tables, label), base)
+            facts |= {f"{key}_FEWER": str(wins), f"{key}_MORE": str(losses), f"{key}_P": f"{p:.2f}"}
     return facts
 
 
@@ -1610,6 +1629,21 @@ def backend_rounds_h100_facts() -> dict[str, str]:
     return facts
 
 
+def backend_rounds_heldout_facts() -> dict[str, str]:
+    """The three families and cuBLAS timed in the same rounds on the 24 held-out H100 shapes
+    (backend_rounds_h100_heldout.md): per regime medians of best Triton / cuBLAS and who wins."""
+    text = _result("backend_rounds_h100_heldout.md")
+    shapes = [r for r in _markdown_rows(text, "") if "x" in r["shape"]]
+    regimes = {r["regime"]: r for r in _markdown_rows(text.split("Per regime", 1)[1], "")}
+    facts = {"BRX_N": str(len(shapes)),
+             "BRX_WINS": text.split("Fastest backend per shape: ", 1)[1].split(".", 1)[0]}
+    for g in ("decode", "small_m", "k_heavy"):
+        key = g.upper()
+        facts |= {f"BRX_{key}": regimes[g]["best / cuBLAS"], f"BRX_{key}_N": regimes[g]["shapes"],
+                  f"BRX_{key}_SPLITK": regimes[g]["split-K / cuBLAS"]}
+    return facts
+
+
 def amd_facts() -> dict[str, str]:
     """aiter's shipped Triton GEMM configs against the aiter_triton_gemm space, and compiles for
     gfx942/gfx950 on a CPU (aiter_triton_coverage.md, amd_triton_resources.md): nothing here ran on
@@ -1922,7 +1956,9 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test5", "CT5"))
     facts.update(coldstart_test_facts("coldstart_test6", "CT6"))
     facts.update(coldstart_test_facts("coldstart_test7", "CT7"))
+    facts.update(coldstart_test_facts("coldstart_test8", "CT8"))
     facts.update(startup_facts())
+    facts.update(local_variant_facts())
     facts.update(local_step_facts())
     facts.update(external_anchor_facts(ext_rows))
     fz_facts, facts["FROZEN_TABLE"], facts["FROZEN_REGRET_TABLE"], fz_data = frozen_test_facts()
@@ -1936,6 +1972,7 @@ def main() -> None:
     facts.update(cross_kernel_facts())
     facts.update(fused_h100_facts())
     facts.update(backend_rounds_h100_facts())
+    facts.update(backend_rounds_heldout_facts())
     for name, sections in (("cross_kernel_rerun.md", XK_RERUN_SECTIONS),
                            ("cross_kernel_exclude.md", XK_EXCLUDE_SECTIONS)):
         rerun = cross_kernel_facts(name, sections)
