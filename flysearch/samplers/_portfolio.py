@@ -16,6 +16,11 @@ forest on decode GEMMs and dedispersion on the MI250X):
   (tile waves, bytes moved, occupancy for a GEMM), which split on thresholds a stationary kernel
   cannot express.
 
+With ``winner_stays`` the turns follow the measurements instead (win-stay, lose-shift): a member
+whose proposal beat every earlier measurement proposes again, any other proposal passes the turn
+on. The member that proposed each trial is kept in the trial's system attributes, so processes
+sharing a study follow one sequence.
+
 Neither proposes an infeasible or an already-evaluated config, so neither does the portfolio. It
 was chosen among flysearch's cold-start samplers on the development tables of
 ``studies/coldstart_split.toml`` only (``studies/coldstart_choice.toml`` is that comparison); its
@@ -32,11 +37,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
+
+from flysearch.samplers._history import _ATTR
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -62,6 +70,9 @@ class AutoOptions:
         gp_startup: Measurements before the GP's first model; until then its turns draw
             uniformly among the unevaluated configs.
         forest_startup: Likewise for the forest.
+        winner_stays: A member whose proposal beat every earlier measurement proposes the next
+            trial too; any other proposal passes the turn on. ``False``: the members take turns
+            by trial number.
     """
 
     local: bool = True
@@ -70,6 +81,7 @@ class AutoOptions:
     hamming: bool = False
     gp_startup: int = 5
     forest_startup: int = 5
+    winner_stays: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -84,33 +96,72 @@ class AutoOptions:
                 raise ValueError(f"The auto sampler's option {name} is 2 or more, not {getattr(self, name)}.")
 
 
+_MEMBER_ATTR = "flysearch:portfolio_member"
+
+
 class PortfolioSampler(BaseSampler):
-    """Lets its members propose in turn, by trial number.
+    """Lets its members propose in turn: by trial number, or while their proposals improve.
 
     Args:
         members: The samplers taking turns; each samples every parameter jointly (their relative
             search spaces are the whole space, as flysearch's candidate samplers' are).
+        winner_stays: Give the next trial to the member whose proposal beat every earlier
+            measurement; pass the turn on after any other (see the module docstring).
     """
 
-    def __init__(self, members: Sequence[BaseSampler]) -> None:
+    def __init__(self, members: Sequence[BaseSampler], *, winner_stays: bool = False) -> None:
         if not members:
             raise ValueError("A portfolio needs at least one sampler.")
         self._members = tuple(members)
+        self._winner_stays = winner_stays
+        self._chosen: dict[int, int] = {}  # trial number -> index of the member proposing it
 
-    def _member(self, trial: FrozenTrial) -> BaseSampler:
-        return self._members[trial.number % len(self._members)]
+    def _member(self, study: Study, trial: FrozenTrial) -> BaseSampler:
+        i = self._chosen.get(trial.number)
+        if i is None:
+            if self._winner_stays:
+                i = self._after(study, trial.number)
+                study._storage.set_trial_system_attr(trial._trial_id, _MEMBER_ATTR, i)
+            else:
+                i = trial.number % len(self._members)
+            # Trials asked together (threads of one process) keep their members; old ones go.
+            self._chosen = {n: m for n, m in self._chosen.items() if n > trial.number - 64}
+            self._chosen[trial.number] = i
+        return self._members[i]
+
+    def _after(self, study: Study, number: int) -> int:
+        """The member for trial *number*: the last finished trial's, if it set a new best, else the
+        next one (by trial number until a trial has finished)."""
+        finished = [t for t in study.get_trials(deepcopy=False)
+                    if t.state.is_finished() and t.number < number]
+        if not finished:
+            return number % len(self._members)
+        last = max(finished, key=lambda t: t.number)
+        member = last.system_attrs.get(_MEMBER_ATTR, last.number % len(self._members))
+        before = min((_time(t) for t in finished if t.number < last.number), default=math.inf)
+        return member if _time(last) < before else (member + 1) % len(self._members)
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return self._member(trial).infer_relative_search_space(study, trial)
+        return self._member(study, trial).infer_relative_search_space(study, trial)
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return self._member(trial).sample_relative(study, trial, search_space)
+        return self._member(study, trial).sample_relative(study, trial, search_space)
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
-        return self._member(trial).sample_independent(study, trial, param_name, param_distribution)
+        return self._member(study, trial).sample_independent(study, trial, param_name, param_distribution)
 
     def reseed_rng(self) -> None:
         for member in self._members:
             member.reseed_rng()
+
+
+def _time(trial: FrozenTrial) -> float:
+    """The time a trial measured for a config it compiled first (inf for a failure, a repeat or a
+    rejected config)."""
+    record = trial.user_attrs.get(_ATTR)
+    if not isinstance(record, dict) or record.get("duplicate_of") is not None:
+        return math.inf
+    time_ms = record.get("time_ms")
+    return float(time_ms) if time_ms and record.get("outcome") != "rejected" else math.inf

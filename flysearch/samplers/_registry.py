@@ -289,7 +289,8 @@ def _auto(r: SamplerRequest) -> BaseSampler:
                               hamming=options.hamming, n_startup=options.forest_startup)
     return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local,
                                                n_startup=options.gp_startup),
-                             CostModelSampler(context, None, seed=forest_seed, options=forest)])
+                             CostModelSampler(context, None, seed=forest_seed, options=forest)],
+                            winner_stays=options.winner_stays)
 
 
 @register_sampler("cmaes")
