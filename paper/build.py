@@ -999,19 +999,22 @@ def startup_facts() -> dict[str, str]:
 
 
 def local_variant_facts() -> dict[str, str]:
-    """`auto` against two variants with more local steps on the development tables
-    (coldstart_gplocal: `auto-gplocal`, `auto-every`): tables where each needed fewer / more
-    compiles to 1% than `auto`, and the mean fraction of the optimum at 50 compiles on the GEMM
-    caches."""
-    by = _table_rows("coldstart_gplocal")
-    tables = sorted(by["auto"])
-    gemm = [t for t in tables if "GEMM" in t or t.startswith("gemm/")]
-    base = _medians(by, tables, "auto")
-    facts = {"GL_N": str(len(tables)), "GL_GEMM_N": str(len(gemm))}
-    for label, key in (("auto", "GL_AUTO"), ("auto-gplocal", "GL_GP"), ("auto-every", "GL_EV")):
-        facts[f"{key}_GEMM50"] = f"{statistics.mean(float(by[label][t]['fraction_mean_at_50']) for t in gemm):.3f}"
+    """`auto` against two variants with more local steps (coldstart_gplocal: `auto-gplocal`,
+    `auto-every`) and one whose improving member proposes again (coldstart_winner: `auto-winner`) on
+    the development tables: tables where each needed fewer / more compiles to 1% than `auto`, and
+    the mean fraction of the optimum at 50 compiles on the GEMM caches."""
+    facts: dict[str, str] = {}
+    for name, label, key in (("coldstart_gplocal", "auto", "GL_AUTO"),
+                             ("coldstart_gplocal", "auto-gplocal", "GL_GP"),
+                             ("coldstart_gplocal", "auto-every", "GL_EV"),
+                             ("coldstart_winner", "auto-winner", "GL_WS")):
+        by = _table_rows(name)
+        tables = sorted(by["auto"])
+        gemm = [t for t in tables if "GEMM" in t or t.startswith("gemm/")]
+        at50 = statistics.mean(float(by[label][t]["fraction_mean_at_50"]) for t in gemm)
+        facts |= {"GL_N": str(len(tables)), "GL_GEMM_N": str(len(gemm)), f"{key}_GEMM50": f"{at50:.3f}"}
         if label != "auto":
-            wins, losses, p = _sign_test(_medians(by, tables, label), base)
+            wins, losses, p = _sign_test(_medians(by, tables, label), _medians(by, tables, "auto"))
             facts |= {f"{key}_FEWER": str(wins), f"{key}_MORE": str(losses), f"{key}_P": f"{p:.2f}"}
     return facts
 

@@ -72,7 +72,8 @@ class AutoOptions:
         forest_startup: Likewise for the forest.
         winner_stays: A member whose proposal beat every earlier measurement proposes the next
             trial too; any other proposal passes the turn on. ``False``: the members take turns
-            by trial number.
+            by trial number, which needed fewer compiles on the development tables: the other
+            member's turns are what keeps a study from settling early.
     """
 
     local: bool = True

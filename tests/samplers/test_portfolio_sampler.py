@@ -48,6 +48,46 @@ def test_members_propose_in_turn_by_trial_number() -> None:
     assert a.reseeded == b.reseeded == 1
 
 
+def _timed(times: dict[int, Any]):  # type: ignore[no-untyped-def]
+    """An objective that records a flysearch trial record whose time is ``times[x](trial number)``."""
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_int("x", 0, 9)
+        time_ms = float(times[x](trial.number))
+        trial.set_user_attr("flysearch", {"key": f"x={x}", "time_ms": time_ms, "outcome": "ok"})
+        return time_ms
+    return objective
+
+
+def test_with_winner_stays_a_member_proposes_while_it_sets_new_bests() -> None:
+    # Member a's configs get faster at every trial, b's never beat them: a keeps the turn.
+    study = optuna.create_study(sampler=PortfolioSampler([_Fixed(1), _Fixed(7)], winner_stays=True))
+    study.optimize(_timed({1: lambda n: 100 - n, 7: lambda n: 1000}), n_trials=6)
+    assert [t.params["x"] for t in study.trials] == [1] * 6
+    # a sets one best and then matches it, which is no new best: the turn passes on after each.
+    study = optuna.create_study(sampler=PortfolioSampler([_Fixed(1), _Fixed(7)], winner_stays=True))
+    study.optimize(_timed({1: lambda n: 50, 7: lambda n: 1000}), n_trials=6)
+    assert [t.params["x"] for t in study.trials] == [1, 1, 7, 1, 7, 1]
+    assert [t.system_attrs["flysearch:portfolio_member"] for t in study.trials] == [0, 0, 1, 0, 1, 0]
+
+
+def test_with_winner_stays_another_process_continues_the_same_sequence() -> None:
+    # The member of each trial is in the study, not in the sampler: a fresh sampler on the same
+    # storage (another process) continues where the first one stopped.
+    times = {1: lambda n: 100 - n if n < 3 else 500, 7: lambda n: 90 - n}
+    whole = optuna.create_study(sampler=PortfolioSampler([_Fixed(1), _Fixed(7)], winner_stays=True))
+    whole.optimize(_timed(times), n_trials=8)
+    storage = optuna.storages.InMemoryStorage()
+    first = optuna.create_study(storage=storage, study_name="s",
+                                sampler=PortfolioSampler([_Fixed(1), _Fixed(7)], winner_stays=True))
+    first.optimize(_timed(times), n_trials=4)
+    second = optuna.load_study(storage=storage, study_name="s",
+                               sampler=PortfolioSampler([_Fixed(1), _Fixed(7)], winner_stays=True))
+    second.optimize(_timed(times), n_trials=4)
+    sequence = [t.params["x"] for t in whole.trials]
+    assert [t.params["x"] for t in second.trials] == sequence
+    assert sequence == [1, 1, 1, 1, 7, 7, 7, 7]
+
+
 def test_an_empty_portfolio_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one"):
         PortfolioSampler([])
@@ -169,3 +209,4 @@ def test_auto_s_options_are_checked() -> None:
     assert "is a whole number, not True" in str(sampler_options_problem("auto", {"local_every": True}))
     assert "1 or more, not 0" in str(sampler_options_problem("auto", {"local_every": 0}))
     assert "Unknown option(s) kappa" in str(sampler_options_problem("auto", {"kappa": 2}))
+    assert "is true or false, not 1" in str(sampler_options_problem("auto", {"winner_stays": 1}))
