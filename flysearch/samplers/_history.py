@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_columns", "candidate_features",
            "candidate_ordinals", "clear_candidate_features", "steps_from"]
 
-_ATTR = "flysearch"
+RECORD_ATTR = "flysearch"  # the user attribute holding each trial's record (flysearch.study)
 
 
 class CandidateHistory:
@@ -61,7 +61,7 @@ class CandidateHistory:
             if t.number in self._read:
                 continue
             self._read.add(t.number)
-            record = t.user_attrs.get(_ATTR)
+            record = t.user_attrs.get(RECORD_ATTR)
             if not isinstance(record, dict):
                 continue
             i = self.index.get(record.get("key", ""))

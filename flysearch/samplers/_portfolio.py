@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
 
-from flysearch.samplers._history import _ATTR
+from flysearch.samplers._history import RECORD_ATTR
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -161,7 +161,7 @@ class PortfolioSampler(BaseSampler):
 def _time(trial: FrozenTrial) -> float:
     """The time a trial measured for a config it compiled first (inf for a failure, a repeat or a
     rejected config)."""
-    record = trial.user_attrs.get(_ATTR)
+    record = trial.user_attrs.get(RECORD_ATTR)
     if not isinstance(record, dict) or record.get("duplicate_of") is not None:
         return math.inf
     time_ms = record.get("time_ms")
