@@ -74,6 +74,9 @@ class AutoOptions:
             trial too; any other proposal passes the turn on. ``False``: the members take turns
             by trial number, which needed fewer compiles on the development tables: the other
             member's turns are what keeps a study from settling early.
+        forest_turns: The forest's turns to each of the GP's where the configs have a GEMM's
+            analytic features (a flysearch kernel family's tiles and waves), which the forest
+            reads and the GP does not; elsewhere the two take one turn each.
     """
 
     local: bool = True
@@ -83,6 +86,7 @@ class AutoOptions:
     gp_startup: int = 5
     forest_startup: int = 5
     winner_stays: bool = False
+    forest_turns: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -92,6 +96,8 @@ class AutoOptions:
                 raise ValueError(f"The auto sampler's option {f.name} is {kind}, not {value!r}.")
         if self.local_every < 1:
             raise ValueError(f"The auto sampler's option local_every is 1 or more, not {self.local_every}.")
+        if self.forest_turns < 1:
+            raise ValueError(f"The auto sampler's option forest_turns is 1 or more, not {self.forest_turns}.")
         for name in ("gp_startup", "forest_startup"):
             if getattr(self, name) < 2:
                 raise ValueError(f"The auto sampler's option {name} is 2 or more, not {getattr(self, name)}.")
@@ -108,12 +114,18 @@ class PortfolioSampler(BaseSampler):
             search spaces are the whole space, as flysearch's candidate samplers' are).
         winner_stays: Give the next trial to the member whose proposal beat every earlier
             measurement; pass the turn on after any other (see the module docstring).
+        turns: The members' order, repeated by trial number: trial ``t`` goes to member
+            ``turns[t % len(turns)]`` (default: each member once, in order).
     """
 
-    def __init__(self, members: Sequence[BaseSampler], *, winner_stays: bool = False) -> None:
+    def __init__(self, members: Sequence[BaseSampler], *, winner_stays: bool = False,
+                 turns: Sequence[int] | None = None) -> None:
         if not members:
             raise ValueError("A portfolio needs at least one sampler.")
         self._members = tuple(members)
+        self._turns = tuple(range(len(members)) if turns is None else turns)
+        if set(self._turns) != set(range(len(members))):
+            raise ValueError(f"A portfolio's turns name each of its {len(members)} members, not {turns!r}.")
         self._winner_stays = winner_stays
         self._chosen: dict[int, int] = {}  # trial number -> index of the member proposing it
 
@@ -124,7 +136,7 @@ class PortfolioSampler(BaseSampler):
                 i = self._after(study, trial.number)
                 study._storage.set_trial_system_attr(trial._trial_id, _MEMBER_ATTR, i)
             else:
-                i = trial.number % len(self._members)
+                i = self._turn(trial.number)
             # Trials asked together (threads of one process) keep their members; old ones go.
             self._chosen = {n: m for n, m in self._chosen.items() if n > trial.number - 64}
             self._chosen[trial.number] = i
@@ -136,11 +148,14 @@ class PortfolioSampler(BaseSampler):
         finished = [t for t in study.get_trials(deepcopy=False)
                     if t.state.is_finished() and t.number < number]
         if not finished:
-            return number % len(self._members)
+            return self._turn(number)
         last = max(finished, key=lambda t: t.number)
-        member = last.system_attrs.get(_MEMBER_ATTR, last.number % len(self._members))
+        member = last.system_attrs.get(_MEMBER_ATTR, self._turn(last.number))
         before = min((_time(t) for t in finished if t.number < last.number), default=math.inf)
         return member if _time(last) < before else (member + 1) % len(self._members)
+
+    def _turn(self, number: int) -> int:
+        return self._turns[number % len(self._turns)]
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         return self._member(study, trial).infer_relative_search_space(study, trial)

@@ -280,6 +280,7 @@ def _fastgp(r: SamplerRequest) -> BaseSampler:
 def _auto(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._costmodel import CostModelOptions, CostModelSampler
     from flysearch.samplers._gp import FeasibleGPSampler
+    from flysearch.samplers._history import candidate_feature_columns
 
     # The default cold start: the exact GP and the feature forest propose in turn.
     context = r.needs_context()
@@ -287,10 +288,13 @@ def _auto(r: SamplerRequest) -> BaseSampler:
     options = AutoOptions(**r.options)
     forest = CostModelOptions(local=options.local, local_every=options.local_every,
                               hamming=options.hamming, n_startup=options.forest_startup)
+    # The GEMM features (g_*: tiles, waves, bytes) are what the forest reads and the GP does not.
+    gemm = options.forest_turns > 1 and any(n.startswith("g_") for n in candidate_feature_columns(context))
     return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local,
                                                n_startup=options.gp_startup),
                              CostModelSampler(context, None, seed=forest_seed, options=forest)],
-                            winner_stays=options.winner_stays)
+                            winner_stays=options.winner_stays,
+                            turns=(0,) + (1,) * options.forest_turns if gemm else None)
 
 
 @register_sampler("cmaes")
