@@ -12,9 +12,10 @@ from flysearch.compare._run import load_table
 from flysearch.evaluators import ReplayEvaluator
 from flysearch.samplers import SearchContext, make_sampler, sampler_options_problem
 from flysearch.samplers._portfolio import PortfolioSampler
+from flysearch.space import get_arch
 from flysearch.study import StudySpec, run_study, trial_records
 from flysearch.tables import space_for_table
-from tests.conftest import hub_file
+from tests.conftest import REPO, hub_file
 
 
 class _Fixed(optuna.samplers.BaseSampler):
@@ -86,6 +87,30 @@ def test_with_winner_stays_another_process_continues_the_same_sequence() -> None
     sequence = [t.params["x"] for t in whole.trials]
     assert [t.params["x"] for t in second.trials] == sequence
     assert sequence == [1, 1, 1, 1, 7, 7, 7, 7]
+
+
+def test_turns_repeat_an_order_of_the_members() -> None:
+    study = optuna.create_study(sampler=PortfolioSampler([_Fixed(1), _Fixed(7)], turns=(0, 1, 1)))
+    study.optimize(lambda t: t.suggest_int("x", 0, 9), n_trials=6)
+    assert [t.params["x"] for t in study.trials] == [1, 7, 7, 1, 7, 7]
+    with pytest.raises(ValueError, match="name each of its 2 members"):
+        PortfolioSampler([_Fixed(1), _Fixed(7)], turns=(1, 1))
+
+
+def test_auto_gives_the_forest_more_turns_only_where_it_reads_gemm_features(dedisp) -> None:  # type: ignore[no-untyped-def]
+    path = REPO / "benchmarks/data/h100_fused/triton_gemm_fused__H100__4x576x7168.table.json.gz"
+    gemm = load_table(TableSpec(str(path)), "")
+    gemm_space, shape, arch = space_for_table(gemm), gemm.meta.shape(), get_arch("sm_90")
+    feasible = gemm_space.enumerate(shape, arch).shuffled(0)
+    gemm_context = SearchContext(gemm_space, "ordinal", feasible, shape, arch)
+    _table, space = dedisp
+    plain_context = SearchContext(space, "ordinal", space.enumerate().shuffled(0))
+    turns = {name: make_sampler("auto", seed=0, context=context)._turns
+             for name, context in (("gemm", gemm_context), ("plain", plain_context))}
+    assert turns == {"gemm": (0, 1, 1), "plain": (0, 1)}  # the default, forest_turns = 2
+    assert make_sampler("auto", seed=0, context=gemm_context, options={"forest_turns": 1})._turns == (0, 1)
+    assert make_sampler("auto", seed=0, context=gemm_context, options={"forest_turns": 3})._turns == (0, 1, 1, 1)
+    assert "1 or more, not 0" in str(sampler_options_problem("auto", {"forest_turns": 0}))
 
 
 def test_an_empty_portfolio_is_refused() -> None:
