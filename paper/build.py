@@ -1019,6 +1019,22 @@ def local_variant_facts() -> dict[str, str]:
     return facts
 
 
+def forest_turns_facts() -> dict[str, str]:
+    """The forest's second turn on GEMM tables (`forest_turns = 2`) against one turn each: on the
+    development tables where it was chosen (coldstart_forest: `auto-forest2` against `auto`) and on
+    the ninth test set, run once (coldstart_test9: `auto` against `auto-turns1`); tables where it
+    needed fewer / more compiles to 1%."""
+    facts = {}
+    for name, prefix, new, old in (("coldstart_forest", "FT", "auto-forest2", "auto"),
+                                   ("coldstart_test9", "CT9_FT", "auto", "auto-turns1")):
+        by = _table_rows(name)
+        tables = sorted(by[old])
+        wins, losses, p = _sign_test(_medians(by, tables, new), _medians(by, tables, old))
+        facts.update({f"{prefix}_N": str(len(tables)), f"{prefix}_FEWER": str(wins),
+                      f"{prefix}_MORE": str(losses), f"{prefix}_P": f"{p:.2f}"})
+    return facts
+
+
 COLDSTART_TESTS = ("coldstart_test", "coldstart_test2")
 CURVE_KS = (1, 2, 4, 8, 16, 25, 32, 50, 100, 200)
 
@@ -1960,6 +1976,8 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test6", "CT6"))
     facts.update(coldstart_test_facts("coldstart_test7", "CT7"))
     facts.update(coldstart_test_facts("coldstart_test8", "CT8"))
+    facts.update(coldstart_test_facts("coldstart_test9", "CT9"))
+    facts.update(forest_turns_facts())
     facts.update(startup_facts())
     facts.update(local_variant_facts())
     facts.update(local_step_facts())
