@@ -981,15 +981,9 @@ def startup_facts() -> dict[str, str]:
     (coldstart_startup: `auto-start5` against `auto`) and on the seventh and eighth test sets, run
     once each (`auto` against `auto-before`); tables where the earlier start needed fewer /
     more compiles to 1%, and the mean fraction of the optimum at 50 compiles on the GEMM caches."""
-    facts = {}
-    for name, prefix, new, old in (("coldstart_startup", "SU", "auto-start5", "auto"),
-                                   ("coldstart_test7", "CT7_SU", "auto", "auto-before"),
-                                   ("coldstart_test8", "CT8_SU", "auto", "auto-before")):
-        by = _table_rows(name)
-        tables = sorted(by[old])
-        wins, losses, p = _sign_test(_medians(by, tables, new), _medians(by, tables, old))
-        facts.update({f"{prefix}_N": str(len(tables)), f"{prefix}_FEWER": str(wins),
-                      f"{prefix}_MORE": str(losses), f"{prefix}_P": f"{p:.2f}"})
+    facts = _paired_facts((("coldstart_startup", "SU", "auto-start5", "auto"),
+                           ("coldstart_test7", "CT7_SU", "auto", "auto-before"),
+                           ("coldstart_test8", "CT8_SU", "auto", "auto-before")))
     by = _table_rows("coldstart_startup")
     gemm = [t for t in by["auto"] if "GEMM" in t or t.startswith("gemm/")]
     for label, key in (("auto-start5", "SU_GEMM50_NEW"), ("auto", "SU_GEMM50_OLD")):
@@ -1024,9 +1018,15 @@ def forest_turns_facts() -> dict[str, str]:
     development tables where it was chosen (coldstart_forest: `auto-forest2` against `auto`) and on
     the ninth test set, run once (coldstart_test9: `auto` against `auto-turns1`); tables where it
     needed fewer / more compiles to 1%."""
+    return _paired_facts((("coldstart_forest", "FT", "auto-forest2", "auto"),
+                          ("coldstart_test9", "CT9_FT", "auto", "auto-turns1")))
+
+
+def _paired_facts(runs: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
+    """For each (comparison, prefix, new sampler, old sampler): the tables it holds, where *new*
+    needed fewer / more compiles to 1% than *old*, and the sign test's p."""
     facts = {}
-    for name, prefix, new, old in (("coldstart_forest", "FT", "auto-forest2", "auto"),
-                                   ("coldstart_test9", "CT9_FT", "auto", "auto-turns1")):
+    for name, prefix, new, old in runs:
         by = _table_rows(name)
         tables = sorted(by[old])
         wins, losses, p = _sign_test(_medians(by, tables, new), _medians(by, tables, old))

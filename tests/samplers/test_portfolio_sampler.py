@@ -108,8 +108,9 @@ def test_auto_gives_the_forest_more_turns_only_where_it_reads_gemm_features(dedi
     turns = {name: make_sampler("auto", seed=0, context=context)._turns
              for name, context in (("gemm", gemm_context), ("plain", plain_context))}
     assert turns == {"gemm": (0, 1, 1), "plain": (0, 1)}  # the default, forest_turns = 2
-    assert make_sampler("auto", seed=0, context=gemm_context, options={"forest_turns": 1})._turns == (0, 1)
-    assert make_sampler("auto", seed=0, context=gemm_context, options={"forest_turns": 3})._turns == (0, 1, 1, 1)
+    for forest_turns, order in ((1, (0, 1)), (3, (0, 1, 1, 1))):
+        sampler = make_sampler("auto", seed=0, context=gemm_context, options={"forest_turns": forest_turns})
+        assert sampler._turns == order
     assert "1 or more, not 0" in str(sampler_options_problem("auto", {"forest_turns": 0}))
 
 
