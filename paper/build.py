@@ -961,18 +961,9 @@ def local_step_facts() -> dict[str, str]:
     development tables (benchmarks/results/compare/coldstart_local) and on the fourth to sixth test
     sets (coldstart_test4 to coldstart_test6), where both ran once; tables where `auto` needed fewer /
     more compiles to 1%."""
-    facts = {}
     sets = (("coldstart_local", "LS"), ("coldstart_test4", "CT4_LS"), ("coldstart_test5", "CT5_LS"),
             ("coldstart_test6", "CT6_LS"))
-    for name, prefix in sets:
-        by = _table_rows(name)
-        tables = sorted(by["auto"])
-        new = _medians(by, tables, "auto")
-        old = _medians(by, tables, "auto-global")
-        wins, losses, p = _sign_test(new, old)
-        facts.update({f"{prefix}_N": str(len(tables)), f"{prefix}_FEWER": str(wins),
-                      f"{prefix}_MORE": str(losses), f"{prefix}_P": f"{p:.2f}"})
-    return facts
+    return _paired_facts([(name, prefix, "auto", "auto-global") for name, prefix in sets])
 
 
 def startup_facts() -> dict[str, str]:
@@ -997,19 +988,14 @@ def local_variant_facts() -> dict[str, str]:
     `auto-every`) and one whose improving member proposes again (coldstart_winner: `auto-winner`) on
     the development tables: tables where each needed fewer / more compiles to 1% than `auto`, and
     the mean fraction of the optimum at 50 compiles on the GEMM caches."""
-    facts: dict[str, str] = {}
-    for name, label, key in (("coldstart_gplocal", "auto", "GL_AUTO"),
-                             ("coldstart_gplocal", "auto-gplocal", "GL_GP"),
-                             ("coldstart_gplocal", "auto-every", "GL_EV"),
-                             ("coldstart_winner", "auto-winner", "GL_WS")):
+    runs = (("coldstart_gplocal", "auto", "GL_AUTO"), ("coldstart_gplocal", "auto-gplocal", "GL_GP"),
+            ("coldstart_gplocal", "auto-every", "GL_EV"), ("coldstart_winner", "auto-winner", "GL_WS"))
+    facts = _paired_facts([(name, key, label, "auto") for name, label, key in runs if label != "auto"])
+    for name, label, key in runs:
         by = _table_rows(name)
-        tables = sorted(by["auto"])
-        gemm = [t for t in tables if "GEMM" in t or t.startswith("gemm/")]
+        gemm = [t for t in sorted(by["auto"]) if "GEMM" in t or t.startswith("gemm/")]
         at50 = statistics.mean(float(by[label][t]["fraction_mean_at_50"]) for t in gemm)
-        facts |= {"GL_N": str(len(tables)), "GL_GEMM_N": str(len(gemm)), f"{key}_GEMM50": f"{at50:.3f}"}
-        if label != "auto":
-            wins, losses, p = _sign_test(_medians(by, tables, label), _medians(by, tables, "auto"))
-            facts |= {f"{key}_FEWER": str(wins), f"{key}_MORE": str(losses), f"{key}_P": f"{p:.2f}"}
+        facts |= {"GL_N": str(len(by["auto"])), "GL_GEMM_N": str(len(gemm)), f"{key}_GEMM50": f"{at50:.3f}"}
     return facts
 
 

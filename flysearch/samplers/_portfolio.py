@@ -131,16 +131,15 @@ class PortfolioSampler(BaseSampler):
         if set(self._turns) != set(range(len(members))):
             raise ValueError(f"A portfolio's turns name each of its {len(members)} members, not {turns!r}.")
         self._winner_stays = winner_stays
-        self._chosen: dict[int, int] = {}  # trial number -> index of the member proposing it
+        self._chosen: dict[int, int] = {}  # with winner_stays: trial number -> its member
 
     def _member(self, study: Study, trial: FrozenTrial) -> BaseSampler:
+        if not self._winner_stays:
+            return self._members[self._turn(trial.number)]
         i = self._chosen.get(trial.number)
-        if i is None:
-            if self._winner_stays:
-                i = self._after(study, trial.number)
-                study._storage.set_trial_system_attr(trial._trial_id, _MEMBER_ATTR, i)
-            else:
-                i = self._turn(trial.number)
+        if i is None:  # decided once per trial, at its first call, and kept in the study
+            i = self._after(study, trial.number)
+            study._storage.set_trial_system_attr(trial._trial_id, _MEMBER_ATTR, i)
             # Trials asked together (threads of one process) keep their members; old ones go.
             self._chosen = {n: m for n, m in self._chosen.items() if n > trial.number - 64}
             self._chosen[trial.number] = i
