@@ -81,6 +81,10 @@ class AutoOptions:
             reads and the GP does not; elsewhere the two take one turn each. Two (the order GP,
             forest, forest) needed fewer compiles than one turn each on 23 of 38 development
             tables of flysearch's races and more on 15; three on 19 and 19.
+        analytic_start: The study's first this many trials, where the configs have a GEMM's
+            analytic features, are the configs of lowest analytic bound, each at least two
+            parameters from those before (:mod:`flysearch.samplers._opening`) instead of the
+            members' uniform draws; 0 leaves the start to the members.
     """
 
     local: bool = True
@@ -91,6 +95,7 @@ class AutoOptions:
     forest_startup: int = 5
     winner_stays: bool = False
     forest_turns: int = 2
+    analytic_start: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -102,6 +107,9 @@ class AutoOptions:
             raise ValueError(f"The auto sampler's option local_every is 1 or more, not {self.local_every}.")
         if self.forest_turns < 1:
             raise ValueError(f"The auto sampler's option forest_turns is 1 or more, not {self.forest_turns}.")
+        if self.analytic_start < 0:
+            raise ValueError(f"The auto sampler's option analytic_start is 0 or more, "
+                             f"not {self.analytic_start}.")
         for name in ("gp_startup", "forest_startup"):
             if getattr(self, name) < 2:
                 raise ValueError(f"The auto sampler's option {name} is 2 or more, not {getattr(self, name)}.")
@@ -120,10 +128,14 @@ class PortfolioSampler(BaseSampler):
             measurement; pass the turn on after any other (see the module docstring).
         turns: The members' order, repeated by trial number: trial ``t`` goes to member
             ``turns[t % len(turns)]`` (default: each member once, in order).
+        opening: A sampler for the study's first *n_opening* trials (by trial number), before
+            the members take turns.
+        n_opening: Trials the *opening* proposes.
     """
 
     def __init__(self, members: Sequence[BaseSampler], *, winner_stays: bool = False,
-                 turns: Sequence[int] | None = None) -> None:
+                 turns: Sequence[int] | None = None, opening: BaseSampler | None = None,
+                 n_opening: int = 0) -> None:
         if not members:
             raise ValueError("A portfolio needs at least one sampler.")
         self._members = tuple(members)
@@ -132,8 +144,12 @@ class PortfolioSampler(BaseSampler):
             raise ValueError(f"A portfolio's turns name each of its {len(members)} members, not {turns!r}.")
         self._winner_stays = winner_stays
         self._chosen: dict[int, int] = {}  # with winner_stays: trial number -> its member
+        self._opening = opening
+        self._n_opening = n_opening if opening is not None else 0
 
     def _member(self, study: Study, trial: FrozenTrial) -> BaseSampler:
+        if trial.number < self._n_opening:
+            return self._opening  # type: ignore[return-value]  # set whenever _n_opening > 0
         if not self._winner_stays:
             return self._members[self._turn(trial.number)]
         i = self._chosen.get(trial.number)
@@ -174,6 +190,8 @@ class PortfolioSampler(BaseSampler):
     def reseed_rng(self) -> None:
         for member in self._members:
             member.reseed_rng()
+        if self._opening is not None:
+            self._opening.reseed_rng()
 
 
 def _time(trial: FrozenTrial) -> float:

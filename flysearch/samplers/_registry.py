@@ -281,6 +281,7 @@ def _auto(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._costmodel import CostModelOptions, CostModelSampler
     from flysearch.samplers._gp import FeasibleGPSampler
     from flysearch.samplers._history import candidate_feature_columns
+    from flysearch.samplers._opening import AnalyticOpeningSampler, analytic_bound
 
     # The default cold start: the exact GP and the feature forest propose in turn.
     context = r.needs_context()
@@ -289,12 +290,16 @@ def _auto(r: SamplerRequest) -> BaseSampler:
     forest = CostModelOptions(local=options.local, local_every=options.local_every,
                               hamming=options.hamming, n_startup=options.forest_startup)
     # The GEMM features (g_*: tiles, waves, bytes) are what the forest reads and the GP does not.
-    gemm = options.forest_turns > 1 and any(n.startswith("g_") for n in candidate_feature_columns(context))
+    columns = candidate_feature_columns(context)
+    gemm = options.forest_turns > 1 and any(n.startswith("g_") for n in columns)
+    bound = analytic_bound(columns) if options.analytic_start else None
+    opening = None if bound is None else AnalyticOpeningSampler(context, bound, seed=forest_seed)
     return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local,
                                                n_startup=options.gp_startup),
                              CostModelSampler(context, None, seed=forest_seed, options=forest)],
                             winner_stays=options.winner_stays,
-                            turns=(0,) + (1,) * options.forest_turns if gemm else None)
+                            turns=(0,) + (1,) * options.forest_turns if gemm else None,
+                            opening=opening, n_opening=options.analytic_start)
 
 
 @register_sampler("cmaes")

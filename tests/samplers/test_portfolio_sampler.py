@@ -236,3 +236,13 @@ def test_auto_s_options_are_checked() -> None:
     assert "1 or more, not 0" in str(sampler_options_problem("auto", {"local_every": 0}))
     assert "Unknown option(s) kappa" in str(sampler_options_problem("auto", {"kappa": 2}))
     assert "is true or false, not 1" in str(sampler_options_problem("auto", {"winner_stays": 1}))
+
+
+def test_an_opening_proposes_the_first_trials_then_the_members_take_turns() -> None:
+    opening, a, b = _Fixed(4), _Fixed(1), _Fixed(7)
+    portfolio = PortfolioSampler([a, b], turns=(0, 1, 1), opening=opening, n_opening=2)
+    study = optuna.create_study(sampler=portfolio)
+    study.optimize(lambda t: t.suggest_int("x", 0, 9), n_trials=6)
+    assert [t.params["x"] for t in study.trials] == [4, 4, 7, 1, 7, 7]
+    portfolio.reseed_rng()
+    assert opening.reseeded == 1
