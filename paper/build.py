@@ -1008,6 +1008,14 @@ def forest_turns_facts() -> dict[str, str]:
                           ("coldstart_test9", "CT9_FT", "auto", "auto-turns1")))
 
 
+def opening_facts() -> dict[str, str]:
+    """The analytic opening (`analytic_start`) against `auto` on its development tables
+    (coldstart_opening: the first three or five trials from the bound); tables where it needed
+    fewer / more compiles to 1%."""
+    return _paired_facts((("coldstart_opening", "OP3", "auto-open3", "auto"),
+                          ("coldstart_opening", "OP5", "auto-open5", "auto")))
+
+
 def _paired_facts(runs: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
     """For each (comparison, prefix, new sampler, old sampler): the tables it holds, where *new*
     needed fewer / more compiles to 1% than *old*, and the sign test's p."""
@@ -1963,7 +1971,9 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test7", "CT7"))
     facts.update(coldstart_test_facts("coldstart_test8", "CT8"))
     facts.update(coldstart_test_facts("coldstart_test9", "CT9"))
+    facts.update(coldstart_test_facts("coldstart_test10", "CT10"))
     facts.update(forest_turns_facts())
+    facts.update(opening_facts())
     facts.update(startup_facts())
     facts.update(local_variant_facts())
     facts.update(local_step_facts())
