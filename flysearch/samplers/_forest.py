@@ -21,23 +21,14 @@ keeping every later suggestion global:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from flysearch.costmodel import fit_extra_trees, tree_predictions
-from flysearch.samplers._history import (
-    CandidateHistory,
-    CandidateSampler,
-    candidate_features,
-    candidate_ordinals,
-)
+from flysearch.samplers._history import ChoosingSampler, candidate_features, candidate_ordinals
 
 if TYPE_CHECKING:
-    from optuna.distributions import BaseDistribution
-    from optuna.study import Study
-    from optuna.trial import FrozenTrial
-
     from flysearch.samplers._context import SearchContext
 
 __all__ = ["SpreadForestSampler", "hamming_to_nearest"]
@@ -55,7 +46,7 @@ def hamming_to_nearest(rows: np.ndarray, others: np.ndarray) -> np.ndarray:
     return (rows[:, None, :] != others[None, :, :]).sum(axis=2).min(axis=1)
 
 
-class SpreadForestSampler(CandidateSampler):
+class SpreadForestSampler(ChoosingSampler):
     """Proposes unevaluated feasible configs: a maximin start, then a forest's lower confidence bound.
 
     Args:
@@ -79,14 +70,6 @@ class SpreadForestSampler(CandidateSampler):
         self._max_scored = max_scored
         self._X = candidate_features(context)
         self._ordinal = candidate_ordinals(context)
-        self._history = CandidateHistory(context)
-
-    # -- Optuna's sampler interface ---------------------------------------------------------------
-
-    def sample_relative(self, study: Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        pick = self._choose(self._history.free_mask(self._history.update(study)))
-        return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
 
     # -- choosing ---------------------------------------------------------------------------------
 

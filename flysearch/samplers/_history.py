@@ -4,8 +4,10 @@
 candidate index: the measured log time of its first compile (NaN for a failure), whether any trial
 evaluated it, and (per call) which candidates running trials hold: asked and not told yet, in a
 batch or by another worker. :class:`CandidateSampler` is the Optuna sampler interface those
-samplers share; :func:`candidate_features` and :func:`candidate_ordinals` are the candidates as the
-forests see them. Used by the cost-model, GP and spread-forest samplers.
+samplers share, and :class:`ChoosingSampler` the one of those that pick one free candidate per
+suggestion from that history alone; :func:`candidate_features` and :func:`candidate_ordinals` are
+the candidates as the forests see them. Used by the cost-model, GP, spread-forest, ranker and
+opening samplers.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
     from flysearch.costmodel import Columns
     from flysearch.samplers._context import SearchContext
 
-__all__ = ["CandidateHistory", "CandidateSampler", "candidate_feature_columns", "candidate_features",
-           "candidate_ordinals", "clear_candidate_features", "steps_from"]
+__all__ = ["CandidateHistory", "CandidateSampler", "ChoosingSampler", "candidate_feature_columns",
+           "candidate_features", "candidate_ordinals", "clear_candidate_features", "steps_from"]
 
 RECORD_ATTR = "flysearch"  # the user attribute holding each trial's record (flysearch.study)
 
@@ -175,3 +177,21 @@ class CandidateSampler(BaseSampler):
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
         raise RuntimeError(f"{type(self).__name__} has no value for undeclared parameter {param_name!r}.")
+
+
+class ChoosingSampler(CandidateSampler):
+    """A candidate sampler whose every suggestion is one free candidate, chosen by ``_choose``
+    from the study's history (read incrementally into ``self._history``)."""
+
+    def __init__(self, context: SearchContext, seed: int | None) -> None:
+        super().__init__(context, seed)
+        self._history = CandidateHistory(context)
+
+    def sample_relative(self, study: Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        pick = self._choose(self._history.free_mask(self._history.update(study)))
+        return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
+
+    def _choose(self, free: np.ndarray) -> int:
+        """The candidate to suggest, given the mask of *free* (unevaluated, not running) configs."""
+        raise NotImplementedError

@@ -18,18 +18,14 @@ the distance keeps the opening from spending its compiles on them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from flysearch.samplers._forest import hamming_to_nearest
-from flysearch.samplers._history import CandidateHistory, CandidateSampler, candidate_ordinals
+from flysearch.samplers._history import ChoosingSampler, candidate_ordinals
 
 if TYPE_CHECKING:
-    from optuna.distributions import BaseDistribution
-    from optuna.study import Study
-    from optuna.trial import FrozenTrial
-
     from flysearch.costmodel import Columns
     from flysearch.samplers._context import SearchContext
 
@@ -54,7 +50,7 @@ def analytic_bound(columns: Columns) -> np.ndarray | None:
     return np.nan_to_num(np.maximum(*gaps), nan=np.inf)
 
 
-class AnalyticOpeningSampler(CandidateSampler):
+class AnalyticOpeningSampler(ChoosingSampler):
     """Proposes the unevaluated config of lowest analytic bound, away from the configs taken.
 
     Args:
@@ -74,12 +70,6 @@ class AnalyticOpeningSampler(CandidateSampler):
         self._bound = np.asarray(bound, dtype=float)
         self._min_distance = min_distance
         self._ordinal = candidate_ordinals(context)
-        self._history = CandidateHistory(context)
-
-    def sample_relative(self, study: Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        pick = self._choose(self._history.free_mask(self._history.update(study)))
-        return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
 
     def _choose(self, free: np.ndarray) -> int:
         """The free candidate of lowest bound among those far enough from the taken ones."""

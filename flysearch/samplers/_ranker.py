@@ -27,23 +27,19 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from flysearch.samplers._history import CandidateHistory, CandidateSampler, candidate_features
+from flysearch.samplers._history import ChoosingSampler, candidate_features
 
 if TYPE_CHECKING:
-    from optuna.distributions import BaseDistribution
-    from optuna.study import Study
-    from optuna.trial import FrozenTrial
-
     from flysearch.samplers._context import SearchContext
 
 __all__ = ["OnlineRankerSampler"]
 
 
-class OnlineRankerSampler(CandidateSampler):
+class OnlineRankerSampler(ChoosingSampler):
     """Proposes unevaluated feasible configs by an online gradient-boosted cost model (see the module
     docstring).
 
@@ -62,14 +58,8 @@ class OnlineRankerSampler(CandidateSampler):
         self._batch = batch
         self._epsilon = epsilon
         self._X = candidate_features(context)
-        self._history = CandidateHistory(context)
         self._scores: np.ndarray | None = None
         self._fitted_at = -1  # measurements the current model was fitted on
-
-    def sample_relative(self, study: Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        pick = self._choose(self._history.free_mask(self._history.update(study)))
-        return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
 
     def _choose(self, free: np.ndarray) -> int:
         free_idx = np.flatnonzero(free)
