@@ -3,7 +3,8 @@
     python benchmarks/variant_rule.py benchmarks/results/compare/coldstart_startup/summary.csv \\
         --base auto --gemm GEMM --gemm gemm/ --out benchmarks/results/coldstart_startup_rule.md
 
-Reads a ``flysearch compare`` run's ``summary.csv`` and sets each other sampler of it (a variant)
+Reads one or more ``flysearch compare`` runs' ``summary.csv`` (their tables pooled: a rule over
+tables that need different budgets) and sets each other sampler of it (a variant)
 against ``--base``, table by table: on how many tables its median compiles to within 1% of the
 optimum is lower, higher or the same (a run that never got there counts as more than the budget;
 two censored medians tie), with the two-sided sign test's p (ties left out); and the mean over the
@@ -29,14 +30,18 @@ sys.path.insert(0, str(ROOT))
 from flysearch.compare import code_commit  # noqa: E402
 
 
-def _rows(path: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """sampler -> table -> its row of *path* (table-level rows of samplers that ran: the analytic
-    random reference has none)."""
+def _rows(*paths: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """sampler -> table -> its row of *paths* (table-level rows of samplers that ran: the analytic
+    random reference has none); a table in two of them is one clear line."""
     out: dict[str, dict[str, dict[str, str]]] = {}
-    with path.open(newline="") as f:
-        for row in csv.DictReader(f):
-            if row["level"] == "table" and row.get("runs") != "0":
-                out.setdefault(row["sampler"], {})[row["where"]] = row
+    for path in paths:
+        with path.open(newline="") as f:
+            for row in csv.DictReader(f):
+                if row["level"] == "table" and row.get("runs") != "0":
+                    runs = out.setdefault(row["sampler"], {})
+                    if row["where"] in runs:
+                        raise SystemExit(f"table {row['where']} is in more than one summary")
+                    runs[row["where"]] = row
     return out
 
 
@@ -75,19 +80,20 @@ def compare(rows: dict[str, dict[str, dict[str, str]]], base: str, gemm: list[st
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("summary", type=Path, help="a flysearch compare run's summary.csv")
+    ap.add_argument("summary", type=Path, nargs="+", help="a flysearch compare run's summary.csv")
     ap.add_argument("--base", default="auto", help="the sampler the others are set against")
     ap.add_argument("--gemm", action="append", default=[],
                     help="a string that names a GEMM table (repeatable)")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write")
     args = ap.parse_args()
-    if not args.summary.is_file():
-        raise SystemExit(f"{args.summary} does not exist; run flysearch compare first")
-    lines = compare(_rows(args.summary), args.base, args.gemm)
-    where = args.summary.resolve()
-    where = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+    for summary in args.summary:
+        if not summary.is_file():
+            raise SystemExit(f"{summary} does not exist; run flysearch compare first")
+    lines = compare(_rows(*args.summary), args.base, args.gemm)
+    where = [s.resolve() for s in args.summary]
+    names = ", ".join(f"`{w.relative_to(ROOT) if w.is_relative_to(ROOT) else w}`" for w in where)
     text = "\n".join([
-        f"# Variants of `{args.base}` against it: `{where}`", "",
+        f"# Variants of `{args.base}` against it: {names}", "",
         f"- command: `{shlex.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
         f"- date: {dt.date.today().isoformat()}", "",

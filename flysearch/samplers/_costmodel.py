@@ -110,6 +110,10 @@ class CostModelOptions:
         local_every: With *local*, every this many-th suggestion is the local step (2: every second).
         hamming: The local step's neighbours are the configs that differ from the best measured one
             in one parameter, by any value, instead of by one value step.
+        local_radius: The local step chooses among the configs 1 to this many steps (or, with
+            *hamming*, parameters) from the best measured one.
+        local_grow: When every config within *local_radius* has been taken, the local step
+            chooses among the nearest ring that has a free config instead of the whole space.
         patience: After this many measurements without a better time, the prior's region is
             taken as exhausted: the prior is set aside, and each suggestion is the unevaluated
             config of lowest forest bound in the whole space, with no local, random or top-region
@@ -159,6 +163,8 @@ class CostModelOptions:
     local: bool = True
     local_every: int = 2
     hamming: bool = False
+    local_radius: int = 1
+    local_grow: bool = False
     patience: int = 16
     n_diverse: int = 6
     diverse_distance: int = 3
@@ -196,6 +202,7 @@ class CostModelSampler(CandidateSampler):
         self._n_trees = o.n_trees
         self._prior_weight = o.prior_weight
         self._local, self._local_every, self._hamming = o.local, o.local_every, o.hamming
+        self._local_radius, self._local_grow = o.local_radius, o.local_grow
         self._turns = 0  # suggestions made so far: what "every second suggestion" counts
         self._patience = o.patience
         self._n_diverse, self._diverse_distance = o.n_diverse, o.diverse_distance
@@ -359,14 +366,17 @@ class CostModelSampler(CandidateSampler):
         new = (self._ordinal[order][:, None, :] != used[None, :, :]).all(axis=1).any(axis=1)
         return int(order[int(np.argmax(new))]) if new.any() else int(order[0])
 
-    def _near_best(self, free: np.ndarray, radius: int, *, hamming: bool = False) -> np.ndarray:
+    def _near_best(self, free: np.ndarray, radius: int, *, hamming: bool = False,
+                   grow: bool = False) -> np.ndarray:
         """The configs of *free* 1 to *radius* value steps (L1 distance of the value indices) from
-        the best measured config, or with *hamming* 1 to *radius* parameters different; all of
-        *free* when none is (or *radius* < 1)."""
+        the best measured config, or with *hamming* 1 to *radius* parameters different; when none
+        is (or *radius* < 1), all of *free*, or with *grow* those of the nearest ring that has one."""
         idx, y = self._targets()
         steps = steps_from(self._ordinal, int(idx[int(np.argmin(y))]), hamming=hamming)[free]
         near = free[(steps >= 1) & (steps <= radius)]
-        return near if near.size else free
+        if near.size or radius < 1 or not grow or not free.size:
+            return near if near.size else free
+        return free[steps == steps[steps >= 1].min()] if (steps >= 1).any() else free
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
@@ -412,7 +422,8 @@ class CostModelSampler(CandidateSampler):
         # Alternate by this sampler's own turns, not by the study's measurements: in a portfolio
         # taking turns by trial number, the measurements' parity would be the same at every turn.
         if self._local and n >= 2 and turn % self._local_every == 0:
-            free = self._near_best(free, 1, hamming=self._hamming)
+            free = self._near_best(free, self._local_radius, hamming=self._hamming,
+                                   grow=self._local_grow)
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free

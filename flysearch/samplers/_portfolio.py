@@ -69,6 +69,11 @@ class AutoOptions:
         local_every: The forest's local step comes at every this many-th of its turns.
         hamming: The forest's local step chooses among the configs that differ from the best in
             one parameter, by any value.
+        local_radius: The forest's local step chooses among the configs 1 to this many value steps
+            (with *hamming*, parameters) from the best measured one.
+        local_grow: When every config within *local_radius* of the best has been measured, the
+            forest's local step chooses in the nearest ring that has one left instead of the whole
+            space.
         gp_startup: Measurements before the GP's first model; until then its turns draw
             uniformly among the unevaluated configs.
         forest_startup: Likewise for the forest.
@@ -91,6 +96,8 @@ class AutoOptions:
     gp_local: bool = False
     local_every: int = 2
     hamming: bool = False
+    local_radius: int = 1
+    local_grow: bool = False
     gp_startup: int = 5
     forest_startup: int = 5
     winner_stays: bool = False
@@ -105,6 +112,8 @@ class AutoOptions:
                 raise ValueError(f"The auto sampler's option {f.name} is {kind}, not {value!r}.")
         if self.local_every < 1:
             raise ValueError(f"The auto sampler's option local_every is 1 or more, not {self.local_every}.")
+        if self.local_radius < 1:
+            raise ValueError(f"The auto sampler's option local_radius is 1 or more, not {self.local_radius}.")
         if self.forest_turns < 1:
             raise ValueError(f"The auto sampler's option forest_turns is 1 or more, not {self.forest_turns}.")
         if self.analytic_start < 0:

@@ -27,3 +27,15 @@ def test_an_unknown_base_is_one_clear_line(tmp_path: Path) -> None:
     (tmp_path / "s.csv").write_text("level,where,sampler,compiles_1pct_median\ntable,t,a,3\n")
     with pytest.raises(SystemExit, match="no sampler 'auto' in the summary; it has a"):
         vr.compare(vr._rows(tmp_path / "s.csv"), "auto", [])
+
+
+def test_several_summaries_pool_their_tables_and_a_shared_table_is_one_clear_line(tmp_path: Path) -> None:
+    vr = benchmark_script("variant_rule")
+    head = "level,where,sampler,runs,compiles_1pct_median\n"
+    (tmp_path / "a.csv").write_text(head + "table,t1,auto,2,10\ntable,t1,v,2,5\n")
+    (tmp_path / "b.csv").write_text(head + "table,t2,auto,2,10\ntable,t2,v,2,20\ntable,t3,auto,2,7\n"
+                                    "table,t3,v,2,3\n")
+    lines = vr.compare(vr._rows(tmp_path / "a.csv", tmp_path / "b.csv"), "auto", [])
+    assert lines[-1].split(" | ")[1:5] == ["3", "2", "1", "0"]
+    with pytest.raises(SystemExit, match="table t1 is in more than one summary"):
+        vr._rows(tmp_path / "a.csv", tmp_path / "a.csv")

@@ -172,10 +172,11 @@ def test_auto_is_the_gp_and_the_forest(dedisp) -> None:  # type: ignore[no-untyp
 
 
 def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 9, every: int = 4,  # type: ignore[no-untyped-def]
-                            hamming: bool = False) -> float:
+                            hamming: bool = False, within: int = 1) -> float:
     """The share of the trials *first*, *first* + *every*, ... that proposed a config one value step
-    from the best measured before it (with *hamming*, one that differs from it in one parameter):
-    by default the forest's even turns from its third on (its model turns begin at trial 5)."""
+    (1 to *within* steps) from the best measured before it (with *hamming*, one that differs from it
+    in one parameter): by default the forest's even turns from its third on (its model turns begin
+    at trial 5)."""
     settings = StudySpec(sampler="auto", sampler_options=options, budget=80, seed=3, space=space.name,
                          table=table.name)
     storage = optuna.storages.InMemoryStorage()
@@ -193,7 +194,7 @@ def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 
     near = []
     for t in range(first, len(records), every):
         best = min((r for r in records[:t] if r.time_ms), key=lambda r: r.time_ms)
-        near.append(steps(records[t].key, best.key) == 1)
+        near.append(1 <= steps(records[t].key, best.key) <= within)
     return sum(near) / len(near)
 
 
@@ -227,6 +228,16 @@ def test_auto_s_forest_can_step_to_any_value_of_one_parameter_and_on_every_turn(
     every = _turns_next_to_the_best(table, space, {"local_every": 1}, every=2)  # trials 9, 11, 13, ...
     assert every >= 0.4
     assert every > _turns_next_to_the_best(table, space, {}, every=2)
+
+
+def test_auto_s_forest_can_step_further_from_the_best_config(dedisp) -> None:  # type: ignore[no-untyped-def]
+    # Half of the forest's local turns here find no unevaluated config one step from the best and
+    # choose in the whole space; a radius of two, or a growing ring, keeps them next to the best.
+    table, space = dedisp
+    one = _turns_next_to_the_best(table, space, {}, within=2)
+    assert _turns_next_to_the_best(table, space, {"local_radius": 2}, within=2) > one + 0.2
+    assert _turns_next_to_the_best(table, space, {"local_grow": True}, within=2) > one + 0.2
+    assert "1 or more, not 0" in str(sampler_options_problem("auto", {"local_radius": 0}))
 
 
 def test_auto_s_options_are_checked() -> None:
