@@ -114,6 +114,9 @@ class CostModelOptions:
             *hamming*, parameters) from the best measured one.
         local_grow: When every config within *local_radius* has been taken, the local step
             chooses among the nearest ring that has a free config instead of the whole space.
+        local_within: The local step's centres are every measured config within this fraction
+            of the best measured time (0: the best alone), so that a near-twin measured a little
+            faster does not move the whole local search next to it.
         patience: After this many measurements without a better time, the prior's region is
             taken as exhausted: the prior is set aside, and each suggestion is the unevaluated
             config of lowest forest bound in the whole space, with no local, random or top-region
@@ -165,6 +168,7 @@ class CostModelOptions:
     hamming: bool = False
     local_radius: int = 1
     local_grow: bool = False
+    local_within: float = 0.0
     patience: int = 16
     n_diverse: int = 6
     diverse_distance: int = 3
@@ -203,6 +207,7 @@ class CostModelSampler(CandidateSampler):
         self._prior_weight = o.prior_weight
         self._local, self._local_every, self._hamming = o.local, o.local_every, o.hamming
         self._local_radius, self._local_grow = o.local_radius, o.local_grow
+        self._local_within = o.local_within
         self._turns = 0  # suggestions made so far: what "every second suggestion" counts
         self._patience = o.patience
         self._n_diverse, self._diverse_distance = o.n_diverse, o.diverse_distance
@@ -367,12 +372,15 @@ class CostModelSampler(CandidateSampler):
         return int(order[int(np.argmax(new))]) if new.any() else int(order[0])
 
     def _near_best(self, free: np.ndarray, radius: int, *, hamming: bool = False,
-                   grow: bool = False) -> np.ndarray:
+                   grow: bool = False, within: float = 0.0) -> np.ndarray:
         """The configs of *free* 1 to *radius* value steps (L1 distance of the value indices) from
-        the best measured config, or with *hamming* 1 to *radius* parameters different; when none
-        is (or *radius* < 1), all of *free*, or with *grow* those of the nearest ring that has one."""
+        the best measured config (from the nearest of those within *within* of its time), or with
+        *hamming* 1 to *radius* parameters different; when none is (or *radius* < 1), all of
+        *free*, or with *grow* those of the nearest ring that has one."""
         idx, y = self._targets()
-        steps = steps_from(self._ordinal, int(idx[int(np.argmin(y))]), hamming=hamming)[free]
+        best = int(np.argmin(y))
+        centres = idx[y <= y[best] + math.log1p(within)] if within > 0 else idx[best:best + 1]
+        steps = np.min([steps_from(self._ordinal, int(c), hamming=hamming)[free] for c in centres], axis=0)
         near = free[(steps >= 1) & (steps <= radius)]
         if near.size or radius < 1 or not grow or not free.size:
             return near if near.size else free
@@ -423,7 +431,7 @@ class CostModelSampler(CandidateSampler):
         # taking turns by trial number, the measurements' parity would be the same at every turn.
         if self._local and n >= 2 and turn % self._local_every == 0:
             free = self._near_best(free, self._local_radius, hamming=self._hamming,
-                                   grow=self._local_grow)
+                                   grow=self._local_grow, within=self._local_within)
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free

@@ -74,6 +74,8 @@ class AutoOptions:
         local_grow: When every config within *local_radius* of the best has been measured, the
             forest's local step chooses in the nearest ring that has one left instead of the whole
             space.
+        local_within: The forest's local step chooses next to every measured config within this
+            fraction of the best measured time (0: next to the best alone).
         gp_startup: Measurements before the GP's first model; until then its turns draw
             uniformly among the unevaluated configs.
         forest_startup: Likewise for the forest.
@@ -98,6 +100,7 @@ class AutoOptions:
     hamming: bool = False
     local_radius: int = 1
     local_grow: bool = False
+    local_within: float = 0.0
     gp_startup: int = 5
     forest_startup: int = 5
     winner_stays: bool = False
@@ -107,13 +110,19 @@ class AutoOptions:
     def __post_init__(self) -> None:
         for f in fields(self):
             value, default = getattr(self, f.name), f.default
+            if isinstance(default, float) and type(value) is int:
+                value = float(value)
+                object.__setattr__(self, f.name, value)
             if type(value) is not type(default):  # a bool is no whole number here, nor 1 a bool
-                kind = "true or false" if isinstance(default, bool) else "a whole number"
+                kind = {bool: "true or false", int: "a whole number", float: "a number"}[type(default)]
                 raise ValueError(f"The auto sampler's option {f.name} is {kind}, not {value!r}.")
         if self.local_every < 1:
             raise ValueError(f"The auto sampler's option local_every is 1 or more, not {self.local_every}.")
         if self.local_radius < 1:
             raise ValueError(f"The auto sampler's option local_radius is 1 or more, not {self.local_radius}.")
+        if not 0.0 <= self.local_within <= 1.0:
+            raise ValueError(f"The auto sampler's option local_within is between 0 and 1, "
+                             f"not {self.local_within}.")
         if self.forest_turns < 1:
             raise ValueError(f"The auto sampler's option forest_turns is 1 or more, not {self.forest_turns}.")
         if self.analytic_start < 0:

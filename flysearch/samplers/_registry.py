@@ -289,7 +289,8 @@ def _auto(r: SamplerRequest) -> BaseSampler:
     options = AutoOptions(**r.options)
     forest = CostModelOptions(local=options.local, local_every=options.local_every,
                               hamming=options.hamming, local_radius=options.local_radius,
-                              local_grow=options.local_grow, n_startup=options.forest_startup)
+                              local_grow=options.local_grow, local_within=options.local_within,
+                              n_startup=options.forest_startup)
     # The GEMM features (g_*: tiles, waves, bytes) are what the forest reads and the GP does not.
     columns = candidate_feature_columns(context)
     gemm = options.forest_turns > 1 and any(n.startswith("g_") for n in columns)

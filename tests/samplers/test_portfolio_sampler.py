@@ -172,11 +172,12 @@ def test_auto_is_the_gp_and_the_forest(dedisp) -> None:  # type: ignore[no-untyp
 
 
 def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 9, every: int = 4,  # type: ignore[no-untyped-def]
-                            hamming: bool = False, within: int = 1) -> float:
+                            hamming: bool = False, within: int = 1, centres: float = 0.0) -> float:
     """The share of the trials *first*, *first* + *every*, ... that proposed a config one value step
     (1 to *within* steps) from the best measured before it (with *hamming*, one that differs from it
-    in one parameter): by default the forest's even turns from its third on (its model turns begin
-    at trial 5)."""
+    in one parameter; with *centres*, from the nearest config measured within that fraction of the
+    best time): by default the forest's even turns from its third on (its model turns begin at
+    trial 5)."""
     settings = StudySpec(sampler="auto", sampler_options=options, budget=80, seed=3, space=space.name,
                          table=table.name)
     storage = optuna.storages.InMemoryStorage()
@@ -194,7 +195,8 @@ def _turns_next_to_the_best(table, space, options: dict[str, Any], first: int = 
     near = []
     for t in range(first, len(records), every):
         best = min((r for r in records[:t] if r.time_ms), key=lambda r: r.time_ms)
-        near.append(1 <= steps(records[t].key, best.key) <= within)
+        near_best = [r for r in records[:t] if r.time_ms and r.time_ms <= best.time_ms * (1 + centres)]
+        near.append(1 <= min(steps(records[t].key, r.key) for r in near_best or [best]) <= within)
     return sum(near) / len(near)
 
 
@@ -238,6 +240,17 @@ def test_auto_s_forest_can_step_further_from_the_best_config(dedisp) -> None:  #
     assert _turns_next_to_the_best(table, space, {"local_radius": 2}, within=2) > one + 0.2
     assert _turns_next_to_the_best(table, space, {"local_grow": True}, within=2) > one + 0.2
     assert "1 or more, not 0" in str(sampler_options_problem("auto", {"local_radius": 0}))
+
+
+def test_auto_s_forest_can_refine_next_to_every_config_near_the_best(dedisp) -> None:  # type: ignore[no-untyped-def]
+    # With local_within, a local turn steps from any config measured within 5% of the best time,
+    # not only from the best, and finds an unevaluated neighbour where the best alone has none left.
+    table, space = dedisp
+    near = _turns_next_to_the_best(table, space, {"local_within": 0.05}, centres=0.05)
+    assert near > _turns_next_to_the_best(table, space, {}, centres=0.05) + 0.2
+    assert sampler_options_problem("auto", {"local_within": 0}) is None
+    assert "is a number, not True" in str(sampler_options_problem("auto", {"local_within": True}))
+    assert "between 0 and 1, not 2.0" in str(sampler_options_problem("auto", {"local_within": 2.0}))
 
 
 def test_auto_s_options_are_checked() -> None:
