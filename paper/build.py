@@ -1016,12 +1016,34 @@ def opening_facts() -> dict[str, str]:
                           ("coldstart_opening", "OP5", "auto-open5", "auto")))
 
 
-def _paired_facts(runs: Sequence[tuple[str, str, str, str]]) -> dict[str, str]:
-    """For each (comparison, prefix, new sampler, old sampler): the tables it holds, where *new*
-    needed fewer / more compiles to 1% than *old*, and the sign test's p."""
+def wider_step_facts() -> dict[str, str]:
+    """The forest's local step, wider, against `auto` on 87 development tables (each variant's two
+    runs, flysearch's H100 races and Kernel Tuner caches, pooled): up to two steps from the best
+    (RAD_R2), the nearest ring with a config left (RAD_GROW), next to every config within 2% or 5%
+    of the best time (WIN2, WIN5); tables where it needed fewer / more compiles to 1%."""
+    radius = ("coldstart_radius", "coldstart_radius_caches")
+    within = ("coldstart_within", "coldstart_within_caches")
+    return _paired_facts(((radius, "RAD_R2", "auto-r2", "auto"), (radius, "RAD_GROW", "auto-grow", "auto"),
+                          (within, "WIN2", "auto-within2", "auto"), (within, "WIN5", "auto-within5", "auto")))
+
+
+def _pooled_rows(names: str | tuple[str, ...]) -> dict[str, dict[str, dict[str, str]]]:
+    """:func:`_table_rows` of one comparison, or of several whose tables are pooled."""
+    if isinstance(names, str):
+        return _table_rows(names)
+    by: dict[str, dict[str, dict[str, str]]] = {}
+    for name in names:
+        for sampler, rows in _table_rows(name).items():
+            by.setdefault(sampler, {}).update(rows)
+    return by
+
+
+def _paired_facts(runs: Sequence[tuple[str | tuple[str, ...], str, str, str]]) -> dict[str, str]:
+    """For each (comparison or comparisons pooled, prefix, new sampler, old sampler): the tables it
+    holds, where *new* needed fewer / more compiles to 1% than *old*, and the sign test's p."""
     facts = {}
     for name, prefix, new, old in runs:
-        by = _table_rows(name)
+        by = _pooled_rows(name)
         tables = sorted(by[old])
         wins, losses, p = _sign_test(_medians(by, tables, new), _medians(by, tables, old))
         facts.update({f"{prefix}_N": str(len(tables)), f"{prefix}_FEWER": str(wins),
@@ -1974,6 +1996,7 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test10", "CT10"))
     facts.update(forest_turns_facts())
     facts.update(opening_facts())
+    facts.update(wider_step_facts())
     facts.update(startup_facts())
     facts.update(local_variant_facts())
     facts.update(local_step_facts())
