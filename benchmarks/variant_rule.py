@@ -4,7 +4,7 @@
         --base auto --gemm GEMM --gemm gemm/ --out benchmarks/results/coldstart_startup_rule.md
 
 Reads one or more ``flysearch compare`` runs' ``summary.csv`` (their tables pooled: a rule over
-tables that need different budgets) and sets each other sampler of it (a variant)
+tables that need different budgets) and sets each other sampler of them (a variant)
 against ``--base``, table by table: on how many tables its median compiles to within 1% of the
 optimum is lower, higher or the same (a run that never got there counts as more than the budget;
 two censored medians tie), with the two-sided sign test's p (ties left out); and the mean over the

@@ -378,13 +378,13 @@ class CostModelSampler(CandidateSampler):
         *hamming* 1 to *radius* parameters different; when none is (or *radius* < 1), all of
         *free*, or with *grow* those of the nearest ring that has one."""
         idx, y = self._targets()
-        best = int(np.argmin(y))
+        best = int(np.argmin(y))  # with *within* 0, the first of tied bests alone, as argmin picks
         centres = idx[y <= y[best] + math.log1p(within)] if within > 0 else idx[best:best + 1]
         steps = np.min([steps_from(self._ordinal, int(c), hamming=hamming)[free] for c in centres], axis=0)
-        near = free[(steps >= 1) & (steps <= radius)]
-        if near.size or radius < 1 or not grow or not free.size:
-            return near if near.size else free
-        return free[steps == steps[steps >= 1].min()] if (steps >= 1).any() else free
+        ring = (steps >= 1) & (steps <= radius)
+        if grow and radius >= 1 and not ring.any() and (steps >= 1).any():
+            ring = steps == steps[steps >= 1].min()
+        return free[ring] if ring.any() else free
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:

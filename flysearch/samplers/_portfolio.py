@@ -56,6 +56,11 @@ if TYPE_CHECKING:
 __all__ = ["AutoOptions", "PortfolioSampler"]
 
 
+_KINDS: dict[type, tuple[str, tuple[type, ...]]] = {
+    bool: ("true or false", (bool,)), int: ("a whole number", (int,)), float: ("a number", (int, float))}
+"""An option's kind by its default's type: the words for it and the types a value may have."""
+
+
 @dataclass(frozen=True)
 class AutoOptions:
     """The options ``auto`` takes (a study file's ``sampler_options``, an experiment's ``options``).
@@ -110,11 +115,8 @@ class AutoOptions:
     def __post_init__(self) -> None:
         for f in fields(self):
             value, default = getattr(self, f.name), f.default
-            if isinstance(default, float) and type(value) is int:
-                value = float(value)
-                object.__setattr__(self, f.name, value)
-            if type(value) is not type(default):  # a bool is no whole number here, nor 1 a bool
-                kind = {bool: "true or false", int: "a whole number", float: "a number"}[type(default)]
+            kind, types = _KINDS[type(default)]
+            if type(value) not in types:  # a bool is no whole number here, nor 1 a bool
                 raise ValueError(f"The auto sampler's option {f.name} is {kind}, not {value!r}.")
         if self.local_every < 1:
             raise ValueError(f"The auto sampler's option local_every is 1 or more, not {self.local_every}.")
