@@ -5,13 +5,18 @@
   and a database that is not one (a damaged SQLite file, a text file as Optuna storage) are named
   in one line: exit code 1. A database SQLite cannot open or write is said to be unwritable, not
   damaged.
+
+With ``FLYSEARCH_DEBUG=1`` in the environment, each of these also prints its traceback first (to
+stderr), so that a failure nobody expected can be traced to the call that raised it.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -34,7 +39,7 @@ def user_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            return _traced(func, *args, **kwargs)
         except FlysearchError as exc:
             raise click.UsageError(str(exc)) from None
         except OSError as exc:
@@ -53,6 +58,17 @@ def user_errors(func: F) -> F:
             ) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _traced(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)``; with ``FLYSEARCH_DEBUG`` set, an exception's traceback is
+    printed before it propagates."""
+    try:
+        return func(*args, **kwargs)
+    except Exception:
+        if os.environ.get("FLYSEARCH_DEBUG"):
+            traceback.print_exc()
+        raise
 
 
 def database_failure(exc: BaseException) -> bool:

@@ -610,3 +610,15 @@ def test_a_model_of_another_kernel_is_refused_in_one_line(db: str, tmp_path: Pat
     # The model's own kernel is ranked as before.
     code, out = run("model", "rank", "--model", model, "--db", db, "--table", TABLE, "--top", "2")
     assert code == 0 and "BLOCK_" in out
+
+
+
+def test_flysearch_debug_adds_the_traceback_to_the_one_line(tmp_path: Path, monkeypatch) -> None:
+    args = ["study", "run", "--table", "nope", "--db", str(tmp_path / "t.db")]
+    code, out = run(*args)
+    assert code == 2 and "No table database" in one_error(out)
+    monkeypatch.setenv("FLYSEARCH_DEBUG", "1")
+    code, out = run(*args)
+    errors = [line for line in out.splitlines() if line.startswith("Error")]
+    assert code == 2 and "Traceback" in out and "in launch" in out
+    assert len(errors) == 1 and "No table database" in errors[0]

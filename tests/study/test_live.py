@@ -220,12 +220,13 @@ def test_kill_and_resume_twenty_times_loses_nothing_and_compiles_nothing_twice(t
     cmd = [sys.executable, "-m", "flysearch", "study", "run", "--evaluator", "simulated", "--table", TABLE,
            "--db", db, "--storage", storage, "--name", "live", "--budget", str(budget), "--scale", "0.03",
            "--compile-workers", "2", "--finalists", "0", "--compile-log", str(log)]
+    env = {**os.environ, "FLYSEARCH_DEBUG": "1"}  # a refused run's message carries its traceback
     rng = random.Random(20261129)
     before: tuple[dict[int, tuple], dict[str, float | None]] = ({}, {})
     kills = 0
     for _ in range(20):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
         try:
             proc.wait(timeout=rng.uniform(0.8, 4.0))
         except subprocess.TimeoutExpired:
@@ -233,7 +234,7 @@ def test_kill_and_resume_twenty_times_loses_nothing_and_compiles_nothing_twice(t
             proc.wait()
             kills += 1
         else:
-            assert proc.returncode == 0, proc.stderr.read().decode()[-2000:]
+            assert proc.returncode == 0, proc.stderr.read().decode()[-6000:]
         now = _study_state(storage, db)
         for number, state in before[0].items():
             assert now[0].get(number) == state, f"finished trial {number} changed or was lost"
@@ -241,8 +242,8 @@ def test_kill_and_resume_twenty_times_loses_nothing_and_compiles_nothing_twice(t
             assert now[1].get(key) == time_ms, f"table row {key} was lost"
         before = now
     assert kills >= 10  # most runs were interrupted
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-6000:]
     finished, rows = _study_state(storage, db)
     claims = ClaimStore(storage, "live")
     try:
