@@ -15,7 +15,8 @@ A claim is taken in **one transaction**: the slot counter is incremented only wh
 the budget, and the claim row is inserted under the (study, key) primary key. Two workers that race
 for one config cannot both win: the loser's insert violates the key, its transaction (slot
 included) rolls back, and it reads the winner's row instead. A claim whose worker is dead (its
-process is gone, on this host, or its heartbeat is older than the lease) is taken over with a
+process is gone, on this host, or its id now belongs to a process started after the worker
+registered; on another host, its heartbeat is older than the lease) is taken over with a
 compare-and-set on the old owner; after ``max_attempts`` takeovers the config is recorded as failed
 (it keeps killing the workers that evaluate it) instead of being retried forever. A worker that was
 only stalled finds out when it records its result: the update matches no row it holds
@@ -44,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import psutil
 import sqlalchemy as sa
 
 from flysearch.errors import FlysearchError
@@ -54,6 +56,11 @@ __all__ = ["Claim", "ClaimRow", "ClaimStore", "WorkerInfo", "create_claim_tables
 # Workers of this process whose stores are open (another worker with this pid is a dead one whose
 # process id was reused).
 _OPEN_HERE: set[str] = set()
+
+# A process's start time as the system reports it can trail the clock by a tick or two; a worker
+# registers a good second after its process started (its imports), so a slack of 1 s never mistakes
+# the worker's own process for a newer one.
+_START_SLACK_S = 1.0
 
 ClaimStatus = Literal["granted", "compiled", "done", "failed", "busy", "full"]
 
@@ -98,6 +105,7 @@ class WorkerInfo:
     pid: int
     heartbeat: float
     gpu: str = ""
+    started: float | None = None  # time.time() at registration
 
 
 @dataclass(frozen=True)
@@ -133,15 +141,17 @@ class Claim:
     row: ClaimRow | None = None
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists on this host."""
+def pid_alive(pid: int, *, since: float | None = None) -> bool:
+    """Whether a process with this id exists on this host; with *since* (the ``time.time()`` at
+    which a worker of that id registered), also whether it had started by then: a process started
+    later has taken a dead worker's id, which the system hands out again."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        process = psutil.Process(pid)
+        return since is None or process.create_time() <= since + _START_SLACK_S
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:  # it exists; whose it is cannot be told
         return True
-    return True
 
 
 def _engine(url: str) -> sa.Engine:
@@ -235,7 +245,7 @@ class ClaimStore:
 
     def _known(self, c: sa.Connection) -> dict[str, WorkerInfo]:
         rows = c.execute(sa.select(_workers).where(_workers.c.study == self.study)).all()
-        return {r.worker: WorkerInfo(r.worker, r.host, r.pid, r.heartbeat, r.gpu) for r in rows}
+        return {r.worker: WorkerInfo(r.worker, r.host, r.pid, r.heartbeat, r.gpu, r.started) for r in rows}
 
     def alive(self, worker: str, *, known: dict[str, WorkerInfo] | None = None) -> bool:
         """Whether *worker* is alive: this worker; a process of this host that exists; or a
@@ -248,7 +258,7 @@ class ClaimStore:
         if info.host == self.host:
             if info.pid == self.pid:  # this process: alive while its store is open
                 return worker in _OPEN_HERE
-            return pid_alive(info.pid)
+            return pid_alive(info.pid, since=info.started)
         return time.time() - info.heartbeat < self.lease_s
 
     # -- claims -----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+import sqlalchemy as sa
 
 from flysearch.study._claims import ClaimStore
 
@@ -164,3 +165,27 @@ def test_finished_since_returns_only_claims_finished_from_then(url):
     (b,) = store.finished_since(mark)
     assert (b.key, b.state, b.params) == ("b", "failed", {"k": "b"})
     store.close()
+
+
+def test_a_dead_workers_process_id_taken_by_a_newer_process_does_not_keep_it_alive(tmp_path):
+    url = f"sqlite:///{tmp_path}/claims.db"
+    store = ClaimStore(url, "s")
+    _claim_in_child_and_die(url)
+    (dead,) = [w for w in store.workers() if w.worker != store.worker]
+    assert not store.alive(dead.worker) and [r.key for r in store.stale()] == ["k"]
+    # The system hands the dead worker's id, registered a minute ago, to a process started now.
+    newer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with store.writing() as c:
+            c.execute(sa.text("update flysearch_workers set pid = :pid, started = :t where worker = :w"),
+                      {"pid": newer.pid, "t": time.time() - 60, "w": dead.worker})
+        assert not store.alive(dead.worker) and [r.key for r in store.stale()] == ["k"]
+        # The same id registered after that process started: that process is the worker, alive.
+        with store.writing() as c:
+            c.execute(sa.text("update flysearch_workers set started = :t where worker = :w"),
+                      {"t": time.time() + 5, "w": dead.worker})
+        assert store.alive(dead.worker) and store.stale() == []
+    finally:
+        newer.kill()
+        newer.wait()
+        store.close()
