@@ -248,8 +248,9 @@ class ClaimStore:
         return {r.worker: WorkerInfo(r.worker, r.host, r.pid, r.heartbeat, r.gpu, r.started) for r in rows}
 
     def alive(self, worker: str, *, known: dict[str, WorkerInfo] | None = None) -> bool:
-        """Whether *worker* is alive: this worker; a process of this host that exists; or a
-        worker elsewhere whose heartbeat is within the lease."""
+        """Whether *worker* is alive: this worker; on this host, a process with its id that had
+        started when it registered (:func:`pid_alive`); or a worker elsewhere whose heartbeat is
+        within the lease."""
         if worker == self.worker:
             return True
         info = (known if known is not None else {w.worker: w for w in self.workers()}).get(worker)
