@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import shutil
@@ -25,21 +24,14 @@ import tempfile
 from multiprocessing.util import Finalize
 from typing import TYPE_CHECKING
 
+from flysearch.study._sqlite_file import create_whole, sqlite_path
+
 if TYPE_CHECKING:
     import optuna
 
 __all__ = ["make_template", "open_shared_storage", "place", "prepare_storage"]
 
 _template: str | None = None
-
-
-def _sqlite_path(url: str) -> str | None:
-    if not url.startswith("sqlite:///"):
-        return None
-    from sqlalchemy.engine import make_url
-
-    path = make_url(url).database
-    return path if path and path != ":memory:" else None
 
 
 def make_template() -> str:
@@ -65,19 +57,14 @@ def make_template() -> str:
 def place(url: str) -> bool:
     """Copy the template to *url*'s SQLite file if this process has one and the file does not
     exist yet; whether it did."""
-    path = _sqlite_path(url)
-    if _template is None or path is None or os.path.exists(path):
+    path = sqlite_path(url)
+    if _template is None or path is None:
         return False
-    tmp = f"{path}.{os.getpid()}.template"
+    template = _template
     try:
-        shutil.copyfile(_template, tmp)
-        os.link(tmp, path)  # fails if the file appeared meanwhile: the other worker's is kept
+        return create_whole(path, lambda tmp: shutil.copyfile(template, tmp))
     except OSError:
         return False
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    return True
 
 
 def open_shared_storage(url: str) -> optuna.storages.BaseStorage:

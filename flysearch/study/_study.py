@@ -22,7 +22,6 @@ is marked failed (nothing of it was measured, so nothing is lost).
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from flysearch.study._loop import SyncEvaluator, run_loop
 from flysearch.study._shared import SharedStudy
 from flysearch.study._spec import DEFAULT_STORAGE, StudySpec
 from flysearch.study._sqlite import tune_sqlite
+from flysearch.study._sqlite_file import create_whole, examine, sqlite_path
 from flysearch.study._trials import RECORD_ATTR, History, TrialRecord, Trials, tell_record
 from flysearch.tables import Outcome
 
@@ -89,15 +89,16 @@ def open_storage(
     if storage == ":memory:":
         return optuna.storages.InMemoryStorage()
     url = str(storage)
-    if url.startswith("sqlite:///") and not create and not Path(url.removeprefix("sqlite:///")).is_file():
+    path = sqlite_path(url)
+    if path is not None and not create and not Path(path).is_file():
         raise FlysearchError(f"No study storage at {url}; run a study first with 'flysearch study run'.")
-    if url.startswith("sqlite:///") and not current and _holds_tables_only(url.removeprefix("sqlite:///")):
-        raise FlysearchError(
-            f"{url} is not an Optuna study storage (a table or results database?); give --storage another "
-            "file."
-        )
     for attempt in range(5):
         try:
+            if path is not None and not current:
+                examine(url, path)
+                # A new file is built beside its path and linked into place whole (no half-made
+                # schema if the process is killed); it is this Optuna's, so it is not checked again.
+                current = create_whole(path, _build_storage)
             rdb = optuna.storages.RDBStorage(url, skip_compatibility_check=current,
                                              skip_table_creation=current)
         except (ImportError, ValueError, sqlalchemy_errors()) as exc:
@@ -111,24 +112,16 @@ def open_storage(
     raise AssertionError("unreachable")
 
 
+def _build_storage(path: str) -> None:
+    """Create Optuna's schema and version stamp in a new SQLite file at *path*."""
+    optuna.storages.RDBStorage(f"sqlite:///{path}").engine.dispose()
+
+
 def _lost_schema_race(exc: Exception) -> bool:
     """Whether *exc* is another process creating the same new storage's tables at the same time."""
     text = str(exc)
     signs = ("already exists", "database is locked", "duplicate key", "UNIQUE constraint")
     return any(sign in text for sign in signs)
-
-
-def _holds_tables_only(path: str) -> bool:
-    """Whether the SQLite file *path* holds tables but no Optuna schema (a table database of
-    :mod:`flysearch.tables`, a compare results database): Optuna must not add its schema to it."""
-    if not Path(path).is_file():
-        return False
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
-            names = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
-    except sqlite3.DatabaseError:
-        return False  # not SQLite at all: Optuna's own error says so
-    return bool(names) and "studies" not in names
 
 
 def sqlalchemy_errors() -> type[Exception]:

@@ -33,7 +33,7 @@ def test_a_placed_database_is_the_one_a_study_creates_and_holds_a_study(tmp_path
     fresh, placed = tmp_path / "fresh.db", tmp_path / "placed.db"
     with monkeypatch.context() as m:
         m.setattr(storage_template, "_template", None)
-        prepare_storage(f"sqlite:///{fresh}")  # created, statement by statement
+        prepare_storage(f"sqlite:///{fresh}")  # built beside its path, then linked into place
     storage = open_shared_storage(f"sqlite:///{placed}")  # copied into place, then opened
     assert placed.exists() and _schema(placed) == _schema(fresh)
     study = optuna.create_study(storage=storage, study_name="s")
@@ -51,7 +51,7 @@ def test_only_a_new_sqlite_file_is_placed(tmp_path, template):
     assert not storage_template.place("postgresql://localhost/db")
     assert not storage_template.place("sqlite:///:memory:")
     assert not storage_template.place(f"sqlite:///{tmp_path}/no/such/dir/s.db")
-    assert list(tmp_path.glob("*.template")) == []
+    assert list(tmp_path.glob("*.new")) == []
 
 
 def test_without_a_template_nothing_is_placed(tmp_path, monkeypatch):
