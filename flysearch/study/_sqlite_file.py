@@ -84,24 +84,25 @@ def examine(url: str, path: str) -> None:
             "another file."
         )
     if "studies" in tables and _NAME_INDEX not in found:
-        _mend(url, path)
+        _mend(url, path, tables)
 
 
-def _mend(url: str, path: str) -> None:
+def _mend(url: str, path: str, tables: set[str]) -> None:
     """Drop the study rows that repeat an earlier row's name and hold nothing, then add the unique
-    index on study names, in one transaction."""
+    index on study names, in one transaction. Of the tables that refer to studies, only those
+    the interrupted creation made (*tables*) are looked at; Optuna adds the others."""
+    holding = [t for t in ("trials", "study_user_attributes", "study_system_attributes") if t in tables]
     conn = sqlite3.connect(path, timeout=60, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
         empty = [row[0] for row in conn.execute(
             "SELECT s.study_id FROM studies s WHERE EXISTS (SELECT 1 FROM studies e WHERE "
             "e.study_name = s.study_name AND e.study_id < s.study_id)"
-            " AND NOT EXISTS (SELECT 1 FROM trials t WHERE t.study_id = s.study_id)"
-            " AND NOT EXISTS (SELECT 1 FROM study_user_attributes a WHERE a.study_id = s.study_id)"
-            " AND NOT EXISTS (SELECT 1 FROM study_system_attributes a WHERE a.study_id = s.study_id)"
+            + "".join(f" AND NOT EXISTS (SELECT 1 FROM {t} WHERE {t}.study_id = s.study_id)" for t in holding)
         )]
         for table in ("study_directions", "studies"):
-            conn.executemany(f"DELETE FROM {table} WHERE study_id = ?", [(i,) for i in empty])
+            if table in tables:
+                conn.executemany(f"DELETE FROM {table} WHERE study_id = ?", [(i,) for i in empty])
         conn.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_NAME_INDEX} ON studies (study_name)")
         conn.execute("COMMIT")
     except sqlite3.IntegrityError:

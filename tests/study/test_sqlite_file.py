@@ -17,6 +17,7 @@ from flysearch.study._study import open_storage
 
 _KILLED_BEFORE_THE_INDEX = textwrap.dedent("""
     import os, sys
+    import optuna
     import sqlalchemy as sa
     from flysearch.study._study import open_storage
 
@@ -25,7 +26,10 @@ _KILLED_BEFORE_THE_INDEX = textwrap.dedent("""
         if statement.startswith("CREATE UNIQUE INDEX ix_studies_study_name"):
             os._exit(9)  # as if killed between Optuna's CREATE TABLE studies and its index
 
-    open_storage(sys.argv[1])
+    if sys.argv[2] == "flysearch":
+        open_storage(sys.argv[1])
+    else:
+        optuna.storages.RDBStorage(sys.argv[1])  # as an older flysearch created a storage
 """)
 
 _OPEN_AND_CREATE = textwrap.dedent("""
@@ -49,26 +53,36 @@ def _rows(path, sql: str) -> list[tuple]:
         conn.close()
 
 
+def _kill_while_creating(url: str, by: str) -> None:
+    killed = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_THE_INDEX, url, by], check=False)
+    assert killed.returncode == 9
+
+
 def _half_made(path) -> None:
     """A storage as a creation killed between ``CREATE TABLE studies`` and its index leaves it."""
-    optuna.storages.RDBStorage(f"sqlite:///{path}").engine.dispose()
-    conn = sqlite3.connect(path)
-    conn.execute("DROP INDEX ix_studies_study_name")
-    conn.commit()
-    conn.close()
+    _kill_while_creating(f"sqlite:///{path}", "optuna")
+    assert _rows(path, "SELECT name FROM sqlite_master") == [("studies",)]
 
 
 def test_a_storage_killed_while_it_is_created_is_not_left_half_made(tmp_path):
     path = tmp_path / "study.db"
     url = f"sqlite:///{path}"
-    killed = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_THE_INDEX, url], check=False)
-    assert killed.returncode == 9
+    _kill_while_creating(url, "flysearch")
     assert not path.exists()
     for _ in range(3):  # a half-made file took the study twice at the second open, then failed
         study = optuna.create_study(storage=open_storage(url), study_name="s", load_if_exists=True)
         study.optimize(_x, n_trials=1)
     assert _rows(path, "SELECT study_name FROM studies") == [("s",)]
     assert len(optuna.load_study(study_name="s", storage=url).trials) == 3
+
+
+def test_a_half_made_storage_is_mended_when_it_is_next_opened(tmp_path):
+    path = tmp_path / "study.db"
+    url = f"sqlite:///{path}"
+    _half_made(path)
+    for _ in range(3):
+        optuna.create_study(storage=open_storage(url), study_name="s", load_if_exists=True)
+    assert _rows(path, "SELECT study_name FROM studies") == [("s",)]
 
 
 def test_a_half_made_storage_is_mended_and_keeps_its_trials(tmp_path):
