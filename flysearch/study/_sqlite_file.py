@@ -7,7 +7,8 @@ index on the study names leaves a file whose ``studies`` table accepts a name tw
 of it fails ("Multiple rows were found"). So a new file is built beside its path and linked into
 place (:func:`create_whole`): the path holds a complete storage or nothing, and of several
 processes creating it at once, the first link wins and the others open that one. A process
-killed while building leaves only its ``.new`` file beside the path.
+killed while building leaves only its ``.new`` file beside the path; the next creation there
+removes it once it is ten minutes old (a build takes well under a second).
 
 :func:`examine` looks at an existing file before Optuna opens it: one that holds other tables
 (a table database, compare results) is refused, and one that an interrupted creation left without
@@ -26,8 +27,10 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 
 from flysearch.errors import FlysearchError
@@ -35,6 +38,7 @@ from flysearch.errors import FlysearchError
 __all__ = ["create_whole", "examine", "sqlite_path"]
 
 _NAME_INDEX = "ix_studies_study_name"  # Optuna's unique index on the study names
+_STALE_S = 600.0  # a build older than this was left by a killed process
 
 
 def sqlite_path(url: str) -> str | None:
@@ -53,6 +57,7 @@ def create_whole(path: str, build: Callable[[str], None]) -> bool:
     *path*."""
     if os.path.exists(path):
         return False
+    _sweep(path)
     tmp = f"{path}.{os.getpid()}.new"
     try:
         build(tmp)
@@ -60,11 +65,22 @@ def create_whole(path: str, build: Callable[[str], None]) -> bool:
     except FileExistsError:
         return False
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        with contextlib.suppress(OSError):
-            os.unlink(f"{tmp}-journal")
+        _remove(tmp)
     return True
+
+
+def _sweep(path: str) -> None:
+    """Remove the builds of *path* that killed processes left behind."""
+    for stale in glob.glob(f"{glob.escape(path)}.*.new"):
+        with contextlib.suppress(OSError):
+            if time.time() - os.path.getmtime(stale) > _STALE_S:
+                _remove(stale)
+
+
+def _remove(build: str) -> None:
+    for name in (build, f"{build}-journal"):
+        with contextlib.suppress(OSError):
+            os.unlink(name)
 
 
 def examine(url: str, path: str) -> None:

@@ -3,10 +3,12 @@ its unique index on study names is mended when it is opened."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 
 import optuna
 import pytest
@@ -138,3 +140,14 @@ def test_a_failed_build_leaves_nothing(tmp_path):
     with pytest.raises(OSError, match="disk full"):
         create_whole(str(path), build)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_builds_that_killed_processes_left_are_removed_once_old(tmp_path):
+    path = tmp_path / "study.db"
+    old, fresh = tmp_path / "study.db.123.new", tmp_path / "study.db.456.new"
+    for build in (old, fresh, tmp_path / "study.db.123.new-journal"):
+        build.write_bytes(b"")
+    hour_ago = time.time() - 3600
+    os.utime(old, (hour_ago, hour_ago))
+    open_storage(f"sqlite:///{path}")
+    assert sorted(p.name for p in tmp_path.glob("study.db.*")) == ["study.db.456.new"]  # may be building
