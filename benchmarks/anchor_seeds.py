@@ -27,6 +27,7 @@ import math
 import shlex
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,40 +54,62 @@ def _cell(x: float) -> str:
     return ">B" if math.isinf(x) else f"{x:g}"
 
 
-def report(first: dict[str, dict[str, float]], second: dict[str, dict[str, float]], base: str) -> list[str]:
-    """The per-table lines and the summary lines of the report."""
+@dataclass(frozen=True)
+class Bars:
+    """One table's bars: the base's median, and each anchor bar's (name, median)."""
+
+    table: str
+    base: float
+    pick: str  # the best anchor on the first seeds
+    first: float  # its median there: the issue's bar
+    same: float  # its median on the second seeds
+    fresh: str  # the best anchor on the second seeds
+    second: float  # its median there
+
+    def halves(self) -> dict[str, bool]:
+        """Whether the base needs at most half of each bar."""
+        return {k: self.base <= 0.5 * getattr(self, k) for k in ("first", "same", "second")}
+
+
+def bars(first: dict[str, dict[str, float]], second: dict[str, dict[str, float]], base: str) -> list[Bars]:
+    """Each table's :class:`Bars` (the tables the base ran on, sorted)."""
     if base not in first:
         raise SystemExit(f"no sampler {base!r} in the first summary; it has {', '.join(sorted(first))}")
     anchors = sorted(s for s in first if _is_anchor(s))
     if sorted(s for s in second if _is_anchor(s)) != anchors:
         raise SystemExit("the two summaries do not hold the same anchors")
-    tables = sorted(first[base])
+    out = []
+    for t in sorted(first[base]):
+        pick = min(anchors, key=lambda a: first[a][t])
+        fresh = min(anchors, key=lambda a: second[a][t])
+        out.append(Bars(t, first[base][t], pick, first[pick][t], second[pick][t], fresh, second[fresh][t]))
+    return out
+
+
+def curse(rows: list[Bars]) -> tuple[int, int, int, float]:
+    """Over the tables: where the first seeds' pick is censored on the second seeds (and was not on the
+    first); where both its medians are finite; of those, where it needs more on the second; and the
+    geometric mean of (second / first) there."""
+    finite = [r for r in rows if math.isfinite(r.first) and math.isfinite(r.same)]
+    lost = sum(math.isfinite(r.first) and math.isinf(r.same) for r in rows)
+    ratio = math.exp(statistics.mean(math.log(r.same / r.first) for r in finite)) if finite else math.nan
+    return lost, len(finite), sum(r.same > r.first for r in finite), ratio
+
+
+def report(rows: list[Bars], base: str) -> list[str]:
+    """The per-table lines and the summary lines of the report."""
     lines = ["| table | base | best anchor, first seeds | its median | same anchor, second seeds | "
              "best anchor, second seeds | its median | base <= 1/2: first / same / second |",
              "|---|---:|---|---:|---:|---|---:|---|"]
-    half = {"first": 0, "same": 0, "second": 0}
-    curse: list[float] = []
-    lost = 0  # tables where the pick of the first seeds is censored on the second
-    for t in tables:
-        pick = min(anchors, key=lambda a: first[a][t])
-        fresh = min(anchors, key=lambda a: second[a][t])
-        bars = {"first": first[pick][t], "same": second[pick][t], "second": second[fresh][t]}
-        ours = first[base][t]
-        meets = {k: ours <= 0.5 * v for k, v in bars.items()}
-        for k, ok in meets.items():
-            half[k] += ok
-        if all(math.isfinite(v) for v in (bars["first"], bars["same"])):
-            curse.append(math.log(bars["same"] / bars["first"]))
-        elif math.isfinite(bars["first"]):
-            lost += 1
-        lines.append(f"| {t} | {_cell(ours)} | {pick} | {_cell(bars['first'])} | {_cell(bars['same'])} | "
-                     f"{fresh} | {_cell(bars['second'])} | "
-                     f"{' / '.join('yes' if meets[k] else 'no' for k in ('first', 'same', 'second'))} |")
-    ratio = math.exp(statistics.mean(curse)) if curse else math.nan
-    above = sum(c > 0 for c in curse)
-    lines += ["", f"- tables: {len(tables)}; anchors: {len(anchors)}; base: `{base}`",
+    for r in rows:
+        meets = " / ".join("yes" if m else "no" for m in r.halves().values())
+        lines.append(f"| {r.table} | {_cell(r.base)} | {r.pick} | {_cell(r.first)} | {_cell(r.same)} | "
+                     f"{r.fresh} | {_cell(r.second)} | {meets} |")
+    lost, n_finite, above, ratio = curse(rows)
+    half = {k: sum(r.halves()[k] for r in rows) for k in ("first", "same", "second")}
+    lines += ["", f"- tables: {len(rows)}; base: `{base}`",
               f"- the pick of the first seeds reaches 1% on fewer than half the second seeds on {lost} "
-              f"tables; on the {len(curse)} where both medians are finite it needs more compiles on "
+              f"tables; on the {n_finite} where both medians are finite it needs more compiles on "
               f"{above}, and the geometric mean of (second / first) is {ratio:.2f}",
               f"- base at most half the bar: {half['first']} tables against the first seeds' best anchor, "
               f"{half['same']} against that anchor on the second seeds, {half['second']} against the "
@@ -104,7 +127,7 @@ def main() -> None:
     for path in (args.first, args.second):
         if not path.is_file():
             raise SystemExit(f"{path} does not exist; run flysearch compare first")
-    lines = report(medians(args.first), medians(args.second), args.base)
+    lines = report(bars(medians(args.first), medians(args.second), args.base), args.base)
     names = ", ".join(f"`{p.resolve().relative_to(ROOT) if p.resolve().is_relative_to(ROOT) else p}`"
                       for p in (args.first, args.second))
     text = "\n".join([

@@ -1027,6 +1027,28 @@ def wider_step_facts() -> dict[str, str]:
                           (within, "WIN2", "auto-within2", "auto"), (within, "WIN5", "auto-within5", "auto")))
 
 
+def anchor_seeds_facts() -> dict[str, str]:
+    """The tenth test set's anchors on ten other seeds (benchmarks/anchor_seeds.py): how each
+    table's best anchor of seeds 0-9 does on seeds 10-19, and on how many tables `auto` needs at
+    most half of each bar (AS_HALF_FIRST: the issue's bar; AS_HALF_SAME: that anchor on the new
+    seeds; AS_HALF_SECOND: the new seeds' own best anchor), and on how many of the tables where it
+    misses the same pick's bar the pick is the new seeds' best anchor too (AS_KEPT of AS_MISSED)."""
+    from anchor_seeds import bars, curse, medians  # benchmarks/, on sys.path
+
+    compare = ROOT / "benchmarks" / "results" / "compare"
+    rows = bars(medians(compare / "coldstart_test10" / "summary.csv"),
+                medians(compare / "coldstart_anchor_seeds" / "summary.csv"), "auto")
+    lost, n_finite, above, ratio = curse(rows)
+    kept = [r for r in rows if r.pick == r.fresh and not r.halves()["same"]]
+    return {"AS_N": str(len(rows)), "AS_LOST": str(lost), "AS_FINITE": str(n_finite),
+            "AS_MORE": str(above), "AS_RATIO": f"{ratio:.2f}",
+            "AS_MISSED": str(sum(not r.halves()["same"] for r in rows)),
+            "AS_KEPT": str(len(kept)),
+            "AS_KEPT_NAMES": ", ".join(f"`{n}`" for n in sorted({r.pick for r in kept})),
+            **{f"AS_HALF_{k.upper()}": str(sum(r.halves()[k] for r in rows))
+               for k in ("first", "same", "second")}}
+
+
 def _pooled_rows(names: str | tuple[str, ...]) -> dict[str, dict[str, dict[str, str]]]:
     """:func:`_table_rows` of one comparison, or of several whose tables are pooled."""
     if isinstance(names, str):
@@ -1995,6 +2017,7 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test9", "CT9"))
     facts.update(coldstart_test_facts("coldstart_test10", "CT10"))
     facts.update(forest_turns_facts())
+    facts.update(anchor_seeds_facts())
     facts.update(opening_facts())
     facts.update(wider_step_facts())
     facts.update(startup_facts())
