@@ -97,6 +97,9 @@ class AutoOptions:
             analytic features, are the configs of lowest analytic bound, each at least two
             parameters from those before (:mod:`flysearch.samplers._opening`) instead of the
             members' uniform draws; 0 leaves the start to the members.
+        elite_every: After every this many rounds of the two models' turns, one turn goes to a
+            third member, a Gaussian over the best measured configs whose draws move several
+            parameters at once (:mod:`flysearch.samplers._elite`); 0 leaves the turns to the two.
     """
 
     local: bool = True
@@ -111,6 +114,7 @@ class AutoOptions:
     winner_stays: bool = False
     forest_turns: int = 2
     analytic_start: int = 0
+    elite_every: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -127,6 +131,8 @@ class AutoOptions:
                              f"not {self.local_within}.")
         if self.forest_turns < 1:
             raise ValueError(f"The auto sampler's option forest_turns is 1 or more, not {self.forest_turns}.")
+        if self.elite_every < 0:
+            raise ValueError(f"The auto sampler's option elite_every is 0 or more, not {self.elite_every}.")
         if self.analytic_start < 0:
             raise ValueError(f"The auto sampler's option analytic_start is 0 or more, "
                              f"not {self.analytic_start}.")

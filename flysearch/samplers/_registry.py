@@ -279,6 +279,7 @@ def _fastgp(r: SamplerRequest) -> BaseSampler:
 @register_sampler("auto", AutoOptions, frozenset())
 def _auto(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._costmodel import CostModelOptions, CostModelSampler
+    from flysearch.samplers._elite import EliteGaussianSampler
     from flysearch.samplers._gp import FeasibleGPSampler
     from flysearch.samplers._history import candidate_feature_columns
     from flysearch.samplers._opening import AnalyticOpeningSampler, analytic_bound
@@ -296,11 +297,14 @@ def _auto(r: SamplerRequest) -> BaseSampler:
     gemm = options.forest_turns > 1 and any(n.startswith("g_") for n in columns)
     bound = analytic_bound(columns) if options.analytic_start else None
     opening = None if bound is None else AnalyticOpeningSampler(context, bound, seed=forest_seed)
-    return PortfolioSampler([FeasibleGPSampler(context, seed=r.seed, local=options.gp_local,
-                                               n_startup=options.gp_startup),
-                             CostModelSampler(context, None, seed=forest_seed, options=forest)],
-                            winner_stays=options.winner_stays,
-                            turns=(0,) + (1,) * options.forest_turns if gemm else None,
+    members: list[BaseSampler] = [
+        FeasibleGPSampler(context, seed=r.seed, local=options.gp_local, n_startup=options.gp_startup),
+        CostModelSampler(context, None, seed=forest_seed, options=forest)]
+    turns = (0,) + (1,) * options.forest_turns if gemm else (0, 1)
+    if options.elite_every:
+        members.append(EliteGaussianSampler(context, seed=None if r.seed is None else r.seed + 2))
+        turns = turns * options.elite_every + (2,)
+    return PortfolioSampler(members, winner_stays=options.winner_stays, turns=turns,
                             opening=opening, n_opening=options.analytic_start)
 
 

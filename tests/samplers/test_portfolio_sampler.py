@@ -112,6 +112,8 @@ def test_auto_gives_the_forest_more_turns_only_where_it_reads_gemm_features(dedi
         sampler = make_sampler("auto", seed=0, context=gemm_context, options={"forest_turns": forest_turns})
         assert sampler._turns == order
     assert "1 or more, not 0" in str(sampler_options_problem("auto", {"forest_turns": 0}))
+    elite = make_sampler("auto", seed=0, context=gemm_context, options={"elite_every": 2})
+    assert elite._turns == (0, 1, 1, 0, 1, 1, 2)  # the elite Gaussian: one trial in seven
 
 
 def test_an_empty_portfolio_is_refused() -> None:
