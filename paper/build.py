@@ -1027,6 +1027,26 @@ def wider_step_facts() -> dict[str, str]:
                           (within, "WIN2", "auto-within2", "auto"), (within, "WIN5", "auto-within5", "auto")))
 
 
+def elite_facts() -> dict[str, str]:
+    """The elite Gaussian as `auto`'s third member (`elite_every = 2`) against `auto`: on the tenth
+    test set's tables, where its frequency was chosen (ELT), and on the 25 Kernel Tuner caches of
+    its rule (EL); tables where it needed fewer / more compiles to 1%, each sampler's seeds reaching
+    1% on 64x896x4864 (ELT_NEEDLE_*), and the mean fraction of the optimum at 50 compiles over the
+    rule's GEMM caches (EL_GEMM50, EL_AUTO_GEMM50)."""
+    facts = _paired_facts((("coldstart_elite_tenth", "ELT", "auto-elite", "auto"),
+                           ("coldstart_elite", "EL", "auto-elite", "auto")))
+    tenth = _table_rows("coldstart_elite_tenth")
+    for label, key in (("auto", "AUTO"), ("auto-elite", "ELITE")):
+        [row] = [r for t, r in tenth[label].items() if t.endswith("/64x896x4864")]
+        facts[f"ELT_NEEDLE_{key}"] = f"{round(float(row['compiles_1pct_success']) * int(row['runs']))}"
+    caches = _table_rows("coldstart_elite")
+    for label, key in (("auto-elite", "EL_GEMM50"), ("auto", "EL_AUTO_GEMM50")):
+        cells = [float(r["fraction_mean_at_50"]) for t, r in caches[label].items()
+                 if "GEMM" in t or "gemm/" in t]
+        facts[key] = f"{statistics.mean(cells):.3f}"
+    return facts
+
+
 def anchor_seeds_facts() -> dict[str, str]:
     """The tenth test set's anchors on ten other seeds (benchmarks/anchor_seeds.py): how each
     table's best anchor of seeds 0-9 does on seeds 10-19, and on how many tables `auto` needs at
@@ -2018,6 +2038,7 @@ def main() -> None:
     facts.update(coldstart_test_facts("coldstart_test10", "CT10"))
     facts.update(forest_turns_facts())
     facts.update(anchor_seeds_facts())
+    facts.update(elite_facts())
     facts.update(opening_facts())
     facts.update(wider_step_facts())
     facts.update(startup_facts())
