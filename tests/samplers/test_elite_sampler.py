@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import optuna
 import pytest
 
 from flysearch.compare._experiment import TableSpec
@@ -13,6 +12,7 @@ from flysearch.samplers._elite import EliteGaussianSampler, elite_weights
 from flysearch.samplers._history import candidate_ordinals
 from flysearch.tables import space_for_table
 from tests.conftest import hub_file
+from tests.samplers._drive import proposals
 
 
 @pytest.fixture(scope="module")
@@ -22,20 +22,8 @@ def dedisp() -> SearchContext:
     return SearchContext(space, "ordinal", space.enumerate().shuffled(0))
 
 
-def _picks(context: SearchContext, time_of, n: int, seed: int = 0, **kwargs) -> list[int]:  # type: ignore[no-untyped-def]
-    """Candidates the sampler proposes in *n* trials, each timed by ``time_of(candidate)``."""
-    sampler = EliteGaussianSampler(context, seed=seed, **kwargs)
-    study = optuna.create_study(sampler=sampler)
-    index = {key: i for i, key in enumerate(context.keys)}
-    picks = []
-    for _ in range(n):
-        trial = study.ask(dict(context.distributions))
-        key = context.space.decode(trial.params, context.encoding).key
-        picks.append(index[key])
-        time_ms = time_of(index[key])
-        trial.set_user_attr("flysearch", {"key": key, "time_ms": time_ms, "outcome": "ok"})
-        study.tell(trial, time_ms if time_ms is not None else 1e9)
-    return picks
+def _picks(context: SearchContext, time_of, n: int, seed: int = 0) -> list[int]:  # type: ignore[no-untyped-def]
+    return proposals(EliteGaussianSampler(context, seed=seed), context, n, time_of)
 
 
 def test_the_weights_fall_with_rank_and_sum_to_one() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import optuna
 import pytest
 
 from flysearch.compare._experiment import TableSpec
@@ -14,6 +13,7 @@ from flysearch.samplers._opening import AnalyticOpeningSampler, analytic_bound
 from flysearch.space import get_arch
 from flysearch.tables import space_for_table
 from tests.conftest import REPO, hub_file
+from tests.samplers._drive import proposals
 
 _GEMM = REPO / "benchmarks/data/h100_splitk/triton_gemm__H100__1x6144x4096.table.json.gz"
 
@@ -43,17 +43,7 @@ def test_the_bound_needs_a_gemm_and_an_arch(gemm: SearchContext) -> None:
 
 
 def _opening_picks(context: SearchContext, bound: np.ndarray, seed: int, n: int) -> list[int]:
-    sampler = AnalyticOpeningSampler(context, bound, seed=seed)
-    study = optuna.create_study(sampler=sampler)
-    index = {key: i for i, key in enumerate(context.keys)}
-    picks = []
-    for _ in range(n):
-        trial = study.ask(dict(context.distributions))
-        key = context.space.decode(trial.params, context.encoding).key
-        picks.append(index[key])
-        trial.set_user_attr("flysearch", {"key": key, "time_ms": 1.0, "outcome": "ok"})
-        study.tell(trial, 1.0)
-    return picks
+    return proposals(AnalyticOpeningSampler(context, bound, seed=seed), context, n)
 
 
 def test_the_opening_takes_the_lowest_bound_two_parameters_from_earlier_picks(gemm: SearchContext) -> None:
