@@ -1028,13 +1028,21 @@ def wider_step_facts() -> dict[str, str]:
 
 
 def elite_facts() -> dict[str, str]:
-    """The elite Gaussian as `auto`'s third member (`elite_every = 2`) against `auto`: on the tenth
-    test set's tables, where its frequency was chosen (ELT), and on the 25 Kernel Tuner caches of
-    its rule (EL); tables where it needed fewer / more compiles to 1%, each sampler's seeds reaching
-    1% on 64x896x4864 (ELT_NEEDLE_*), and the mean fraction of the optimum at 50 compiles over the
-    rule's GEMM caches (EL_GEMM50, EL_AUTO_GEMM50)."""
+    """The elite Gaussian as `auto`'s third member (`elite_every = 2`) against `auto`, on the tenth
+    test set's tables where its frequency was chosen (ELT), the 25 Kernel Tuner caches of its first
+    rule (EL) and the 50 development race tables of its second (ELR): tables where it needed fewer
+    / more compiles to 1%; each sampler's seeds reaching 1% on 64x896x4864 (ELT_NEEDLE_*); the mean
+    fraction of the optimum at 50 compiles over the caches' GEMM tables (EL_GEMM50,
+    EL_AUTO_GEMM50); each one's share of runs reaching 1% on the races (ELR_REACHED,
+    ELR_AUTO_REACHED)."""
     facts = _paired_facts((("coldstart_elite_tenth", "ELT", "auto-elite", "auto"),
-                           ("coldstart_elite", "EL", "auto-elite", "auto")))
+                           ("coldstart_elite", "EL", "auto-elite", "auto"),
+                           ("coldstart_elite_races", "ELR", "auto-elite", "auto")))
+    races = _table_rows("coldstart_elite_races")
+    for label, key in (("auto-elite", "ELR_REACHED"), ("auto", "ELR_AUTO_REACHED")):
+        rows = races[label].values()
+        hits = sum(float(r["compiles_1pct_success"]) * int(r["runs"]) for r in rows)
+        facts[key] = f"{100 * hits / sum(int(r['runs']) for r in rows):.1f}%"
     tenth = _table_rows("coldstart_elite_tenth")
     for label, key in (("auto", "AUTO"), ("auto-elite", "ELITE")):
         [row] = [r for t, r in tenth[label].items() if t.endswith("/64x896x4864")]
