@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import math
-import shlex
 import statistics
 import sys
 from dataclasses import dataclass
@@ -33,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import code_commit  # noqa: E402
+from _summary_report import summary_names, write_report  # noqa: E402
 
 
 def medians(path: Path) -> dict[str, dict[str, float]]:
@@ -128,19 +126,11 @@ def main() -> None:
         if not path.is_file():
             raise SystemExit(f"{path} does not exist; run flysearch compare first")
     lines = report(bars(medians(args.first), medians(args.second), args.base), args.base)
-    names = ", ".join(f"`{p.resolve().relative_to(ROOT) if p.resolve().is_relative_to(ROOT) else p}`"
-                      for p in (args.first, args.second))
-    text = "\n".join([
-        f"# The best anchor per table on other seeds: {names}", "",
-        f"- command: `{shlex.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
-        f"- date: {dt.date.today().isoformat()}", "",
-        "Median compiles to within 1% of the optimum per table (`>B`: censored). The best anchor of the "
-        "first seeds is the issue's bar; the same anchor on the second seeds is what that pick needs "
-        "when the draw is new.", "", *lines, ""])
-    if args.out is not None:
-        args.out.write_text(text)
-    print(text)
+    names = summary_names(ROOT, [args.first, args.second])
+    write_report(ROOT, f"The best anchor per table on other seeds: {names}",
+                 "Median compiles to within 1% of the optimum per table (`>B`: censored). The best anchor of "
+                 "the first seeds is the issue's bar; the same anchor on the second seeds is what that pick "
+                 "needs when the draw is new.", lines, args.out)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
-import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -28,7 +26,7 @@ from scipy.stats import binomtest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import code_commit  # noqa: E402
+from _summary_report import summary_names, write_report  # noqa: E402
 
 
 def _rows(*paths: Path) -> dict[str, dict[str, dict[str, str]]]:
@@ -98,19 +96,11 @@ def main() -> None:
         if not summary.is_file():
             raise SystemExit(f"{summary} does not exist; run flysearch compare first")
     lines = compare(_rows(*args.summary), args.base, args.gemm)
-    where = [s.resolve() for s in args.summary]
-    names = ", ".join(f"`{w.relative_to(ROOT) if w.is_relative_to(ROOT) else w}`" for w in where)
-    text = "\n".join([
-        f"# Variants of `{args.base}` against it: {names}", "",
-        f"- command: `{shlex.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
-        f"- date: {dt.date.today().isoformat()}", "",
-        "Per table, each variant's median compiles to within 1% against the base's (a run that never got "
-        "there counts as more than the budget); the sign test leaves ties out. Fractions: the mean over "
-        "the GEMM tables of each table's mean fraction of the optimum reached.", "", *lines, ""])
-    if args.out is not None:
-        args.out.write_text(text)
-    print(text)
+    intro = ("Per table, each variant's median compiles to within 1% against the base's (a run that "
+             "never got there counts as more than the budget); the sign test leaves ties out. Fractions: "
+             "the mean over the GEMM tables of each table's mean fraction of the optimum reached.")
+    write_report(ROOT, f"Variants of `{args.base}` against it: {summary_names(ROOT, args.summary)}", intro,
+                 lines, args.out)
 
 
 if __name__ == "__main__":

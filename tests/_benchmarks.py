@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -12,7 +13,11 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def benchmark_script(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` imported as a module (the scripts are not a package)."""
+    """``benchmarks/<name>.py`` imported as a module (the scripts are not a package), with
+    ``benchmarks/`` on ``sys.path`` as when Python runs a script there, so that it finds the helper
+    modules beside it (``_summary_report``, ``_family_race``)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.append(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
