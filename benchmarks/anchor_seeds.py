@@ -21,7 +21,6 @@ A censored median (fewer than half the seeds within the budget) counts as more t
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import sys
@@ -31,21 +30,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _summary_report import summary_names, write_report  # noqa: E402
+from _summary_report import is_anchor, require_files, summary_names, table_rows, write_report  # noqa: E402
 
 
 def medians(path: Path) -> dict[str, dict[str, float]]:
     """sampler -> table -> median compiles to within 1% (inf when censored) of a summary.csv."""
-    out: dict[str, dict[str, float]] = {}
-    with path.open(newline="") as f:
-        for row in csv.DictReader(f):
-            if row["level"] == "table" and row.get("runs") not in ("0", None):
-                out.setdefault(row["sampler"], {})[row["where"]] = float(row["compiles_1pct_median"] or "inf")
-    return out
-
-
-def _is_anchor(sampler: str) -> bool:
-    return sampler.startswith("kt:") or sampler == "cmaes-margin"
+    return {sampler: {t: float(row["compiles_1pct_median"] or "inf") for t, row in runs.items()}
+            for sampler, runs in table_rows(path).items()}
 
 
 def _cell(x: float) -> str:
@@ -73,8 +64,8 @@ def bars(first: dict[str, dict[str, float]], second: dict[str, dict[str, float]]
     """Each table's :class:`Bars` (the tables the base ran on, sorted)."""
     if base not in first:
         raise SystemExit(f"no sampler {base!r} in the first summary; it has {', '.join(sorted(first))}")
-    anchors = sorted(s for s in first if _is_anchor(s))
-    if sorted(s for s in second if _is_anchor(s)) != anchors:
+    anchors = sorted(s for s in first if is_anchor(s))
+    if sorted(s for s in second if is_anchor(s)) != anchors:
         raise SystemExit("the two summaries do not hold the same anchors")
     out = []
     for t in sorted(first[base]):
@@ -122,9 +113,7 @@ def main() -> None:
     ap.add_argument("--base", default="auto", help="the sampler set against the bars")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write")
     args = ap.parse_args()
-    for path in (args.first, args.second):
-        if not path.is_file():
-            raise SystemExit(f"{path} does not exist; run flysearch compare first")
+    require_files([args.first, args.second])
     lines = report(bars(medians(args.first), medians(args.second), args.base), args.base)
     names = summary_names(ROOT, [args.first, args.second])
     write_report(ROOT, f"The best anchor per table on other seeds: {names}",

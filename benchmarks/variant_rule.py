@@ -15,8 +15,6 @@ tables, that reached 1% within the budget. Prints the table and writes it to ``-
 
 from __future__ import annotations
 
-import argparse
-import csv
 import statistics
 import sys
 from pathlib import Path
@@ -26,22 +24,7 @@ from scipy.stats import binomtest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _summary_report import summary_names, write_report  # noqa: E402
-
-
-def _rows(*paths: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """sampler -> table -> its row of *paths* (table-level rows of samplers that ran: the analytic
-    random reference has none); a table in two of them is one clear line."""
-    out: dict[str, dict[str, dict[str, str]]] = {}
-    for path in paths:
-        with path.open(newline="") as f:
-            for row in csv.DictReader(f):
-                if row["level"] == "table" and row.get("runs") != "0":
-                    runs = out.setdefault(row["sampler"], {})
-                    if row["where"] in runs:
-                        raise SystemExit(f"table {row['where']} is in more than one summary")
-                    runs[row["where"]] = row
-    return out
+from _summary_report import parse_summaries, summary_names, table_rows, write_report  # noqa: E402
 
 
 def compare(rows: dict[str, dict[str, dict[str, str]]], base: str, gemm: list[str]) -> list[str]:
@@ -85,17 +68,10 @@ def compare(rows: dict[str, dict[str, dict[str, str]]], base: str, gemm: list[st
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("summary", type=Path, nargs="+", help="a flysearch compare run's summary.csv")
-    ap.add_argument("--base", default="auto", help="the sampler the others are set against")
-    ap.add_argument("--gemm", action="append", default=[],
-                    help="a string that names a GEMM table (repeatable)")
-    ap.add_argument("--out", type=Path, default=None, help="markdown file to write")
-    args = ap.parse_args()
-    for summary in args.summary:
-        if not summary.is_file():
-            raise SystemExit(f"{summary} does not exist; run flysearch compare first")
-    lines = compare(_rows(*args.summary), args.base, args.gemm)
+    args = parse_summaries(__doc__.splitlines()[0], "a flysearch compare run's summary.csv",
+                           "the sampler the others are set against",
+                           "a string that names a GEMM table (repeatable)")
+    lines = compare(table_rows(*args.summary), args.base, args.gemm)
     intro = ("Per table, each variant's median compiles to within 1% against the base's (a run that "
              "never got there counts as more than the budget); the sign test leaves ties out. Fractions: "
              "the mean over the GEMM tables of each table's mean fraction of the optimum reached.")

@@ -15,12 +15,13 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 def benchmark_script(name: str) -> ModuleType:
     """``benchmarks/<name>.py`` imported as a module (the scripts are not a package), with
     ``benchmarks/`` on ``sys.path`` as when Python runs a script there, so that it finds the helper
-    modules beside it (``_summary_report``, ``_family_race``)."""
+    modules beside it (``_summary_report``, ``_family_race``), and registered in ``sys.modules``."""
     if str(BENCHMARKS) not in sys.path:
         sys.path.append(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import does: a dataclass of the script looks its module up there
     spec.loader.exec_module(module)
     return module
 

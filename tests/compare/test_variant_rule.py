@@ -13,7 +13,7 @@ def test_the_local_step_s_development_run_counts_as_its_docs_say(tmp_path: Path)
     vr = benchmark_script("variant_rule")
     summary = committed_file(BENCHMARKS / "results" / "compare" / "coldstart_local" / "summary.csv",
                              tmp_path / "summary.csv")
-    lines = vr.compare(vr._rows(summary), "auto", ["GEMM", "gemm/"])
+    lines = vr.compare(vr.table_rows(summary), "auto", ["GEMM", "gemm/"])
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in lines[2:]}
     # docs/results/compare.md: with the local step `auto` needed fewer compiles on 24 tables, more on 15
     assert rows["auto-global"][1:5] == ["41", "15", "24", "2"]
@@ -28,7 +28,7 @@ def test_an_unknown_base_is_one_clear_line(tmp_path: Path) -> None:
     vr = benchmark_script("variant_rule")
     (tmp_path / "s.csv").write_text("level,where,sampler,compiles_1pct_median\ntable,t,a,3\n")
     with pytest.raises(SystemExit, match="no sampler 'auto' in the summary; it has a"):
-        vr.compare(vr._rows(tmp_path / "s.csv"), "auto", [])
+        vr.compare(vr.table_rows(tmp_path / "s.csv"), "auto", [])
 
 
 def test_several_summaries_pool_their_tables_and_a_shared_table_is_one_clear_line(tmp_path: Path) -> None:
@@ -37,9 +37,9 @@ def test_several_summaries_pool_their_tables_and_a_shared_table_is_one_clear_lin
     (tmp_path / "a.csv").write_text(head + "table,t1,auto,2,10,1\ntable,t1,v,2,5,1\n")
     (tmp_path / "b.csv").write_text(head + "table,t2,auto,2,10,1\ntable,t2,v,2,20,0.5\n"
                                     "table,t3,auto,2,7,1\ntable,t3,v,2,3,1\n")
-    lines = vr.compare(vr._rows(tmp_path / "a.csv", tmp_path / "b.csv"), "auto", [])
+    lines = vr.compare(vr.table_rows(tmp_path / "a.csv", tmp_path / "b.csv"), "auto", [])
     assert lines[-1].split(" | ")[1:5] == ["3", "2", "1", "0"]
     # the share of runs reaching 1%, over the pooled tables: 5 of v's 6, all 6 of auto's
     assert lines[-1].split(" | ")[6] == "83.3%" and lines[-2].split(" | ")[6] == "100.0%"
     with pytest.raises(SystemExit, match="table t1 is in more than one summary"):
-        vr._rows(tmp_path / "a.csv", tmp_path / "a.csv")
+        vr.table_rows(tmp_path / "a.csv", tmp_path / "a.csv")
