@@ -1077,6 +1077,24 @@ def anchor_seeds_facts() -> dict[str, str]:
                for k in ("first", "same", "second")}}
 
 
+def leads_facts() -> dict[str, str]:
+    """How often the margin issue 44 asks of `auto` is held in the field, over the ten test runs as
+    they came out (benchmarks/coldstart_leads.py): the tables (LD_N); `auto` at most half the best
+    anchor (LD_HALF), at most the best anchor (LD_BELOW), 95% of seeds within the budget (LD_SEEDS),
+    both targets (LD_BOTH); the anchors holding a 2x lead over every other strategy (LD_ANCHORS);
+    on Schoonhoven et al.'s GEMM caches (LD_CACHES), `auto` at 0.98 at 50 compiles (LD_AT50) and
+    0.995 at 200 (LD_AT200), and the best strategy of each cache (LD_BEST50, LD_BEST200)."""
+    from coldstart_leads import counts, tables  # benchmarks/, on sys.path
+
+    compare = ROOT / "benchmarks" / "results" / "compare"
+    runs = [compare / f"coldstart_test{n}" / "summary.csv" for n in ("", *range(2, 11))]
+    c = counts(tables(runs, "auto", ["GEMM"]), "auto")
+    keys = {"tables": "N", "half": "HALF", "below": "BELOW", "seeds": "SEEDS", "both": "BOTH",
+            "anchor_leads": "ANCHORS", "caches": "CACHES", "at_50": "AT50", "at_200": "AT200",
+            "best_50": "BEST50", "best_200": "BEST200"}
+    return {f"LD_{keys[k]}": str(v) for k, v in c.items()}
+
+
 def _pooled_rows(names: str | tuple[str, ...]) -> dict[str, dict[str, dict[str, str]]]:
     """:func:`_table_rows` of one comparison, or of several whose tables are pooled."""
     if isinstance(names, str):
@@ -2047,6 +2065,7 @@ def main() -> None:
     facts.update(forest_turns_facts())
     facts.update(anchor_seeds_facts())
     facts.update(elite_facts())
+    facts.update(leads_facts())
     facts.update(opening_facts())
     facts.update(wider_step_facts())
     facts.update(startup_facts())
