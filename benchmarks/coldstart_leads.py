@@ -109,7 +109,7 @@ def report(rows: list[Table], base: str) -> list[str]:
              f"{base} within the budget on >= 95% of seeds | both targets | an anchor <= 1/2 of all others |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for run in [*runs, "all"]:
-        c = counts([t for t in rows if run in ("all", t.run)], base)
+        c = counts([t for t in rows if run in ("all", t.run)], base)  # "all" last: kept below
         lines.append(f"| {run} | {c['tables']} | {c['half']} | {c['below']} | {c['seeds']} | {c['both']} | "
                      f"{c['anchor_leads']} |")
     strategies = sorted({s for t in rows for s in t.medians}, key=lambda s: (s != base, s))
@@ -135,7 +135,6 @@ def report(rows: list[Table], base: str) -> list[str]:
             b200 = max(t.fractions, key=lambda s: t.fractions[s][1])
             lines.append(f"| {t.name} | {t.fractions[base][0]:.3f} | {b50} {t.fractions[b50][0]:.3f} | "
                          f"{t.fractions[base][1]:.3f} | {b200} {t.fractions[b200][1]:.3f} |")
-        c = counts(rows, base)
         lines += ["", f"- {base} reaches {AT_50} at 50 compiles on {c['at_50']} of {c['caches']} caches "
                   f"and {AT_200} at 200 on {c['at_200']}; the best strategy of each cache, picked after "
                   f"the fact, on {c['best_50']} and {c['best_200']}"]

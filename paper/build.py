@@ -1079,20 +1079,14 @@ def anchor_seeds_facts() -> dict[str, str]:
 
 def leads_facts() -> dict[str, str]:
     """How often the margin issue 44 asks of `auto` is held in the field, over the ten test runs as
-    they came out (benchmarks/coldstart_leads.py): the tables (LD_N); `auto` at most half the best
-    anchor (LD_HALF), at most the best anchor (LD_BELOW), 95% of seeds within the budget (LD_SEEDS),
-    both targets (LD_BOTH); the anchors holding a 2x lead over every other strategy (LD_ANCHORS);
-    on Schoonhoven et al.'s GEMM caches (LD_CACHES), `auto` at 0.98 at 50 compiles (LD_AT50) and
-    0.995 at 200 (LD_AT200), and the best strategy of each cache (LD_BEST50, LD_BEST200)."""
+    they came out (benchmarks/coldstart_leads.py): LD_<KEY> for each key of its ``counts``
+    (LD_TABLES, LD_HALF, LD_BELOW, LD_SEEDS, LD_BOTH, LD_ANCHOR_LEADS; over Schoonhoven et al.'s GEMM
+    caches LD_CACHES, LD_AT_50, LD_AT_200, LD_BEST_50, LD_BEST_200)."""
     from coldstart_leads import counts, tables  # benchmarks/, on sys.path
 
     compare = ROOT / "benchmarks" / "results" / "compare"
     runs = [compare / f"coldstart_test{n}" / "summary.csv" for n in ("", *range(2, 11))]
-    c = counts(tables(runs, "auto", ["GEMM"]), "auto")
-    keys = {"tables": "N", "half": "HALF", "below": "BELOW", "seeds": "SEEDS", "both": "BOTH",
-            "anchor_leads": "ANCHORS", "caches": "CACHES", "at_50": "AT50", "at_200": "AT200",
-            "best_50": "BEST50", "best_200": "BEST200"}
-    return {f"LD_{keys[k]}": str(v) for k, v in c.items()}
+    return {f"LD_{k.upper()}": str(v) for k, v in counts(tables(runs, "auto", ["GEMM"]), "auto").items()}
 
 
 def _pooled_rows(names: str | tuple[str, ...]) -> dict[str, dict[str, dict[str, str]]]:
@@ -1127,12 +1121,9 @@ CURVE_KS = (1, 2, 4, 8, 16, 25, 32, 50, 100, 200)
 def _table_rows(name: str) -> dict[str, dict[str, dict[str, str]]]:
     """sampler -> table -> per-table summary row of benchmarks/results/compare/<name> (read once;
     the analytic random reference, which has no runs, left out)."""
-    by: dict[str, dict[str, dict[str, str]]] = {}
-    with open(ROOT / "benchmarks" / "results" / "compare" / name / "summary.csv", newline="") as fh:
-        for r in csv.DictReader(fh):
-            if r["level"] == "table" and r["runs"] != "0":
-                by.setdefault(r["sampler"], {})[r["where"]] = r
-    return by
+    from _summary_report import table_rows  # benchmarks/, on sys.path
+
+    return table_rows(ROOT / "benchmarks" / "results" / "compare" / name / "summary.csv")
 
 
 def _coldstart_test_rows() -> dict[str, dict[str, dict[str, str]]]:
