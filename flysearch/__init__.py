@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 from flysearch._version import __version__
 
 if TYPE_CHECKING:
+    from flysearch.tune import autotune
     from flysearch.compare import (
         Experiment,
         SamplerSpec,
@@ -98,6 +99,7 @@ if TYPE_CHECKING:
 # The names are imported when first used (PEP 562), so that a process that needs one module (a
 # compile worker of a live study) does not pay for Optuna, SQLite and the rest at start-up.
 _HOME = {
+    "autotune": "tune",
     "Experiment": "compare", "SamplerSpec": "compare", "TableSpec": "compare",
     "load_experiment": "compare", "report_experiment": "compare", "run_experiment": "compare",
     "CostModel": "costmodel", "Prior": "costmodel", "fit_prior": "costmodel", "load_prior": "costmodel",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AutotuneError",
     "EmptySpaceError",
     "FlysearchError",
     "InputFormatError",
@@ -52,3 +53,7 @@ class StudyMismatchError(FlysearchError, ValueError):
 
 class ToolchainError(FlysearchError, RuntimeError):
     """A tool a compile needs (such as ld.lld >= 19 for FlyDSL) is missing from this machine."""
+
+
+class AutotuneError(FlysearchError, ValueError):
+    """A decorator argument that does not fit the kernel it decorates, or a store it cannot use."""
