@@ -189,9 +189,14 @@ class Tuner:
             spec = StudySpec(sampler=s.sampler, budget=s.budget or cold_budget(n_feasible), seed=s.seed)
         log.info("%s %s: tuning %d of %d feasible configs with %s", self.name, key.key, spec.budget,
                  n_feasible, spec.sampler)
-        summary = run_study(self.study_name(kernel, key.key), self.space, evaluator, spec, shape=key,
-                            arch=arch, storage=self.storage, prior=prior, problem=key.problem(),
-                            progress=progress)
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # a decorator tunes quietly
+        try:
+            summary = run_study(self.study_name(kernel, key.key), self.space, evaluator, spec, shape=key,
+                                arch=arch, storage=self.storage, prior=prior, problem=key.problem(),
+                                progress=progress)
+        finally:
+            optuna.logging.set_verbosity(verbosity)
         ok = self._ok_times(self.study_name(kernel, key.key))
         if not ok:
             raise AutotuneError(f"No config of {self.name} ran correctly for {key.key} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -150,3 +151,24 @@ def test_an_unwritable_store_is_one_clear_error_and_writes_nothing(tmp_path):
 def test_the_store_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("FLYSEARCH_AUTOTUNE_DB", str(tmp_path / "env.db"))
     assert store_url() == f"sqlite:///{tmp_path / 'env.db'}"
+
+
+def test_a_triton_kernel_is_tuned_and_launched_as_kernel_grid(tmp_path):
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run([sys.executable, str(HERE / "_triton_toy.py"), str(tmp_path / "s.db")], env=env,
+                         capture_output=True, text=True, check=True, timeout=300)
+    stored = json.loads(out.stdout.splitlines()[-1])
+    assert stored["n=10"][1] == 4 and stored["n=100"][1] == 8  # the constraint saw each key
+    assert stored["n=10"][0]["BLOCK"] in (16, 32)
+    assert "A new study" not in out.stderr  # tuning is quiet
+
+
+def test_a_triton_space_parameter_must_be_a_constexpr_or_launch_option(tmp_path):
+    from . import _triton_params
+
+    with pytest.raises(AutotuneError, match=r"'n', which scale_kernel does not take as a tl\.constexpr"):
+        flysearch.autotune(space={"n": [1, 2]}, key=["scale"], store=str(tmp_path / "s.db"))(
+            _triton_params.scale_kernel)
+    tuned = flysearch.autotune(space={"BLOCK": [16], "num_stages": [1, 2]}, key=["n"],
+                               store=str(tmp_path / "s.db"))(_triton_params.scale_kernel)
+    assert tuned.arg_names == ["x", "y", "n", "scale", "BLOCK"]
