@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from flysearch.errors import AutotuneError, UnknownArchError
-from flysearch.evaluators import TimingProtocol
+from flysearch.evaluators import RetimeSettings, TimingProtocol
 from flysearch.space import ArchProfile, Constraint, Param, Space, arch_of_device
+from flysearch.tables import GroundTruth
 from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, source_hash
 from flysearch.tune._measure import CallLauncher, KernelEvaluator, TritonLauncher
 from flysearch.tune._store import TuneStore, store_url
@@ -205,6 +206,12 @@ class Autotuned:
         workload = Workload(arguments, **self.check)
         return KernelEvaluator(self._launcher(arguments, grid), workload, self.tuner.settings.protocol)
 
+    def _race(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any, **options: Any) -> GroundTruth:
+        arguments = self.args.bind(args, kwargs)
+        device, arch = self._device(arguments)
+        key = self.args.named(self.args.values(args, kwargs))
+        return self.tuner.race(key, device, arch, self._evaluator(arguments, grid), **options)
+
     def best_config(self, **key: Any) -> dict[str, Any] | None:
         """The stored best config for these key values on this machine's last device, if tuned."""
         values = tuple(KeyValues.of({k: key[k] for k in self.args.key}).values()) if all(
@@ -253,6 +260,12 @@ class TritonAutotuned(Autotuned):
         """Tune this call's key if it is not tuned yet (nothing is launched); its best config."""
         return self._config(self._values(args, kwargs), args, kwargs, grid)
 
+    def race(self, *args: Any, grid: Any, retime: RetimeSettings | None = None,
+             progress: Callable[[int, int], None] | None = None, **kwargs: Any) -> GroundTruth:
+        """Compile and time every feasible config on this call's arguments: the ground truth
+        (:meth:`Tuner.race`)."""
+        return self._race(args, kwargs, grid, retime=retime, progress=progress)
+
 
 class CallAutotuned(Autotuned):
     """Any callable under ``@flysearch.autotune``: ``kernel(*args, **kwargs)`` runs
@@ -271,3 +284,8 @@ class CallAutotuned(Autotuned):
     def tune(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Tune this call's key if it is not tuned yet (nothing else runs); its best config."""
         return self._config(self.args.values(args, kwargs), args, kwargs)
+
+    def race(self, *args: Any, retime: RetimeSettings | None = None,
+             progress: Callable[[int, int], None] | None = None, **kwargs: Any) -> GroundTruth:
+        """Run every feasible config on this call's arguments: the ground truth (:meth:`Tuner.race`)."""
+        return self._race(args, kwargs, None, retime=retime, progress=progress)

@@ -27,7 +27,14 @@ import optuna
 
 from flysearch.costmodel import fit_prior
 from flysearch.errors import AutotuneError
-from flysearch.evaluators import TimingProtocol, retime_finalists
+from flysearch.evaluators import (
+    RetimeSettings,
+    TimingProtocol,
+    interleaved_rounds,
+    retime_finalists,
+    top_rows,
+    with_rounds,
+)
 from flysearch.space import ArchProfile, Space
 from flysearch.study import StudySpec, run_study, trial_records
 from flysearch.tables import GroundTruth, Outcome, Row, TableMeta
@@ -222,6 +229,38 @@ class Tuner:
         study = optuna.load_study(study_name=study_name, storage=self.storage)
         return {r.key: (r.time_ms, r.compile_index or 0) for _t, r in trial_records(study)
                 if r.outcome == Outcome.OK.value and r.time_ms is not None and r.duplicate_of is None}
+
+    # -- ground truth ----------------------------------------------------------------------------
+
+    def race(self, key: KeyValues, device: str, arch: ArchProfile | None, evaluator: KernelEvaluator, *,
+             retime: RetimeSettings | None = None,
+             progress: Callable[[int, int], None] | None = None) -> GroundTruth:
+        """Compile and time every feasible config of *key* (the exhaustive race a search is judged
+        against), then re-time its top in interleaved rounds; the table it makes (nothing is stored:
+        write it with :func:`flysearch.tables.dump_table_file` for ``flysearch compare``)."""
+        retime = retime or RetimeSettings()
+        feasible = self.space.enumerate(key, arch).feasible
+        rows: dict[str, Row] = {}
+        for i, config in enumerate(feasible, 1):
+            compiled = evaluator.compile(config, None)
+            m = evaluator.time(compiled) if compiled.outcome is Outcome.OK else None
+            rows[config.key] = Row(
+                config.key, config.as_dict(), (m.outcome if m else compiled.outcome).value,
+                m.time_ms if m else None, compiled.compile_s, m.bench_s if m else None,
+                (m.detail if m else compiled.detail), dict(m.extra) if m else {})
+            if progress is not None:
+                progress(i, len(feasible))
+        meta = TableMeta(name=f"{self.name}/{device}/{key.key}", kernel=self.name,
+                         arch=arch.name if arch is not None else "", device=device, problem=key.problem(),
+                         space=self.space.to_json(), source="flysearch.autotune race",
+                         versions={"compiler": self.versions} if self.versions else {})
+        table = GroundTruth(meta, rows)
+        top = top_rows(table, retime.within, retime.min_k, retime.max_k)
+        samples, failed = interleaved_rounds(
+            top, lambda r: evaluator.time_again(r.key, r.params), retime.rounds, self.settings.seed)
+        for row in with_rounds(top, samples, failed):
+            rows[row.key] = row
+        return table
 
     # -- learning across keys ---------------------------------------------------------------------
 

@@ -172,3 +172,18 @@ def test_a_triton_space_parameter_must_be_a_constexpr_or_launch_option(tmp_path)
     tuned = flysearch.autotune(space={"BLOCK": [16], "num_stages": [1, 2]}, key=["n"],
                                store=str(tmp_path / "s.db"))(_triton_params.scale_kernel)
     assert tuned.arg_names == ["x", "y", "n", "scale", "BLOCK"]
+
+
+def test_a_race_times_every_feasible_config_and_retimes_its_top(tmp_path):
+    from flysearch.evaluators import RetimeSettings
+    from flysearch.tables import dump_table_file, read_table_file
+
+    k = _fake.tuned(str(tmp_path / "s.db"))
+    x, out = np.arange(256.0), np.empty(256)
+    table = k.race(x, out, 256, retime=RetimeSettings(rounds=2, min_k=3, max_k=3))
+    assert len(table) == 18 and len(table.ok_rows()) == 12
+    assert len(table.retimed_ms()) == 3
+    assert k.store.tuned() == []  # a race stores nothing
+    dump_table_file(table, tmp_path / "race.table.json.gz")
+    meta, rows = read_table_file(tmp_path / "race.table.json.gz")
+    assert meta.problem == {"n": 256} and len(rows) == 18
