@@ -9,7 +9,7 @@ chunk's mean and sum of squared deviations into the row's (Chan's parallel varia
 the mean is large against the spread), the second normalizes.
 
 The space: BLOCK_N (128 .. 32768), ROWS_PER_PROGRAM (1 .. 16), ONE_PASS, num_warps (1 .. 32) and
-num_stages (1 .. 4), 2,160 configs.
+num_stages (1 .. 4), 2,160 configs; the constraints below keep 528 to 660 of them per key on sm_90.
 """
 
 from __future__ import annotations

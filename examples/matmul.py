@@ -7,7 +7,8 @@ steps that ``num_stages`` pipelines. Programs are ordered in bands of ``GROUP`` 
 programs running at one time share their ``b`` tiles in L2.
 
 The space: TILE_M (16 .. 256), TILE_N (32 .. 256), TILE_K (32 .. 128), GROUP (1, 4, 8), num_warps
-(4, 8) and num_stages (2 .. 5), 1,440 configs.
+(4, 8) and num_stages (2 .. 5), 1,440 configs; the constraints below keep 1,094 to 1,140 of them per
+key on sm_90.
 """
 
 from __future__ import annotations
