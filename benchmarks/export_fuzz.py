@@ -171,6 +171,12 @@ def python_verdict(source: str) -> tuple[str, str, dict[str, list[Any]]]:
     return OK, "", lists
 
 
+def as_json_reads(value: Any) -> Any:
+    """*value* as JSON gives it back: the same, except that a high surrogate followed by a low one
+    (two code points in a Python string) is the one character their escapes stand for in JSON."""
+    return json.loads(json.dumps(value))
+
+
 def _no_constant(text: str) -> Any:
     raise ValueError(f"{text} is no JSON number")
 
@@ -346,6 +352,7 @@ def fuzz_one(text: str, i: int, base: Base, verdicts: Verdicts) -> None:
     out = base.folder / f"in{i}"
     out.mkdir()
     hostile_params = {**base.entries[0]["params"], text: text, "BLOCK_M": text}
+    read = as_json_reads(text)
 
     # Importers: a table file with the string as --name and device; then exported from the database.
     db = out / "t.db"
@@ -360,7 +367,7 @@ def fuzz_one(text: str, i: int, base: Base, verdicts: Verdicts) -> None:
                     lambda: export_triton(db, out=py, json_out=js)) is not None:
             _check_python(verdicts, "export triton (stored table)", py, _kwargs(base.entries[0]["params"]))
             _check_json(verdicts, "export triton JSON (stored table)", js,
-                        lambda d: d["configs"][0]["table"] == text and d["configs"][0]["device"] == text)
+                        lambda d: d["configs"][0]["table"] == d["configs"][0]["device"] == read)
 
     # Exporters, from tables that hold the string whatever an importer says.
     entries = [{**base.entries[0], "table": text, "params": hostile_params, "fastest_backend": text,
@@ -369,11 +376,11 @@ def fuzz_one(text: str, i: int, base: Base, verdicts: Verdicts) -> None:
     py = base.folder / "py" / f"{i}.py"
     source = _attempt(verdicts, "export triton", lambda: triton_configs_source(entries))
     if source is not None and _written(verdicts, "export triton", py, source):
-        _check_python(verdicts, "export triton", py, _kwargs(hostile_params))
+        _check_python(verdicts, "export triton", py, _kwargs(as_json_reads(hostile_params)))
     js = _attempt(verdicts, "export triton JSON", lambda: export_json(entries))
     if js is not None and _written(verdicts, "export triton JSON", out / "best.json", js):
         _check_json(verdicts, "export triton JSON", out / "best.json",
-                    lambda d: d["configs"][0]["table"] == text and d["configs"][0]["params"][text] == text)
+                    lambda d: d["configs"][0]["table"] == d["configs"][0]["params"][read] == read)
 
     params = [*base.triton.meta.space["params"], {"name": text, "values": [text]}]
     kt_meta = replace(base.triton.meta, name=text, kernel=text, device=text,
@@ -384,8 +391,8 @@ def fuzz_one(text: str, i: int, base: Base, verdicts: Verdicts) -> None:
     kt.parent.mkdir()
     if _attempt(verdicts, "export kernel-tuner", lambda: write_kernel_tuner_cache(kt_table, kt)) is not None:
         _check_json(verdicts, "export kernel-tuner", kt,
-                    lambda d: d["kernel_name"] == d["device_name"] == text
-                    and d["tune_params"][text] == [text])
+                    lambda d: d["kernel_name"] == d["device_name"] == read
+                    and d["tune_params"][read] == [read])
         stage = "import: Kernel Tuner cache (kernel, device, parameter)"
         if _attempt(verdicts, stage, lambda: import_tables([kt], db=out / "kt.db")) is not None:
             verdicts.add(stage, OK)
@@ -395,7 +402,7 @@ def fuzz_one(text: str, i: int, base: Base, verdicts: Verdicts) -> None:
             if _attempt(verdicts, "export kernel-tuner (stored table)",
                         lambda: write_kernel_tuner_cache(table, js2)) is not None:
                 _check_json(verdicts, "export kernel-tuner (stored table)", js2,
-                            lambda d: d["kernel_name"] == text and text in d["tune_params"])
+                            lambda d: d["kernel_name"] == read and read in d["tune_params"])
 
     # aiter: a tuned CSV whose dtypes and a non-FlyDSL row's kernel name are the string (importer),
     # and a FlyDSL table whose dtypes are the string (exporter).
@@ -427,7 +434,7 @@ def fuzz_one(text: str, i: int, base: Base, verdicts: Verdicts) -> None:
         cu=256))
     if done is not None:
         _check_json(verdicts, "export flydsl", done.written[0].path,
-                    lambda d: d["identity"]["device"]["name"] == text and d["identity"]["key"]["tag"] == text)
+                    lambda d: d["identity"]["device"]["name"] == d["identity"]["key"]["tag"] == read)
 
     shutil.rmtree(out)  # its databases and files are checked; the Python files wait in py/
 
@@ -448,8 +455,9 @@ def aiter_triton_exports(texts: list[str], base: Base, verdicts: Verdicts, chunk
     def check(written: Any, numbered: list[tuple[int, str]]) -> None:
         files = {f.N: f.path for f in written.written}
         for i, text in numbered:
+            read = as_json_reads(text)
             _check_json(verdicts, stage, files[1024 + i],
-                        lambda d, t=text: d["any"]["cache_modifier"] in (t, None))
+                        lambda d, t=read: d["any"]["cache_modifier"] in (t, None))
 
     numbered = list(enumerate(texts))
     for start in range(0, len(numbered), chunk):
@@ -503,6 +511,7 @@ def report(verdicts: Verdicts, n: int, seed: int, seconds: float, aiter: bool) -
     bad = sum(c[v] for c in verdicts.counts.values() for v in (CODE, UNPARSED))
     other = sum(c[v] for c in verdicts.counts.values() for v in (ALTERED, CRASHED))
     files = sum(c[v] for c in verdicts.counts.values() for v in COLUMNS if v != REFUSED)
+    paired = sum(as_json_reads(text) != text for text in hostile_strings(n, seed))
     lines = [
         "# Export fuzz: hostile names through every importer and exporter", "",
         f"- command: `{shlex.join(['python', *sys.argv])}`",
@@ -518,7 +527,10 @@ def report(verdicts: Verdicts, n: int, seed: int, seconds: float, aiter: bool) -
         "points; every other input is printable only, as an importer lets through. *refused*: the stage "
         "raised a one-line `FlysearchError` and wrote nothing; *data only*: the file parsed, was the "
         "exporter's scaffold with the values as literals (Python) or held the string unchanged (JSON, CSV), "
-        "and a Python file, run, printed nothing and defined only its lists.", "",
+        "and a Python file, run, printed nothing and defined only its lists. A JSON string is UTF-16: a "
+        "high surrogate followed by a low one (two code points of a Python string) reads back as the one "
+        f"character the pair encodes, and is compared so ({paired} inputs hold such a pair; the Triton "
+        "export's values pass through JSON too).", "",
         "| stage | " + " | ".join(COLUMNS) + " |",
         "|---|" + "---:|" * len(COLUMNS),
     ]
