@@ -23,6 +23,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import reprlib
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
@@ -375,6 +376,7 @@ class TableStore:
                 and *replace* is false.
         """
         rows = list(rows)
+        _check_meta(meta)
         _check_rows(meta.name, rows)
         if require_ok and not any(r.ok for r in rows):
             raise InputFormatError(
@@ -406,6 +408,7 @@ class TableStore:
         to one database at once wait for each other instead of failing.
         """
         rows = list(rows)
+        _check_meta(meta)
         _check_rows(meta.name, rows)
         conn = self.db.conn
         if conn.in_transaction:
@@ -461,6 +464,28 @@ class TableStore:
             rec["extra"] = json.dumps(r.extra, sort_keys=True)
             records.append(rec)
         self.db[_ROWS].insert_all(records, replace=replace, batch_size=2000)  # type: ignore[union-attr]
+
+
+_NAMES = ("name", "kernel", "arch", "device")  # what a table is known by: listed, printed, exported
+
+
+def _check_meta(meta: TableMeta) -> None:
+    """Raise a one-line :class:`InputFormatError` when a name of *meta* (:data:`_NAMES`) is not
+    printable text: a line break, a control, bidi or invisible character or a lone surrogate in a
+    name could end a line of a file written from it, or hide from a terminal what the name holds."""
+    for field_name in _NAMES:
+        value = getattr(meta, field_name)
+        if isinstance(value, str) and value.isprintable():
+            continue
+        what = "table name" if field_name == "name" else f"{field_name} of table {reprlib.repr(meta.name)}"
+        if not isinstance(value, str):
+            raise InputFormatError(f"The {what} is {reprlib.repr(value)}, not text; give it as a string.")
+        bad = next(ch for ch in value if not ch.isprintable())
+        fix = "give the table another name (--name)" if field_name == "name" else f"fix the {field_name}"
+        raise InputFormatError(
+            f"The {what} {reprlib.repr(value)} holds {bad!r}, a line break, control or invisible "
+            f"character; {fix} with printable characters only."
+        )
 
 
 def _check_rows(name: str, rows: list[Row]) -> None:
