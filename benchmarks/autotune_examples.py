@@ -46,6 +46,10 @@ if str(ROOT) not in sys.path:
 
 EXAMPLES = ("softmax", "layernorm", "matmul")
 N_KEYS = 8
+# A dry run on a CPU (TRITON_INTERPRET=1 FLYSEARCH_BENCH_DEVICE=cpu) shrinks every key to at most
+# SMALL per size, so that the interpreter gets through; timings then mean nothing.
+DEVICE = os.environ.get("FLYSEARCH_BENCH_DEVICE", "cuda")
+SMALL = int(os.environ.get("FLYSEARCH_BENCH_SMALL", "256"))
 
 
 def _example(name: str) -> ModuleType:
@@ -53,7 +57,17 @@ def _example(name: str) -> ModuleType:
 
 
 def _keys(module: ModuleType, n: int) -> list[dict[str, int]]:
+    if DEVICE == "cpu":  # rows (and M) down to SMALL, the other sizes down to 256 (a few apart)
+        return [{k: min(v, SMALL if k in ("n_rows", "M") else 256 // (i % 2 + 1)) for k, v in key.items()}
+                for i, key in enumerate(module.KEYS[:n])]
     return list(module.KEYS[:n])
+
+
+def _sync() -> None:
+    if DEVICE == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
 
 
 def _key_text(key: Mapping[str, Any]) -> str:
@@ -70,31 +84,44 @@ def _write_json(path: Path, data: Any) -> None:
 def _tuned(module: ModuleType, store: str) -> Any:
     import flysearch
 
-    return flysearch.autotune(space=module.SPACE, key=module.KEY, reference=module.reference,
-                              outputs=module.OUTPUTS, rtol=module.RTOL, atol=module.ATOL,
-                              store=store)(module.kernel_fn)
+    return flysearch.autotune(
+        space=module.SPACE,
+        key=module.KEY,
+        reference=module.reference,
+        outputs=module.OUTPUTS,
+        rtol=module.RTOL,
+        atol=module.ATOL,
+        store=store,
+    )(module.kernel_fn)
 
 
 def _machine() -> dict[str, Any]:
     import torch
     import triton
 
-    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-            "cuda": torch.version.cuda, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC")}
+    device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
+    return {
+        "device": device,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda,
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 def _free() -> None:
-    import torch
+    if DEVICE == "cuda":
+        import torch
 
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
 
 
 # -- tune: the decorator as a user runs it ---------------------------------------------------------
 
 
 def tune(store: str, out: Path, examples: list[str], n_keys: int) -> None:
-    import torch
 
     cache = os.environ.get("TRITON_CACHE_DIR", "")
     done: dict[str, Any] = {"machine": _machine(), "cache": cache, "runs": []}
@@ -102,18 +129,29 @@ def tune(store: str, out: Path, examples: list[str], n_keys: int) -> None:
         module = _example(name)
         tuned = _tuned(module, store)
         for key in _keys(module, n_keys):
-            args = module.make_args(key, "cuda")
-            torch.cuda.synchronize()
+            args = module.make_args(key, DEVICE)
+            _sync()
             t0 = time.perf_counter()
             config = tuned.tune(**args, grid=module.grid(args))
-            torch.cuda.synchronize()
+            _sync()
             wall = time.perf_counter() - t0
-            report = next(t.report for t in tuned.store.tuned(name=tuned.tuner.name)
-                          if t.key == _key_text(key))
-            done["runs"].append({"example": name, "key": _key_text(key), "wall_s": round(wall, 3),
-                                 "config": config, "report": report})
-            print(f"{name} {_key_text(key)}: {wall:.1f} s, {report['compiles']} compiles "
-                  f"({report['sampler']}), {report['winner_ms']:.4f} ms", flush=True)
+            report = next(
+                t.report for t in tuned.store.tuned(name=tuned.tuner.name) if t.key == _key_text(key)
+            )
+            done["runs"].append(
+                {
+                    "example": name,
+                    "key": _key_text(key),
+                    "wall_s": round(wall, 3),
+                    "config": config,
+                    "report": report,
+                }
+            )
+            print(
+                f"{name} {_key_text(key)}: {wall:.1f} s, {report['compiles']} compiles "
+                f"({report['sampler']}), {report['winner_ms']:.4f} ms",
+                flush=True,
+            )
             _write_json(out, done)
             del args
             _free()
@@ -125,19 +163,19 @@ def tune(store: str, out: Path, examples: list[str], n_keys: int) -> None:
 def _per_call_us(fn: Callable[..., Any], args: dict[str, Any], extra: dict[str, Any], calls: int) -> float:
     """Host microseconds per call of ``fn(**args, **extra)`` over *calls* calls (fewer than the
     GPU's launch queue holds, so the host never waits on the GPU)."""
-    import torch
 
-    torch.cuda.synchronize()
+    _sync()
     t0 = time.perf_counter()
     for _ in range(calls):
         fn(**args, **extra)
     spent = time.perf_counter() - t0
-    torch.cuda.synchronize()
+    _sync()
     return spent / calls * 1e6
 
 
-def dispatch(store: str, out: Path, examples: list[str], n_keys: int, calls: int = 200,
-             rounds: int = 7) -> None:
+def dispatch(
+    store: str, out: Path, examples: list[str], n_keys: int, calls: int = 200, rounds: int = 7
+) -> None:
     import torch
 
     result: dict[str, Any] = {"machine": _machine(), "keys": [], "overhead": []}
@@ -153,16 +191,19 @@ def dispatch(store: str, out: Path, examples: list[str], n_keys: int, calls: int
 
         tuned.tuner.tune = counted
         for i, key in enumerate(_keys(module, n_keys)):
-            args = module.make_args(key, "cuda")
+            args = module.make_args(key, DEVICE)
             g = module.grid(args)
             expected = module.reference(**args)
             expected = expected if isinstance(expected, tuple) else (expected,)
             tuned[g](**args)
-            torch.cuda.synchronize()
-            right = all(torch.allclose(args[o].float(), e.float(), rtol=module.RTOL, atol=module.ATOL)
-                        for o, e in zip(module.OUTPUTS, expected, strict=True))
-            result["keys"].append({"example": name, "key": _key_text(key), "tunes": len(tunes),
-                                   "right": right})
+            _sync()
+            right = all(
+                torch.allclose(args[o].float(), e.float(), rtol=module.RTOL, atol=module.ATOL)
+                for o, e in zip(module.OUTPUTS, expected, strict=True)
+            )
+            result["keys"].append(
+                {"example": name, "key": _key_text(key), "tunes": len(tunes), "right": right}
+            )
             if i == 0:  # the decorator's cost per call, against launching its config directly
                 best = tuned.best_config(**{k: args[k] for k in module.KEY})
                 direct = module.kernel_fn[g]
@@ -174,17 +215,30 @@ def dispatch(store: str, out: Path, examples: list[str], n_keys: int, calls: int
                     for label, fn, extra in order:
                         samples[label].append(_per_call_us(fn, args, extra, calls))
                 med = {k: statistics.median(v) for k, v in samples.items()}
-                result["overhead"].append({"example": name, "key": _key_text(key), "calls": calls,
-                                           "rounds": rounds, "direct_us": med["direct"],
-                                           "autotune_us": med["autotune"],
-                                           "overhead_us": med["autotune"] - med["direct"],
-                                           "samples": samples})
+                result["overhead"].append(
+                    {
+                        "example": name,
+                        "key": _key_text(key),
+                        "calls": calls,
+                        "rounds": rounds,
+                        "direct_us": med["direct"],
+                        "autotune_us": med["autotune"],
+                        "overhead_us": med["autotune"] - med["direct"],
+                        "samples": samples,
+                    }
+                )
             del args, expected
             _free()
         _write_json(out, result)
-    print(json.dumps({"tunes": sum(k["tunes"] for k in result["keys"]),
-                      "wrong": sum(not k["right"] for k in result["keys"]),
-                      "overhead_us": [round(o["overhead_us"], 2) for o in result["overhead"]]}))
+    print(
+        json.dumps(
+            {
+                "tunes": sum(k["tunes"] for k in result["keys"]),
+                "wrong": sum(not k["right"] for k in result["keys"]),
+                "overhead_us": [round(o["overhead_us"], 2) for o in result["overhead"]],
+            }
+        )
+    )
 
 
 # -- baseline: triton.autotune over the same configs ------------------------------------------------
@@ -202,7 +256,6 @@ def baseline(out: Path, examples: list[str], subset: int, seed: int = 0) -> None
     """triton.autotune's wall clock to its winner over *subset* random feasible configs of each
     example's first key (this process's cache as it is: run it with a fresh TRITON_CACHE_DIR for
     the cold figure, and again for the warm one)."""
-    import torch
     import triton
 
     from flysearch.tune import KeyValues
@@ -215,17 +268,25 @@ def baseline(out: Path, examples: list[str], subset: int, seed: int = 0) -> None
         feasible = module.SPACE.enumerate(KeyValues.of(key), _arch()).feasible
         chosen = random.Random(seed).sample(feasible, min(subset, len(feasible)))
         kernel = triton.autotune(configs=[_triton_config(c.as_dict()) for c in chosen], key=module.KEY)(
-            module.kernel_fn)
-        args = module.make_args(key, "cuda")
+            module.kernel_fn
+        )
+        args = module.make_args(key, DEVICE)
         g = module.grid(args)
-        torch.cuda.synchronize()
+        _sync()
         t0 = time.perf_counter()
         kernel[g](**args)
-        torch.cuda.synchronize()
+        _sync()
         wall = time.perf_counter() - t0
-        result["runs"].append({"example": name, "key": _key_text(key), "configs": len(chosen),
-                               "n_feasible": len(feasible), "wall_s": round(wall, 3),
-                               "per_config_s": round(wall / len(chosen), 4)})
+        result["runs"].append(
+            {
+                "example": name,
+                "key": _key_text(key),
+                "configs": len(chosen),
+                "n_feasible": len(feasible),
+                "wall_s": round(wall, 3),
+                "per_config_s": round(wall / len(chosen), 4),
+            }
+        )
         print(f"triton.autotune {name} {_key_text(key)}: {len(chosen)} configs in {wall:.1f} s", flush=True)
         _write_json(out, result)
         del args
@@ -235,9 +296,9 @@ def baseline(out: Path, examples: list[str], subset: int, seed: int = 0) -> None
 def _arch() -> Any:
     import torch
 
-    from flysearch.space import arch_of_device
+    from flysearch.space import arch_of_device, get_arch
 
-    return arch_of_device(torch.cuda.get_device_name())
+    return arch_of_device(torch.cuda.get_device_name()) if DEVICE == "cuda" else get_arch("sm_90")
 
 
 # -- race: the ground truth -------------------------------------------------------------------------
@@ -249,8 +310,12 @@ def _compile_job(job: tuple[str, dict[str, int], dict[str, Any]]) -> tuple[str, 
     name, key, values = job
     t0 = time.perf_counter()
     r = compile_for_sm90(name, key, values)
-    return name, _key_text(key), ",".join(f"{k}={v}" for k, v in sorted(values.items())), (
-        time.perf_counter() - t0 if r["ok"] else None)
+    return (
+        name,
+        _key_text(key),
+        ",".join(f"{k}={v}" for k, v in sorted(values.items())),
+        (time.perf_counter() - t0 if r["ok"] else None),
+    )
 
 
 def race(out: Path, examples: list[str], n_keys: int, workers: int) -> None:
@@ -260,10 +325,20 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     arch = _arch()
-    plan = {name: [(key, _example(name).SPACE.enumerate(KeyValues.of(key), arch).feasible)
-                   for key in _keys(_example(name), n_keys)] for name in examples}
-    jobs = [(name, key, c.as_dict()) for name in examples for key, configs in plan[name] for c in configs
-            if not (out / f"{name}__{_key_text(key)}.table.json.gz").exists()]
+    plan = {
+        name: [
+            (key, _example(name).SPACE.enumerate(KeyValues.of(key), arch).feasible)
+            for key in _keys(_example(name), n_keys)
+        ]
+        for name in examples
+    }
+    jobs = [
+        (name, key, c.as_dict())
+        for name in examples
+        for key, configs in plan[name]
+        for c in configs
+        if not (out / f"{name}__{_key_text(key)}.table.json.gz").exists()
+    ]
     cold: dict[tuple[str, str, str], float | None] = {}
     t_start = time.perf_counter()
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
@@ -276,26 +351,34 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int) -> None:
             for f in futures[name]:
                 n, k, c, s = f.result()
                 cold[(n, k, c)] = s
-            print(f"{name}: {len(futures[name])} compiles done at {time.perf_counter() - t_start:.0f} s",
-                  flush=True)
+            print(
+                f"{name}: {len(futures[name])} compiles done at {time.perf_counter() - t_start:.0f} s",
+                flush=True,
+            )
             module = _example(name)
             tuned = _tuned(module, str(out / "race-store.db"))  # a race stores nothing there
             for key, _configs in plan[name]:
                 path = out / f"{name}__{_key_text(key)}.table.json.gz"
                 if path.exists():
                     continue
-                args = module.make_args(key, "cuda")
+                args = module.make_args(key, DEVICE)
                 t0 = time.perf_counter()
-                table = tuned.race(**args, grid=module.grid(args),
-                                   retime=RetimeSettings(rounds=5, within=0.02, min_k=4, max_k=8))
+                table = tuned.race(
+                    **args,
+                    grid=module.grid(args),
+                    retime=RetimeSettings(rounds=5, within=0.02, min_k=4, max_k=8),
+                )
                 for row in table.rows.values():
                     row.extra["pool_compile_s"] = cold.get((name, _key_text(key), row.key))
                 dump_table_file(table, path)
                 best = table.confirmed_best()
                 spent = time.perf_counter() - t0
-                print(f"{name} {_key_text(key)}: {len(table)} configs raced in {spent:.0f} s, "
-                      f"{len(table.ok_rows())} ok, best {best.key} "
-                      f"{table.retimed_ms().get(best.key, best.time_ms):.4f} ms", flush=True)
+                print(
+                    f"{name} {_key_text(key)}: {len(table)} configs raced in {spent:.0f} s, "
+                    f"{len(table.ok_rows())} ok, best {best.key} "
+                    f"{table.retimed_ms().get(best.key, best.time_ms):.4f} ms",
+                    flush=True,
+                )
                 del args
                 _free()
 
@@ -328,24 +411,35 @@ def final(races: Path, runs: Path, out: Path, examples: list[str], n_keys: int, 
             top = [r.key for r in table.ranked()[:3]]
             entries = {f"race{i + 1}": table.rows[k].params for i, k in enumerate(top)}
             entries.update(winners[(name, _key_text(key))])
-            args = module.make_args(key, "cuda")
+            args = module.make_args(key, DEVICE)
             g = module.grid(args)
             launch = module.kernel_fn[g]
 
-            def time_one(label: str, g: Any = g, args: Any = args, launch: Any = launch,
-                         entries: Any = entries) -> float:
+            def time_one(
+                label: str, g: Any = g, args: Any = args, launch: Any = launch, entries: Any = entries
+            ) -> float:
                 params = entries[label]
                 return time_launches(lambda _i: launch(**args, **params), protocol)[0]
 
             samples, failed = interleaved_rounds(list(entries), time_one, rounds, key=lambda s: s)
             med = {k: statistics.median(v) for k, v in samples.items() if v}
             optimum = min(med[k] for k in med if k.startswith("race"))
-            pair = {"example": name, "key": _key_text(key), "median_ms": med, "failed": failed,
-                    "configs": entries, "race_top": top, "n_configs": len(table),
-                    **{f"{label}_ratio": med[label] / optimum for label in ("cold", "warm") if label in med}}
+            pair = {
+                "example": name,
+                "key": _key_text(key),
+                "median_ms": med,
+                "failed": failed,
+                "configs": entries,
+                "race_top": top,
+                "n_configs": len(table),
+                **{f"{label}_ratio": med[label] / optimum for label in ("cold", "warm") if label in med},
+            }
             result["pairs"].append(pair)
-            ratios = [f"{label} {pair[label + '_ratio']:.4f}" for label in ("cold", "warm")
-                      if label + "_ratio" in pair]
+            ratios = [
+                f"{label} {pair[label + '_ratio']:.4f}"
+                for label in ("cold", "warm")
+                if label + "_ratio" in pair
+            ]
             print(f"{name} {_key_text(key)}: " + ", ".join(ratios), flush=True)
             _write_json(out, result)
             del args

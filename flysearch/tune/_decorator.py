@@ -112,8 +112,8 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
         reset_to_zero, restore_value: As ``triton.autotune``'s.
         warmup, rep: ``triton.autotune``'s warm-up runs and milliseconds of timed runs; or
         protocol: The race's timing protocol.
-        budget: Compiles for a key tuned without a prior (default: 8% of the feasible configs, at
-            least 24).
+        budget: Compiles for a key tuned without a prior (default: 6% of the feasible configs, at
+            least 24, at most 64).
         sampler: The sampler of such a key.
         seed: Seed of the samplers and of the finalists' rounds.
         transfer_after: Tuned keys after which a prior trained on them ranks the next key's configs.

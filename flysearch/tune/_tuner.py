@@ -48,9 +48,9 @@ log = logging.getLogger("flysearch.autotune")
 
 
 def cold_budget(n_feasible: int) -> int:
-    """Compiles a key gets without a prior: 8% of the feasible configs, at least 24 (all of a
-    small space)."""
-    return min(n_feasible, max(24, math.ceil(0.08 * n_feasible)))
+    """Compiles a key gets without a prior: 6% of the feasible configs, at least 24 (all of a
+    small space) and at most 64."""
+    return min(n_feasible, max(24, min(64, math.ceil(0.06 * n_feasible))))
 
 
 @dataclass(frozen=True)
@@ -107,14 +107,21 @@ class TuneResult:
         return asdict(self)
 
 
+def _code_text(code: Any) -> str:
+    """A code object's bytecode and constants, nested code objects included (their text, not their
+    repr, which holds a memory address that differs from process to process)."""
+    consts = [_code_text(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
+    return f"{code.co_code.hex()}:{consts}:{code.co_names}"
+
+
 def space_fingerprint(space: Space) -> str:
     """A hash of what a space searches: its parameters' values and its constraints (their names
-    and the bytecode of their predicates, so that an edited constraint tunes again)."""
+    and the bytecode of their predicates, so that an edited constraint tunes again); the same in
+    every process."""
     parts = [json.dumps(space.to_json(), sort_keys=True)]
     for c in space.constraints:
         code = getattr(c.predicate, "__code__", None)
-        parts.append(f"{c.name}:{code.co_code.hex() if code else c.predicate!r}:"
-                     f"{code.co_consts if code else ''}")
+        parts.append(f"{c.name}:{_code_text(code) if code is not None else type(c.predicate).__qualname__}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
 

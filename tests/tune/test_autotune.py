@@ -187,3 +187,11 @@ def test_a_race_times_every_feasible_config_and_retimes_its_top(tmp_path):
     dump_table_file(table, tmp_path / "race.table.json.gz")
     meta, rows = read_table_file(tmp_path / "race.table.json.gz")
     assert meta.problem == {"n": 256} and len(rows) == 18
+
+
+def test_a_space_has_the_same_fingerprint_in_every_process():
+    code = ("import examples.matmul as m; from flysearch.tune import space_fingerprint; "
+            "print(space_fingerprint(m.SPACE))")
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           cwd=HERE.parents[1]).stdout for _ in range(2)}
+    assert len(runs) == 1
