@@ -1,6 +1,7 @@
-"""The package's import graph, read with ``ast``: no import cycles, and no module takes another
-module's private names (nor a private module of another package); the benchmark scripts and the
-paper's build import flysearch's public names only.
+"""The package's import graph, read with ``ast``: no import cycles, no import against the order of
+the stages that ``docs/architecture.md`` lists, and no module takes another module's private names
+(nor a private module of another package); the benchmark scripts and the paper's build import
+flysearch's public names only.
 
 Every import counts, inside functions and under ``if TYPE_CHECKING:`` too: a cycle closed at call
 time, or by a type annotation, is still a cycle in the design.
@@ -9,12 +10,15 @@ time, or by a type annotation, is still a cycle in the design.
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "flysearch"
 SCRIPTS = (ROOT / "benchmarks", ROOT / "paper")  # thin callers of the public API
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
 def _module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -37,12 +41,17 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
+@functools.cache
+def _parse(path: Path) -> ast.Module:
+    """*path*'s syntax tree, read once for all the checks."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(modules: dict[str, Path]) -> Iterator[tuple[str, str, str | None]]:
     """``(importer, imported module, name)`` for every flysearch import (name ``None`` for
     ``import flysearch.x``)."""
     for module, path in modules.items():
-        tree = ast.parse(path.read_text(), str(path))
-        for node in ast.walk(tree):
+        for node in ast.walk(_parse(path)):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.startswith("flysearch"):
@@ -174,4 +183,65 @@ def test_the_script_check_sees_private_imports(tmp_path: Path) -> None:
         "a.py imports _history from flysearch.samplers",
         "a.py imports the private module flysearch.evaluators._pool",
         "a.py imports the private module flysearch.kernels._aiter_cut",
+    ]
+
+
+# -- the order of the stages --------------------------------------------------------------------
+
+
+def _layers(architecture: str) -> list[str]:
+    """The modules and packages of the flow, top-down, as the first code block of
+    ``docs/architecture.md`` lists them: ``errors.py`` is ``flysearch.errors``, ``space/`` is
+    ``flysearch.space``, ``__init__.py`` the package ``flysearch`` itself."""
+    block = re.search(r"```\n(.*?)```", architecture, re.DOTALL)
+    assert block, "docs/architecture.md lists the stages in a code block"
+    names = [line.split()[0] for line in block.group(1).splitlines() if line.strip()]
+    return [".".join(["flysearch", *[part for part in [n.removesuffix("/").removesuffix(".py")]
+                                     if part != "__init__"]]) for n in names]
+
+
+def _layer(module: str, layers: list[str]) -> int | None:
+    """The position of *module* in *layers* (that of the package it is in); ``None`` if unplaced."""
+    if module in layers:
+        return layers.index(module)
+    placed = [i for i, entry in enumerate(layers) if entry != "flysearch" and module.startswith(f"{entry}.")]
+    return max(placed, key=lambda i: len(layers[i])) if placed else None
+
+
+def _against_the_flow(edges: list[tuple[str, str]], layers: list[str]) -> list[str]:
+    """Each import ``(importer, imported)`` of a module placed below the importer in *layers*."""
+    found = []
+    for importer, imported in edges:
+        a, b = _layer(importer, layers), _layer(imported, layers)
+        if a is not None and b is not None and b > a:
+            found.append(f"{importer} imports {imported} ({layers[b]} comes after {layers[a]})")
+    return sorted(set(found))
+
+
+def test_a_stage_imports_only_the_stages_above_it() -> None:
+    """Arrows go down the flow of ``docs/architecture.md``: a module imports the modules of its own
+    stage and of the stages listed above it, never of one below, and every module has a place."""
+    modules = _modules()
+    layers = _layers(ARCHITECTURE.read_text())
+    assert layers.index("flysearch.space") < layers.index("flysearch.study") < layers.index("flysearch.cli")
+    unplaced = sorted(m for m in modules if _layer(m, layers) is None)
+    assert not unplaced, f"docs/architecture.md's list of stages does not place {unplaced}"
+    edges = [(importer, imported) for importer, imported, _name in _imports(modules)
+             if imported in modules and imported != importer]
+    found = _against_the_flow(edges, layers)
+    assert not found, "\n".join(found)
+
+
+def test_the_order_check_sees_an_import_up_the_flow() -> None:
+    layers = _layers("text\n```\nerrors.py    mistakes\n_version.py\nspace/   Space ──┐\n"
+                     "study/   Study ───┘\n__init__.py\n```\n")
+    assert layers == ["flysearch.errors", "flysearch._version", "flysearch.space", "flysearch.study",
+                      "flysearch"]
+    edges = [("flysearch.space._space", "flysearch.study"), ("flysearch.study._loop", "flysearch.space"),
+             ("flysearch.study._loop", "flysearch.study._trials"), ("flysearch.errors", "flysearch._version"),
+             ("flysearch", "flysearch.study"), ("flysearch.space", "flysearch")]
+    assert _against_the_flow(edges, layers) == [
+        "flysearch.errors imports flysearch._version (flysearch._version comes after flysearch.errors)",
+        "flysearch.space imports flysearch (flysearch comes after flysearch.space)",
+        "flysearch.space._space imports flysearch.study (flysearch.study comes after flysearch.space)",
     ]
