@@ -211,23 +211,6 @@ def test_summary_of_a_database_study_reads_the_same_records_as_optuna(conv_mi250
     assert summary.best_ms == min(r.time_ms for r in slow if r.time_ms is not None)
 
 
-def test_trials_are_finished_through_optunas_own_tell() -> None:
-    """The replay loop finishes trials with the function ``Study.tell`` calls (without its copy);
-    on the installed Optuna it is found, and it completes and fails trials as ``tell`` does."""
-    import optuna
-
-    from flysearch.study import _trials as study_module
-
-    assert study_module._TELL is not None
-    study = optuna.create_study()
-    ok, failed = study.ask(), study.ask()
-    study_module._finish(study, ok.number, 2.5, None)
-    study_module._finish(study, failed.number, None, optuna.trial.TrialState.FAIL)
-    trials = study.get_trials()
-    assert (trials[0].state, trials[0].value) == (optuna.trial.TrialState.COMPLETE, 2.5)
-    assert trials[1].state == optuna.trial.TrialState.FAIL
-
-
 def test_record_as_dict_is_dataclasses_asdict() -> None:
     from dataclasses import asdict
 
