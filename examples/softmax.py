@@ -161,7 +161,4 @@ def reference(**args: Any) -> torch.Tensor:
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
 
 
-kernel = (
-    flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS)(kernel_fn)
-    if hasattr(flysearch, "autotune") else None
-)
+kernel = flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS)(kernel_fn)

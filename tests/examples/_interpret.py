@@ -35,9 +35,9 @@ CASES: list[tuple[str, dict[str, int], dict[str, Any]]] = [
     ("matmul", {"M": 40, "N": 72, "K": 100},
      {"TILE_M": 16, "TILE_N": 32, "TILE_K": 32, "GROUP": 1, "num_warps": 4, "num_stages": 2}),
     ("matmul", {"M": 40, "N": 72, "K": 100},
-     {"TILE_M": 16, "TILE_N": 64, "TILE_K": 64, "GROUP": 4, "num_warps": 4, "num_stages": 3}),
+     {"TILE_M": 16, "TILE_N": 64, "TILE_K": 64, "GROUP": 8, "num_warps": 4, "num_stages": 3}),
     ("matmul", {"M": 64, "N": 64, "K": 64},
-     {"TILE_M": 32, "TILE_N": 32, "TILE_K": 32, "GROUP": 8, "num_warps": 8, "num_stages": 5}),
+     {"TILE_M": 32, "TILE_N": 32, "TILE_K": 32, "GROUP": 8, "num_warps": 8, "num_stages": 4}),
 ]
 
 
