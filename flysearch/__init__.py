@@ -62,7 +62,6 @@ from typing import TYPE_CHECKING, Any
 from flysearch._version import __version__
 
 if TYPE_CHECKING:
-    from flysearch.tune import autotune
     from flysearch.compare import (
         Experiment,
         SamplerSpec,
@@ -95,6 +94,7 @@ if TYPE_CHECKING:
         read_table_file,
         space_for_table,
     )
+    from flysearch.tune import autotune
 
 # The names are imported when first used (PEP 562), so that a process that needs one module (a
 # compile worker of a live study) does not pay for Optuna, SQLite and the rest at start-up.
