@@ -145,6 +145,7 @@ __all__ = [
     "TableSpec",
     "TableStore",
     "__version__",
+    "autotune",
     "best_configs",
     "export_json",
     "fit_prior",
