@@ -40,7 +40,7 @@ def softmax_kernel(
             e = tl.exp(x - tl.max(x, axis=0))
             tl.store(y_row + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=inside)
         else:
-            # Pass 1: running max m and sum s of exp(x - m); every chunk holds a real column, so m
+            # Pass 1: running max m and sum s of exp(x - m); every chunk of a row holds a column, so m
             # is finite after the first chunk and the rescale exp(m_old - m) never sees inf - inf.
             m = -float("inf")
             s = 0.0
@@ -64,7 +64,7 @@ kernel_fn = softmax_kernel
 KEY = ["n_rows", "n_cols"]
 
 # Rows x columns: attention scores (batch x heads x queries, keys) and the logits of a prefill
-# over a vocabulary (tokens, vocab: Llama 2, GPT-NeoX, Phi-3, Llama 3, Qwen 2, Gemma).
+# over a vocabulary (tokens, vocab: Llama 2, GPT-2, Phi-3, Llama 3, Qwen 2, Gemma).
 KEYS: list[dict[str, int]] = [
     {"n_rows": 16384, "n_cols": 4096},
     {"n_rows": 32768, "n_cols": 8192},
