@@ -49,6 +49,15 @@ N_KEYS = 8
 # A dry run on a CPU (TRITON_INTERPRET=1 FLYSEARCH_BENCH_DEVICE=cpu) shrinks every key to at most
 # SMALL per size, so that the interpreter gets through; timings then mean nothing.
 DEVICE = os.environ.get("FLYSEARCH_BENCH_DEVICE", "cuda")
+
+
+def _race_protocol() -> Any:
+    from flysearch.evaluators import TimingProtocol
+
+    return TimingProtocol(batches=3, min_batch_ms=0.25, warmup=1)  # every config once; its top re-timed
+
+
+RACE_PROTOCOL = None  # set in main (flysearch is imported late, after sys.path)
 SMALL = int(os.environ.get("FLYSEARCH_BENCH_SMALL", "256"))
 
 
@@ -81,10 +90,11 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def _tuned(module: ModuleType, store: str) -> Any:
+def _tuned(module: ModuleType, store: str, protocol: Any = None) -> Any:
     import flysearch
 
     return flysearch.autotune(
+        protocol=protocol,
         space=module.SPACE,
         key=module.KEY,
         reference=module.reference,
@@ -319,7 +329,9 @@ def _compile_job(job: tuple[str, dict[str, int], dict[str, Any]]) -> tuple[str, 
     return name, _key_text(key), config, time.perf_counter() - t0 if ok else None
 
 
-def race(out: Path, examples: list[str], n_keys: int, workers: int) -> None:
+def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = "both") -> None:
+    """The race: *step* ``compile`` fills Triton's cache on *workers* cores (no GPU needed),
+    ``time`` launches every config (each binary loaded from the cache), ``both`` overlaps them."""
     from flysearch.evaluators import RetimeSettings
     from flysearch.tables import dump_table_file
     from flysearch.tune import KeyValues
@@ -459,6 +471,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     parser.add_argument("--subset", type=int, default=32)
     parser.add_argument("--commit", default="")
+    parser.add_argument("--step", choices=("compile", "time", "both"), default="both")
     a = parser.parse_args(argv)
     examples = a.examples.split(",")
     if a.phase == "tune":
@@ -468,7 +481,9 @@ def main(argv: list[str] | None = None) -> None:
     elif a.phase == "baseline":
         baseline(a.out, examples, a.subset)
     elif a.phase == "race":
-        race(a.out, examples, a.keys, a.workers)
+        global RACE_PROTOCOL
+        RACE_PROTOCOL = _race_protocol()
+        race(a.out, examples, a.keys, a.workers, a.step)
     elif a.phase == "final":
         final(a.races, a.runs, a.out, examples, a.keys)
     else:
