@@ -427,5 +427,9 @@ from flysearch.cli._serve import serve  # noqa: E402
 
 main.add_command(serve)
 
+from flysearch.cli._tune import tune  # noqa: E402
+
+main.add_command(tune)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

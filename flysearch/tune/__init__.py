@@ -12,6 +12,7 @@ from flysearch.tune._decorator import Autotuned, autotune, make_space
 from flysearch.tune._keys import LAUNCH_OPTIONS, KeyValues
 from flysearch.tune._store import DEFAULT_STORE, STORE_ENV, Tuned, TuneStore, store_url
 from flysearch.tune._tuner import Tuner, TuneResult, TuneSettings, cold_budget, space_fingerprint
+from flysearch.tune._workload_file import load_keys, load_workload, run_workload, store_env
 
 __all__ = [
     "DEFAULT_STORE",
@@ -26,7 +27,11 @@ __all__ = [
     "Tuner",
     "autotune",
     "cold_budget",
+    "load_keys",
+    "load_workload",
     "make_space",
+    "run_workload",
     "space_fingerprint",
+    "store_env",
     "store_url",
 ]
