@@ -59,7 +59,11 @@ def _feed(h: Any, obj: Any, seen: set[int]) -> None:
             _feed(h, item, seen)
         h.update(b")")
     elif isinstance(obj, set | frozenset):  # in no particular order: string hashes differ by process
-        h.update(b"{" + b"".join(sorted(_digest_of(item, seen) for item in obj)) + b"}")
+        if all(isinstance(item, _PLAIN) for item in obj):  # a table's keys: thousands of strings
+            items = sorted(f"{type(item).__name__}:{item!r}" for item in obj)
+            h.update(("{" + "\0".join(items) + "}").encode())
+        else:
+            h.update(b"{" + b"".join(sorted(_digest_of(item, seen) for item in obj)) + b"}")
     elif isinstance(obj, dict):
         h.update(b"<dict>" + b"".join(sorted(_digest_of(item, seen) for item in obj.items())))
     elif isinstance(obj, types.CodeType):
