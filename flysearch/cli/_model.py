@@ -153,9 +153,9 @@ def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], samp
         raise click.UsageError(str(exc)) from None
     if as_json:
         for r in results:
-            medians = {str(eps): _finite(r.sampler_median(eps)) for eps in r.sampler}
+            medians = {eps: _finite(r.sampler_median(eps)) for eps in r.sampler}
             doc = {**asdict(r), "hit16": r.hit16, "sampler_median": medians, "budget": budget}
-            click.echo(json.dumps(_str_keys(doc), sort_keys=True))
+            click.echo(json.dumps(doc, sort_keys=True))  # a float key (0.01) becomes "0.01"
         return
     out = Table("held-out table", "configs", "prior rank 1%", "prior rank 5%", "hit@16",
                 "sampler 1% (median)", "sampler 5% (median)", "per seed 1%")
@@ -180,13 +180,6 @@ def _stoppable(command: str) -> Iterator[None]:
 def _finite(value: float | None) -> float | None:
     """*value*, ``None`` for infinity (a median over seeds most of which never got there)."""
     return None if value is None or math.isinf(value) else value
-
-
-def _str_keys(value: Any) -> Any:
-    """*value* with every dict key a string (JSON's), nested dicts and lists included."""
-    if isinstance(value, dict):
-        return {str(k): _str_keys(v) for k, v in value.items()}
-    return [_str_keys(v) for v in value] if isinstance(value, list) else value
 
 
 def _fmt(value: float | None, budget: int) -> str:
