@@ -189,3 +189,25 @@ def test_a_study_shows_as_json_and_piped_output_keeps_its_config_key_whole(
                             "--db", db], capture_output=True, text=True, env=env, check=True).stdout
     best = next(line for line in piped.splitlines() if line.startswith("  best "))
     assert len(best) > 80 and best.endswith(f": {shown['best_key']}"), piped
+
+
+def test_study_run_stores_the_study_where_its_file_says(two_tables: tuple[str, list[str]], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study file's ``storage`` (relative to the file) is where ``study run`` stores the study,
+    from any working directory, and where the same command resumes it."""
+    import optuna
+
+    db, names = two_tables
+    folder, elsewhere = tmp_path / "studies", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    study_file = folder / "s.toml"
+    study_file.write_text(f'[study]\nname = "filed"\ntable = "{names[0]}"\ndb = "{db}"\nsampler = "random"\n'
+                          'budget = 3\nstorage = "sqlite:///kept.db"\n')
+    monkeypatch.chdir(elsewhere)
+    for _ in range(2):
+        code, out = run("study", "run", str(study_file))
+        assert code == 0, out
+    assert "resumed a finished study" in out
+    study = optuna.load_study(study_name="filed", storage=f"sqlite:///{folder / 'kept.db'}")
+    assert study.user_attrs["flysearch"]["budget"] == 3 and list(elsewhere.iterdir()) == []
