@@ -36,7 +36,7 @@ from flysearch.evaluators import ReplayEvaluator
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.study._loop import SyncEvaluator, run_loop
 from flysearch.study._shared import SharedStudy
-from flysearch.study._spec import DEFAULT_STORAGE, StudySpec
+from flysearch.study._spec import DEFAULT_STORAGE, StudySpec, identity_differences
 from flysearch.study._sqlite import tune_sqlite
 from flysearch.study._sqlite_file import create_whole, examine, sqlite_path
 from flysearch.study._trials import RECORD_ATTR, History, TrialRecord, Trials, tell_record
@@ -179,29 +179,31 @@ def open_study(
     storage: optuna.storages.BaseStorage,
     settings: StudySpec,
     sampler: optuna.samplers.BaseSampler,
+    *,
+    space: Space | None,
 ) -> optuna.Study:
-    """Create or load the study *study_name* in *storage*: a new one stores *settings*; an existing
-    one must have been started with the same identity (:meth:`StudySpec.identity`, else
-    :class:`StudyMismatchError`), and a grown budget is stored."""
+    """Create or load the study *study_name* in *storage*: a new one stores *settings* and what
+    *space* it searches; an existing one must have been started with the same identity
+    (:meth:`StudySpec.identity`, space included, else :class:`StudyMismatchError` naming each
+    difference), and a grown budget is stored. A study stored before flysearch stored its space
+    is resumed, and its space is stored from then on."""
     study = optuna.create_study(
         study_name=study_name, storage=storage, sampler=sampler, direction="minimize",
         load_if_exists=True,
     )
+    record = settings.stored(space)
     stored = study.user_attrs.get(RECORD_ATTR)
     if stored is None:
-        study.set_user_attr(RECORD_ATTR, settings.stored())
+        study.set_user_attr(RECORD_ATTR, record)
         return study
-    mismatched = {
-        k: (stored.get(k), v) for k, v in settings.identity().items() if stored.get(k) != v
-    }
-    if mismatched:
-        diff = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in mismatched.items())
+    differences = identity_differences(stored, settings.identity(space))
+    if differences:
         raise StudyMismatchError(
-            f"Study {study_name!r} exists with other settings ({diff}); resume it with the same "
-            "settings or give a new study name."
+            f"Study {study_name!r} exists with other settings ({'; '.join(differences)}); resume it with "
+            "the same settings or give a new study name."
         )
-    if settings.budget != stored.get("budget"):
-        study.set_user_attr(RECORD_ATTR, settings.stored())
+    if any(stored.get(k) != v for k, v in record.items()):  # a grown budget, a space stored at last
+        study.set_user_attr(RECORD_ATTR, record)
     return study
 
 
@@ -228,7 +230,8 @@ def run_study(
         settings: Sampler, budget, seed and encoding.
         shape: The GEMM shape, if the space's constraints need one.
         arch: The arch profile, if the constraints need one.
-        storage: Optuna storage URL or object; ``None`` means :data:`DEFAULT_STORAGE`.
+        storage: Optuna storage URL or object; ``None`` means the one *settings* names
+            (:attr:`StudySpec.storage`).
         progress: Called as ``progress(compiles, budget)`` after each trial.
         prior: A trained cost model, for the model-based samplers.
         problem: The problem sizes a cost model sees (defaults to the shape's).
@@ -237,7 +240,8 @@ def run_study(
 
     Raises:
         EmptySpaceError: the constraints leave no config (raised before any storage is touched).
-        StudyMismatchError: the stored study was started with other settings.
+        StudyMismatchError: the stored study was started with other settings or over another
+            space (other parameters, value sets or constraints).
     """
     enumeration = space.enumerate(shape, arch)
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
@@ -245,7 +249,8 @@ def run_study(
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior,
                            budget=settings.budget, measured=_measured(evaluator),
                            options=settings.sampler_options)
-    durable = open_study(study_name, open_storage(storage), settings, sampler)
+    durable = open_study(study_name, open_storage(settings.storage if storage is None else storage),
+                         settings, sampler, space=space)
     _recover_abandoned(durable)
     shared = SharedStudy(durable, sampler)
     trials = Trials(shared.working, settings.sampler, target_ms=target_ms)
