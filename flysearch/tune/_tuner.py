@@ -107,22 +107,11 @@ class TuneResult:
         return asdict(self)
 
 
-def _code_text(code: Any) -> str:
-    """A code object's bytecode and constants, nested code objects included (their text, not their
-    repr, which holds a memory address that differs from process to process)."""
-    consts = [_code_text(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
-    return f"{code.co_code.hex()}:{consts}:{code.co_names}"
-
-
 def space_fingerprint(space: Space) -> str:
-    """A hash of what a space searches: its parameters' values and its constraints (their names
-    and the bytecode of their predicates, so that an edited constraint tunes again); the same in
-    every process."""
-    parts = [json.dumps(space.to_json(), sort_keys=True)]
-    for c in space.constraints:
-        code = getattr(c.predicate, "__code__", None)
-        parts.append(f"{c.name}:{_code_text(code) if code is not None else type(c.predicate).__qualname__}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+    """A short hash of :meth:`Space.fingerprint`: the parameters' values and the constraints' code,
+    the same in every process, so an edited space or constraint tunes again."""
+    text = json.dumps(space.fingerprint(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 class Tuner:
