@@ -40,7 +40,8 @@ def _invoke(*args):
 
 def test_run_tunes_every_key_then_show_and_export_read_the_store(files):
     store = files / "store.db"
-    result = _invoke("tune", "run", f"{files}/mine.py:workload", "--keys", files / "keys.toml", "--store", store)
+    result = _invoke("tune", "run", f"{files}/mine.py:workload", "--keys", files / "keys.toml",
+                     "--store", store)
     assert result.exit_code == 0, result.output
     shown = json.loads(_invoke("tune", "show", "--store", store, "--json").output)
     assert sorted(t["key"] for t in shown) == ["n=1024", "n=256"]
