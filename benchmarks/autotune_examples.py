@@ -350,7 +350,7 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = 
         for name in examples
         for key, configs in plan[name]
         for c in configs
-        if not (out / f"{name}__{_key_text(key)}.table.json.gz").exists()
+        if step != "time" and not (out / f"{name}__{_key_text(key)}.table.json.gz").exists()
     ]
     cold: dict[tuple[str, str, str], float | None] = {}
     t_start = time.perf_counter()
@@ -368,8 +368,10 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = 
                 f"{name}: {len(futures[name])} compiles done at {time.perf_counter() - t_start:.0f} s",
                 flush=True,
             )
+            if step == "compile":
+                continue
             module = _example(name)
-            tuned = _tuned(module, str(out / "race-store.db"))  # a race stores nothing there
+            tuned = _tuned(module, str(out / "race-store.db"), RACE_PROTOCOL)  # a race stores nothing
             for key, _configs in plan[name]:
                 path = out / f"{name}__{_key_text(key)}.table.json.gz"
                 if path.exists():
