@@ -21,6 +21,7 @@ clock, in batches whose median mean is the time. A config that fails to build is
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -121,6 +122,8 @@ class KernelEvaluator:
     def __init__(self, launcher: Launcher, workload: Workload, protocol: TimingProtocol) -> None:
         self.launcher, self.workload, self.protocol = launcher, workload, protocol
         self.handles: dict[str, Any] = {}
+        self.graphs: dict[str, tuple[Callable[[], Any], int] | None] = {}
+        self.graphed = 0
 
     def compile(self, config: Config, shape: Any) -> Compiled:
         t0 = time.perf_counter()
@@ -166,15 +169,56 @@ class KernelEvaluator:
         return time_host(launch, self.protocol, workload.sync)
 
     def time_again(self, key: str, params: dict[str, Any]) -> float | None:
-        """One more timing of a config built before (a finalist's round); ``None`` if it fails."""
+        """One more timing of a config built before (a finalist's round); ``None`` if it fails.
+
+        On a CUDA device a finalist's launches are captured once in a CUDA graph of enough launches
+        to fill a batch, and each round times replays of that graph, so that the host's launch cost
+        and its jitter leave the comparison; a kernel that cannot be captured is timed as in the
+        search."""
         try:
             if key not in self.handles:
                 self.handles[key] = self.launcher.build(params)
-            return self.time_ms(self.handles[key], params)[0]
+            handle = self.handles[key]
+            if self.workload.on_gpu:
+                if key not in self.graphs:
+                    self.graphs[key] = self._capture(handle, params)
+                graph = self.graphs[key]
+                if graph is not None:
+                    replay, n = graph
+                    return time_launches(lambda _i: replay(), self.protocol)[0] / n
+            return self.time_ms(handle, params)[0]
         except Exception:
             return None
         finally:
             self.workload.restore()
+
+    def _capture(self, handle: Any, params: dict[str, Any]) -> tuple[Callable[[], Any], int] | None:
+        """A CUDA graph of *n* runs of a built config and *n* (``None`` if it cannot be captured)."""
+        import torch
+
+        workload, run = self.workload, self.launcher.run
+        est_ms, _ = self.time_ms(handle, params)
+        n = max(1, min(64, math.ceil(self.protocol.min_batch_ms / max(est_ms, 1e-4))))
+        graph = torch.cuda.CUDAGraph()
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                workload.zero()
+                run(handle, params)
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            with torch.cuda.graph(graph):
+                for _ in range(n):
+                    workload.zero()
+                    run(handle, params)
+            torch.cuda.synchronize()
+        except Exception:
+            with contextlib.suppress(Exception):
+                torch.cuda.synchronize()
+            return None
+        self.graphed += 1
+        return graph.replay, n
 
 
 def _reason(exc: BaseException) -> str:

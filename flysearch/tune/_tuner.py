@@ -102,6 +102,7 @@ class TuneResult:
     first_within: dict[str, int | None] = field(default_factory=dict)
     problem: dict[str, Any] = field(default_factory=dict)
     arch: str = ""
+    graphed: int = 0  # finalists re-timed as CUDA graph replays
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -218,7 +219,7 @@ class Tuner:
             winner_ms=report.winner_ms, compiles=summary.compiles, n_feasible=n_feasible,
             sampler=spec.sampler, seconds=round(time.perf_counter() - t0, 3), tie_set=report.tie_set,
             failed=summary.failed, first_within=first_within, problem=key.problem(),
-            arch=arch.name if arch is not None else "")
+            arch=arch.name if arch is not None else "", graphed=evaluator.graphed)
 
     def _ok_times(self, study_name: str) -> dict[str, tuple[float, int]]:
         """Each correct config's searched time and its compile index, from the stored study."""
