@@ -60,6 +60,37 @@ def tune_run(workload: str, keys_path: str, store: str | None) -> None:
     _show(store, None, as_json=False)
 
 
+@tune.command("race")
+@click.argument("workload", metavar="FILE.py:FUNCTION")
+@click.option("--keys", "keys_path", required=True, type=click.Path(dir_okay=False),
+              help="A TOML file of [[key]] tables: the key values to race, one table each.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="The folder the race tables are written to (<kernel>__<key>.table.json.gz).")
+@user_errors
+def tune_race(workload: str, keys_path: str, out: str) -> None:
+    """Race every feasible config of each key of the decorated kernels FUNCTION calls (the ground
+    truth a search is judged against): one table file per (kernel, key), for 'flysearch tables
+    import' and 'flysearch compare'. Nothing is stored in the autotune store.
+
+    Example:
+
+    \b
+      flysearch tune race examples/softmax.py:workload --keys examples/softmax_keys.toml --out races/
+    """
+    from flysearch.tune import load_keys, load_workload, racing, run_workload
+
+    keys = load_keys(keys_path)
+    fn = load_workload(workload)
+    try:
+        with stop_on_signals("flysearch tune race"), progress_display("race", unit="keys") as update, \
+                racing(out):
+            run_workload(fn, keys, lambda done, total, key: update(done, total, json.dumps(key)))
+    except Stopped as stop:
+        console.print(f"Stopped by {stop.name}; the keys raced so far are written to {out}.")
+        raise SystemExit(128 + stop.signum) from None
+    console.print(f"Race tables in {out}.")
+
+
 @tune.command("show")
 @store_option
 @click.option("--kernel", default=None, help="Only this kernel (its function's name).")

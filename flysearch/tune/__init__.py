@@ -8,7 +8,7 @@ stores the winner, and launches it; later calls and later processes dispatch fro
 
 from __future__ import annotations
 
-from flysearch.tune._decorator import Autotuned, autotune, make_space
+from flysearch.tune._decorator import Autotuned, autotune, make_space, racing
 from flysearch.tune._keys import LAUNCH_OPTIONS, KeyValues
 from flysearch.tune._store import DEFAULT_STORE, STORE_ENV, Tuned, TuneStore, store_url
 from flysearch.tune._tuner import Tuner, TuneResult, TuneSettings, cold_budget, space_fingerprint
@@ -30,6 +30,7 @@ __all__ = [
     "load_keys",
     "load_workload",
     "make_space",
+    "racing",
     "run_workload",
     "space_fingerprint",
     "store_env",

@@ -24,22 +24,45 @@ Example (a CPU function, so that it runs anywhere):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from flysearch.errors import AutotuneError, UnknownArchError
 from flysearch.evaluators import RetimeSettings, TimingProtocol
 from flysearch.space import ArchProfile, Constraint, Param, Space, arch_of_device
-from flysearch.tables import GroundTruth
+from flysearch.tables import GroundTruth, dump_table_file
 from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, source_hash
 from flysearch.tune._measure import CallLauncher, KernelEvaluator, TritonLauncher
 from flysearch.tune._store import TuneStore, store_url
 from flysearch.tune._tuner import Tuner, TuneResult, TuneSettings
 from flysearch.tune._workload import Workload
 
-__all__ = ["Autotuned", "autotune", "make_space"]
+__all__ = ["Autotuned", "autotune", "make_space", "racing"]
+
+_RACING: contextvars.ContextVar[str | None] = contextvars.ContextVar("flysearch_racing", default=None)
+
+
+@contextlib.contextmanager
+def racing(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """Inside the block, a call of a decorated kernel races its key instead of tuning it: every
+    feasible config is compiled and timed, the top re-timed, and the table written to *folder* as
+    ``<kernel>__<key>.table.json.gz`` (for ``flysearch tables import`` and ``flysearch compare``);
+    the call then launches the race's best. Nothing is stored."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    token = _RACING.set(str(folder))
+    try:
+        yield
+    finally:
+        _RACING.reset(token)
+
+
+def _file_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "=.,_-" else "_" for c in text)
 
 
 Predicates = Iterable[Constraint | Callable[..., bool]] | Mapping[str, Callable[..., bool]]
@@ -200,6 +223,12 @@ class Autotuned:
         def evaluator() -> KernelEvaluator:
             return self._evaluator(arguments, grid)
 
+        racing = _RACING.get()
+        if racing is not None:  # race the key instead: every feasible config, the table written
+            table = self.tuner.race(key, device, arch, evaluator())
+            path = Path(racing) / f"{_file_name(self.tuner.name)}__{_file_name(key.key)}.table.json.gz"
+            dump_table_file(table, path)
+            return table.confirmed_best().params
         return self.tuner.config(values, key, device, arch, evaluator)
 
     def _evaluator(self, arguments: dict[str, Any], grid: Any) -> KernelEvaluator:

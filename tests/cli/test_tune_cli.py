@@ -86,3 +86,16 @@ def test_an_unwritable_store_or_a_missing_workload_is_exit_2(files):
         result = _invoke("tune", "run", target, "--keys", files / "keys.toml", "--store", store)
         assert result.exit_code == 2 and message in result.output, result.output
     assert not (files / "s.db").exists()
+
+
+def test_race_writes_one_table_per_key_that_compare_can_read(files):
+    from flysearch.tables import read_table_file
+
+    result = _invoke("tune", "race", f"{files}/mine.py:workload", "--keys", files / "keys.toml",
+                     "--out", files / "races")
+    assert result.exit_code == 0, result.output
+    tables = sorted((files / "races").glob("*.table.json.gz"))
+    assert [p.name for p in tables] == ["add_one__n=1024.table.json.gz", "add_one__n=256.table.json.gz"]
+    meta, rows = read_table_file(tables[0])
+    assert len(rows) == 6 and meta.problem == {"n": 1024}
+    assert not (files / "store.db").exists()
