@@ -30,7 +30,7 @@ from typing import Any
 from flysearch.errors import InputFormatError, UnknownArchError
 from flysearch.space import Config, arch_of_device
 from flysearch.tables._outcome import Outcome
-from flysearch.tables._store import Row, TableMeta
+from flysearch.tables._store import Row, TableMeta, check_rows
 
 __all__ = ["FAILURE_OUTCOMES", "read_kernel_tuner_cache"]
 
@@ -283,4 +283,5 @@ def read_kernel_tuner_cache(path: str | Path, *, name: str | None = None) -> tup
         date=date,
         versions={"objective": str(doc.get("objective", "time"))},
     )
+    check_rows(meta.name, rows, source=path)
     return meta, rows

@@ -170,6 +170,53 @@ def test_a_failed_block_removes_the_database_it_created_but_keeps_one_that_exist
     assert TableStore(new, create=False).names() == [TABLE]
 
 
+def _commands_reading(source: str, tmp_path: Path, db: str) -> dict[str, list[str]]:
+    """Each command that reads a table, reading *source* (a file, or a table of *db*)."""
+    experiment = tmp_path / "c.toml"
+    experiment.write_text(f'[experiment]\nbudget = 3\nseeds = 1\noutput = "out"\ndb = "{db}"\n'
+                          f'[[table]]\nsource = "{source}"\n[[sampler]]\nname = "random"\n')
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    model = ["model", "train", "--out", str(tmp_path / "m.joblib"), "--db", db]
+    if Path(source).is_file():
+        study = tmp_path / "s.toml"
+        study.write_text(f'[study]\nimport = "{source}"\ntable = "toy/MI250X"\nbudget = 3\ndb = "{db}"\n'
+                         f'storage = "{storage}"\n')
+        return {"tables import": ["tables", "import", source, "--db", db],
+                "compare": ["compare", str(experiment)], "study": ["study", "run", str(study)],
+                "model train": [*model, "--file", source]}
+    return {"compare": ["compare", str(experiment)],
+            "study": ["study", "run", "--table", source, "--db", db, "--storage", storage],
+            "model train": [*model, "--table", source]}
+
+
+@pytest.mark.parametrize("time", [float("nan"), float("inf"), 0.0, -1.0])
+def test_every_command_refuses_a_table_file_time_no_table_can_hold(tmp_path: Path, time: float) -> None:
+    path = _kernel_tuner_cache(tmp_path, [_entry("1,1", 1, 1, 2.0), _entry("1,2", 1, 2, time)])
+    message = f"{path}: row 'a=1,b=2' of table 'toy/MI250X' has time_ms {time!r}; expected a number > 0"
+    for command, args in _commands_reading(str(path), tmp_path, str(tmp_path / "t.db")).items():
+        code, out = run(*args)
+        assert code == 2 and message in one_error(out), command
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "s.toml", "toy"], command
+
+
+@pytest.mark.parametrize(("time", "message"), [
+    (float("inf"), "has time_ms inf; expected a number > 0"),
+    (-1.0, "has time_ms -1.0; expected a number > 0"),
+    (0.0, "has time_ms 0.0; expected a number > 0"),
+    (float("nan"), "is ok but has no time"),  # SQLite stores NaN as NULL
+])
+def test_every_command_refuses_a_stored_time_no_table_can_hold(db: str, tmp_path: Path, time: float,
+                                                               message: str) -> None:
+    with sqlite3.connect(db) as conn:
+        key = conn.execute("select min(key) from gt_rows where outcome = 'ok'").fetchone()[0]
+        conn.execute("update gt_rows set time_ms = ? where key = ?", (time, key))
+    conn.close()
+    for command, args in _commands_reading(TABLE, tmp_path, db).items():
+        code, out = run(*args)
+        assert code == 2 and f"{db}: row {key!r} of table {TABLE!r} {message}" in one_error(out), command
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "tables.db"], command
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
