@@ -217,6 +217,19 @@ def test_every_command_refuses_a_stored_time_no_table_can_hold(db: str, tmp_path
         assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "tables.db"], command
 
 
+def test_a_kernel_tuner_key_that_disagrees_with_its_values_is_one_line(tmp_path: Path) -> None:
+    entries = [_entry("1,1", 1, 1, 2.0), _entry("1,2", 2, 2, 3.0)]  # "1,2" holds a = 2
+    path = _kernel_tuner_cache(tmp_path, entries)
+    target = tmp_path / "t.db"
+    code, out = run("tables", "import", str(path), "--db", str(target))
+    message = f"{path}:9: cache entry '1,2' holds a 2 where its key says 1; a key lists its entry's values"
+    assert code == 2 and message in one_error(out)
+    assert not target.exists()
+    agreeing = [_entry("1,1", 1, 1, 2.0), _entry("2.0, 2", 2, 2, 3.0)]  # another spelling of one value
+    rows = read_kernel_tuner_cache(_kernel_tuner_cache(tmp_path, agreeing, "A100.json"))[1]
+    assert [r.key for r in rows] == ["a=1,b=1", "a=2,b=2"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
