@@ -331,12 +331,19 @@ class Prior:
         return self.model.predict(columns_matrix(columns, self.schema, n))
 
     def save(self, path: str | Path) -> None:
+        """Write the prior to *path* (joblib), whole or not at all: a file it replaces stays as it
+        was until the new one is complete (:func:`~flysearch._atomicfile.atomic_write`), so a
+        killed or failed ``model train`` never destroys the prior it was to replace."""
         import joblib
 
-        joblib.dump({"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
-                     "provenance": self.provenance,
-                     "sources": [(src.model, src.schema, src.provenance) for src in self.sources],
-                     "sharp": self.sharp}, path)
+        from flysearch._atomicfile import atomic_write
+
+        doc = {"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
+               "provenance": self.provenance,
+               "sources": [(src.model, src.schema, src.provenance) for src in self.sources],
+               "sharp": self.sharp}
+        with atomic_write(path, "wb") as fh:
+            joblib.dump(doc, fh)
 
 
 # Priors this process loaded with reuse=True: resolved path -> ((size, mtime), prior).
