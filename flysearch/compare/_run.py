@@ -48,7 +48,7 @@ import sqlite_utils
 from flysearch.compare._blas import portable_environment, runs_portable
 from flysearch.compare._experiment import MODEL_SAMPLERS, Experiment, SamplerSpec, TableSpec
 from flysearch.compare._metrics import Trajectory
-from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.errors import DiskFullError, FlysearchError, InputFormatError
 from flysearch.space import Param, Space
 from flysearch.tables import GroundTruth, TableStore
 
@@ -632,30 +632,33 @@ def run_experiment(
 
     Raises:
         FlysearchError: a table is missing, a restriction is invalid, or stored results disagree.
+        DiskFullError: the disk of the results database is full; the stored runs stay, and the
+            same call resumes once there is room.
     """
     tasks, infos, skipped = plan_runs(exp)
     result = CompareResult(Path(exp.output) / RESULTS_DB, total=len(tasks), skipped=skipped)
-    db = open_results(result.results_db)
-    try:
-        _store_infos(db, infos)
-        finished = _finished(db, tasks)
-        todo = [t for t in tasks if t.run_id not in finished]
-        result.skipped_done = len(tasks) - len(todo)
-        start = time.perf_counter()
+    with DiskFullError.raised_for(result.results_db):  # the results' disk filled up: the command resumes
+        db = open_results(result.results_db)
+        try:
+            _store_infos(db, infos)
+            finished = _finished(db, tasks)
+            todo = [t for t in tasks if t.run_id not in finished]
+            result.skipped_done = len(tasks) - len(todo)
+            start = time.perf_counter()
 
-        def store(rec: dict[str, Any]) -> None:
-            with db.atomic():
-                db["runs"].insert(rec, pk="id", replace=True, alter=True)  # type: ignore[union-attr]
-            result.done += 1
+            def store(rec: dict[str, Any]) -> None:
+                with db.atomic():
+                    db["runs"].insert(rec, pk="id", replace=True, alter=True)  # type: ignore[union-attr]
+                result.done += 1
+                if progress is not None:
+                    progress(result.skipped_done + result.done, result.total, rec["id"])
+
             if progress is not None:
-                progress(result.skipped_done + result.done, result.total, rec["id"])
-
-        if progress is not None:
-            progress(result.skipped_done, result.total, "")
-        _dispatch(todo, workers or exp.workers, store)
-        result.wall_s = time.perf_counter() - start
-    finally:
-        db.close()
+                progress(result.skipped_done, result.total, "")
+            _dispatch(todo, workers or exp.workers, store)
+            result.wall_s = time.perf_counter() - start
+        finally:
+            db.close()
     return result
 
 

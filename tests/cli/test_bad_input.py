@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import json
+import random
 import re
 import sqlite3
+import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -625,6 +629,82 @@ def test_model_files_and_globs_that_hold_nothing_are_one_line(db: str, tmp_path:
     assert code == 2 and "is not a whole flysearch model file" in one_error(out)
     code, out = run("model", "train", "--file", str(tmp_path / "nothing" / "*.gz"), "--out", str(model))
     assert code == 2 and "matches no file" in one_error(out)
+
+
+def test_a_prior_of_random_bytes_names_the_file_and_how_to_train_one(db: str, tmp_path: Path) -> None:
+    model = tmp_path / "prior.joblib"
+    model.write_bytes(random.Random(194).randbytes(4096))
+    storage = tmp_path / "s.db"
+    message = (f"Model file {model} is not a flysearch model file (joblib cannot read it); train one with "
+               f"'flysearch model train --out {model}'.")
+    study = ["study", "run", "--table", TABLE, "--db", db, "--budget", "3",
+             "--storage", f"sqlite:///{storage}"]
+    for args in (["model", "rank", "--model", str(model), "--db", db, "--table", TABLE],
+                 [*study, "--sampler", "costmodel", "--prior", str(model)]):
+        code, out = run(*args)
+        assert code == 2 and one_error(out) == f"Error: {message}"
+    assert not storage.exists()
+
+
+@pytest.mark.parametrize(("url", "missing", "message"), [
+    ("postgresql+psycopg2://u@localhost/studies", ["psycopg2"],
+     "its driver psycopg2 is not installed; pip install 'flysearch[postgres]'."),
+    ("postgresql://u@localhost/studies", ["psycopg", "psycopg2"],  # SQLAlchemy 2.1's default, or 2.0's
+     "pip install 'flysearch[postgres]'"),
+    ("postgresql+pg8000://u@localhost/studies", ["pg8000"],
+     "its driver pg8000 is not installed; install it, or pip install 'flysearch[postgres]' and write the URL "
+     "as postgresql+psycopg2://."),
+])
+def test_a_postgresql_storage_without_its_driver_names_the_install(
+        db: str, monkeypatch: pytest.MonkeyPatch, url: str, missing: list[str], message: str) -> None:
+    for module in missing:
+        monkeypatch.setitem(sys.modules, module, None)  # not installed: importing it fails
+    code, out = run("study", "run", "--table", TABLE, "--db", db, "--budget", "3", "--storage", url)
+    assert code == 2 and f"Cannot open study storage {url!r}: its driver " in one_error(out)
+    assert message in one_error(out)
+
+
+@contextlib.contextmanager
+def _sqlite_pages_at_most(pages: int) -> Iterator[None]:
+    """Every SQLite database SQLAlchemy connects to (the study storages) holds at most *pages* pages:
+    past them SQLite itself fails a write as on a full disk (SQLITE_FULL, "database or disk is full")."""
+    import sqlalchemy as sa
+
+    def cap(connection: sqlite3.Connection, _record: object) -> None:
+        connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    sa.event.listen(sa.engine.Engine, "connect", cap)
+    try:
+        yield
+    finally:
+        sa.event.remove(sa.engine.Engine, "connect", cap)
+
+
+def _trials(storage: Path) -> int:
+    with contextlib.closing(sqlite3.connect(storage)) as conn:
+        return conn.execute("select count(*) from trials").fetchone()[0]
+
+
+def test_a_full_disk_is_one_line_that_names_the_file_and_the_study_resumes(db: str, tmp_path: Path) -> None:
+    storage = tmp_path / "s.db"
+    args = ["study", "run", "--table", TABLE, "--db", db, "--sampler", "random", "--name", "s",
+            "--storage", f"sqlite:///{storage}"]
+    message = (f"Error: No space left on the disk holding {storage}: free some there and run the same "
+               "command again, which resumes where it stopped (what was stored before is kept).")
+    with _sqlite_pages_at_most(1):  # at open: the storage's first table does not fit
+        code, out = run(*args, "--budget", "3")
+    assert code == 2 and one_error(out) == message and not storage.exists()
+    assert run(*args, "--budget", "3")[0] == 0
+    first = _trials(storage)
+    with contextlib.closing(sqlite3.connect(storage)) as conn:
+        pages = conn.execute("pragma page_count").fetchone()[0]
+    with _sqlite_pages_at_most(pages + 2):  # mid-study: the new trials fill the pages left
+        code, out = run(*args, "--budget", "300")
+    assert code == 2 and one_error(out) == message
+    stored = _trials(storage)
+    assert stored > first  # it failed mid-study, after the trials that fitted were stored
+    code, out = run(*args, "--budget", "300")
+    assert code == 0 and "300/300 compiles" in out and _trials(storage) > stored
 
 
 def test_study_show_with_a_named_db_that_is_no_table_database_is_one_line(db: str, tmp_path: Path) -> None:
