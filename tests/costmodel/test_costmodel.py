@@ -3,6 +3,7 @@ from __future__ import annotations
 import glob
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,25 @@ def test_prior_is_saved_with_schema_and_provenance(h200_tables: list[GroundTruth
         load_prior(tmp_path / "junk")
     with pytest.raises(InputFormatError, match="does not exist"):
         load_prior(tmp_path / "absent")
+
+
+class _Unpicklable:
+    def __reduce__(self) -> object:
+        raise RuntimeError("the serializer failed")
+
+
+def test_a_prior_whose_writing_fails_midway_leaves_the_one_it_replaces(
+        h200_tables: list[GroundTruth], tmp_path: Path) -> None:
+    path = tmp_path / "p.joblib"
+    prior = fit_prior(h200_tables[:2], max_iter=5, top_boost=0.0)
+    prior.save(path)
+    before = path.read_bytes()
+    # The model's trees are written before the provenance, where the serializer fails.
+    broken = replace(prior, provenance={**prior.provenance, "note": _Unpicklable()})
+    with pytest.raises(RuntimeError, match="the serializer failed"):
+        broken.save(path)
+    assert path.read_bytes() == before and list(tmp_path.iterdir()) == [path]
+    assert load_prior(path).schema == prior.schema
 
 
 def test_a_prior_can_leave_a_feature_out(h200_tables: list[GroundTruth], tmp_path: Path) -> None:
