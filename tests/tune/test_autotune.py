@@ -114,6 +114,18 @@ def test_after_three_keys_a_prior_ranks_the_next_key(tmp_path):
     assert reports["n=2048"]["sampler"] == "costmodel" and reports["n=2048"]["compiles"] == 3
 
 
+def test_an_accumulating_kernel_starts_from_zero_on_the_call_that_tunes_it(tmp_path):
+    @flysearch.autotune(space={"chunk": [16, 64, 256]}, key=["n"], reset_to_zero=["out"],
+                        reference=lambda x, out, n: 2 * x, outputs=["out"], store=str(tmp_path / "s.db"))
+    def add_twice(x, out, n, chunk):
+        for i in range(0, n, chunk):
+            out[i:i + chunk] += 2 * x[i:i + chunk]
+
+    x, out = np.arange(256.0), np.zeros(256)
+    add_twice(x, out, 256)
+    assert np.array_equal(out, 2 * x)  # not the last timed run's sum plus this call's
+
+
 def test_a_tensor_key_is_its_shape_and_dtype(tmp_path):
     calls = []
 
