@@ -126,6 +126,19 @@ def test_an_accumulating_kernel_starts_from_zero_on_the_call_that_tunes_it(tmp_p
     assert np.array_equal(out, 2 * x)  # not the last timed run's sum plus this call's
 
 
+def test_an_in_place_kernel_is_checked_and_its_input_restored(tmp_path):
+    @flysearch.autotune(space={"chunk": [16, 64, 256]}, key=["n"], restore_value=["x"],
+                        reference=lambda x, n: 2 * x, outputs=["x"], store=str(tmp_path / "s.db"))
+    def double(x, n, chunk):
+        for i in range(0, n, chunk):
+            x[i:i + chunk] *= 2
+
+    x = np.arange(256.0)
+    double(x, 256)
+    (tuned,) = double.store.tuned()
+    assert tuned.report["failed"] == 0 and np.array_equal(x, 2 * np.arange(256.0))
+
+
 def test_a_tensor_key_is_its_shape_and_dtype(tmp_path):
     calls = []
 
