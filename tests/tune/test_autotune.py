@@ -220,3 +220,19 @@ def test_a_space_has_the_same_fingerprint_in_every_process():
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            cwd=HERE.parents[1]).stdout for _ in range(2)}
     assert len(runs) == 1
+
+
+def test_a_flydsl_jit_function_is_read_through_its_wrapper(tmp_path):
+    pytest.importorskip("flydsl")
+    from tests.flydsl_toy import _kernels
+
+    def tuned(space):
+        return flysearch.autotune(space=space, key=["A"], store=str(tmp_path / "s.db"))(_kernels())
+
+    first = tuned({"BLOCK_M": [64, 128], "num_warps": [1, 2]})
+    again = tuned({"BLOCK_M": [64], "num_warps": [1]})
+    assert first.args.names == ("A", "B", "C", "BLOCK_M", "num_warps", "stream")
+    assert first.tuner.name == "toy_add"
+    assert first.tuner.source == again.tuner.source  # the same kernel, found again in the store
+    with pytest.raises(AutotuneError, match="'TILE', which toy_add does not take"):
+        tuned({"TILE": [64]})
