@@ -258,6 +258,7 @@ class Tuner:
             top, lambda r: evaluator.time_again(r.key, r.params), retime.rounds, self.settings.seed)
         for row in with_rounds(top, samples, failed):
             rows[row.key] = row
+        evaluator.done()
         return table
 
     # -- learning across keys ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 import flysearch
 from flysearch.errors import AutotuneError
-from flysearch.tune import TuneStore, store_url
+from flysearch.tune import TuneStore, racing, store_url
 
 from . import _fake
 
@@ -124,6 +124,10 @@ def test_an_accumulating_kernel_starts_from_zero_on_the_call_that_tunes_it(tmp_p
     x, out = np.arange(256.0), np.zeros(256)
     add_twice(x, out, 256)
     assert np.array_equal(out, 2 * x)  # not the last timed run's sum plus this call's
+    x, out = np.arange(128.0), np.zeros(128)
+    with racing(tmp_path / "races"):  # a raced key's call launches the race's best on zeros too
+        add_twice(x, out, 128)
+    assert np.array_equal(out, 2 * x)
 
 
 def test_an_in_place_kernel_is_checked_and_its_input_restored(tmp_path):
