@@ -186,4 +186,11 @@ def reference(**args: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return y.to(args["y_ptr"].dtype), mean, rstd
 
 
-kernel = flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS)(kernel_fn)
+kernel = flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS, rtol=RTOL,
+                            atol=ATOL)(kernel_fn)
+
+
+def workload(n_rows: int, n_cols: int) -> None:
+    """Launch the tuned kernel once on CUDA inputs of one key (``flysearch tune run
+    examples/layernorm.py:workload --keys examples/layernorm_keys.toml`` calls it for each key)."""
+    launch(kernel, make_args({"n_rows": n_rows, "n_cols": n_cols}, "cuda"))

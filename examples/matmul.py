@@ -168,4 +168,11 @@ def reference(**args: Any) -> torch.Tensor:
     return (args["a_ptr"].float() @ args["b_ptr"].float()).to(args["c_ptr"].dtype)
 
 
-kernel = flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS)(kernel_fn)
+kernel = flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS, rtol=RTOL,
+                            atol=ATOL)(kernel_fn)
+
+
+def workload(M: int, N: int, K: int) -> None:
+    """Launch the tuned kernel once on CUDA inputs of one key (``flysearch tune run
+    examples/matmul.py:workload --keys examples/matmul_keys.toml`` calls it for each key)."""
+    launch(kernel, make_args({"M": M, "N": N, "K": K}, "cuda"))

@@ -161,4 +161,11 @@ def reference(**args: Any) -> torch.Tensor:
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
 
 
-kernel = flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS)(kernel_fn)
+kernel = flysearch.autotune(space=SPACE, key=KEY, reference=reference, outputs=OUTPUTS, rtol=RTOL,
+                            atol=ATOL)(kernel_fn)
+
+
+def workload(n_rows: int, n_cols: int) -> None:
+    """Launch the tuned kernel once on CUDA inputs of one key (``flysearch tune run
+    examples/softmax.py:workload --keys examples/softmax_keys.toml`` calls it for each key)."""
+    launch(kernel, make_args({"n_rows": n_rows, "n_cols": n_cols}, "cuda"))

@@ -8,17 +8,17 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from flysearch.cli._console import OutputConsole
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import writable_file
 from flysearch.cli._progress import Stopped, progress_display, stop_on_signals
 
 __all__ = ["tune"]
 
-console = Console()
+console = OutputConsole()
 
 store_option = click.option(
     "--store", default=None, metavar="PATH|URL",

@@ -36,7 +36,7 @@ from flysearch.errors import AutotuneError, UnknownArchError
 from flysearch.evaluators import RetimeSettings, TimingProtocol
 from flysearch.space import ArchProfile, Constraint, Param, Space, arch_of_device
 from flysearch.tables import GroundTruth, dump_table_file
-from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, source_hash
+from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, python_function, source_hash
 from flysearch.tune._measure import CallLauncher, KernelEvaluator, TritonLauncher
 from flysearch.tune._store import TuneStore, store_url
 from flysearch.tune._tuner import Tuner, TuneResult, TuneSettings
@@ -163,7 +163,7 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
              "reset_to_zero": tuple(reset_to_zero), "restore_value": tuple(restore_value)}
 
     def decorate(fn: Any) -> Autotuned:
-        kernel_name = name or getattr(getattr(fn, "fn", fn), "__name__", "kernel")
+        kernel_name = name or getattr(python_function(fn), "__name__", "kernel")
         tuned_space = make_space(kernel_name, space, constraints)
         tunable = [p.name for p in tuned_space.params]
         if _is_triton(fn):
@@ -191,7 +191,7 @@ class Autotuned:
     def __init__(self, fn: Any, tuner: Tuner, args: KernelArgs, check: dict[str, Any]) -> None:
         self.fn, self.tuner, self.args, self.check = fn, tuner, args, check
         self.space, self.store = tuner.space, tuner.store
-        functools.update_wrapper(self, getattr(fn, "fn", fn), updated=())
+        functools.update_wrapper(self, python_function(fn), updated=())
         self.last_tune: TuneResult | None = None
 
     # -- what a subclass supplies -----------------------------------------------------------------

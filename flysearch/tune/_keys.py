@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -23,7 +24,8 @@ from typing import Any
 
 from flysearch.errors import AutotuneError
 
-__all__ = ["LAUNCH_OPTIONS", "KernelArgs", "KeyValues", "callable_names", "key_value", "source_hash"]
+__all__ = ["LAUNCH_OPTIONS", "KernelArgs", "KeyValues", "callable_names", "key_value", "python_function",
+           "source_hash"]
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 """Space parameters that are Triton launch options, not arguments of the kernel."""
@@ -89,13 +91,25 @@ class KeyValues(Mapping[str, Any]):
         return json.dumps(dict(self.items_), sort_keys=True)
 
 
+def python_function(fn: Any) -> Any:
+    """The Python function under a JIT's wrapper (Triton's ``JITFunction.fn``, FlyDSL's
+    ``JitFunction.func``), whose name, signature and source are the kernel's; *fn* itself otherwise."""
+    if isinstance(fn, functools.partial):
+        return fn
+    for attr in ("fn", "func"):
+        inner = getattr(fn, attr, None)
+        if inspect.isfunction(inner):
+            return inner
+    return fn
+
+
 def source_hash(fn: Any) -> str:
     """A hash of a kernel's source: Triton's own cache key for a ``@triton.jit`` function (its
     source and those of the functions it calls), else the source text (or the qualified name of
     a function whose source Python cannot read)."""
     text = getattr(fn, "cache_key", None)
     if not isinstance(text, str):
-        inner = getattr(fn, "fn", fn)
+        inner = python_function(fn)
         try:
             text = inspect.getsource(inner)
         except (OSError, TypeError):
@@ -178,6 +192,6 @@ class KernelArgs:
 
 def callable_names(fn: Callable[..., Any]) -> tuple[list[str], bool]:
     """A plain callable's argument names, and whether it takes ``**kwargs``."""
-    params = inspect.signature(fn).parameters.values()
+    params = inspect.signature(python_function(fn)).parameters.values()
     names = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     return names, any(p.kind is p.VAR_KEYWORD for p in params)

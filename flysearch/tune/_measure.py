@@ -168,6 +168,13 @@ class KernelEvaluator:
             return time_launches(launch, self.protocol)
         return time_host(launch, self.protocol, workload.sync)
 
+    def done(self) -> None:
+        """Leave the call's arguments as ``triton.autotune`` does after tuning: ``restore_value``
+        ones as they were and ``reset_to_zero`` ones zeroed, so the launch that follows starts as a
+        timed run does (an accumulating kernel adds to zeros, not to the last timed run's sum)."""
+        self.workload.restore()
+        self.workload.zero()
+
     def time_again(self, key: str, params: dict[str, Any]) -> float | None:
         """One more timing of a config built before (a finalist's round); ``None`` if it fails.
 

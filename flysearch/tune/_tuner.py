@@ -210,6 +210,7 @@ class Tuner:
         report = retime_finalists(
             finalists, lambda k: evaluator.time_again(k, self.space.config_from_key(k).as_dict()),
             rounds=s.rounds, seed=s.seed, search_ms={k: ok[k][0] for k in finalists})
+        evaluator.done()
         order = sorted(ok.values())
         best = order[0][0]
         first_within = {f"{int(eps * 100)}%": min((i for ms, i in ok.values() if ms <= best * (1 + eps)),
@@ -257,6 +258,7 @@ class Tuner:
             top, lambda r: evaluator.time_again(r.key, r.params), retime.rounds, self.settings.seed)
         for row in with_rounds(top, samples, failed):
             rows[row.key] = row
+        evaluator.done()
         return table
 
     # -- learning across keys ---------------------------------------------------------------------

@@ -8,7 +8,8 @@ of a run's outputs against a reference.
   kernel needs them zeroed; ``triton.autotune`` times the zeroing too).
 * ``reference(**arguments)`` gives the expected value of each of ``outputs`` (one array or a tuple),
   computed once per call before any config runs. Before a config's checked run its float outputs are
-  filled with NaN, so an element the kernel never writes fails the check.
+  filled with NaN, so an element the kernel never writes fails the check (all but the outputs it
+  also reads: the ``restore_value`` and ``reset_to_zero`` ones).
 
 Arrays are torch tensors or NumPy arrays; the check is ``allclose`` with *rtol* and *atol*.
 """
@@ -122,11 +123,13 @@ class Workload:
             _fill(value, 0.0)
 
     def before_check(self) -> None:
-        """Restore, zero, and fill the float outputs with NaN: the state a checked run starts from."""
+        """Restore, zero, and fill the float outputs with NaN: the state a checked run starts from
+        (an output the kernel also reads, a ``restore_value`` or ``reset_to_zero`` one, keeps its
+        restored or zeroed value)."""
         self.restore()
         if self.expected is not None:
             for name in self.outputs:
-                if all(self.arguments[name] is not z for z in self._zeroed):
+                if name not in self._saved and all(self.arguments[name] is not z for z in self._zeroed):
                     _fill(self.arguments[name], float("nan"), floats_only=True)
         self.zero()
 

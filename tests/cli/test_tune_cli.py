@@ -46,6 +46,9 @@ def test_run_tunes_every_key_then_show_and_export_read_the_store(files):
     shown = json.loads(_invoke("tune", "show", "--store", store, "--json").output)
     assert sorted(t["key"] for t in shown) == ["n=1024", "n=256"]
     assert all(t["state"] == "done" and t["report"]["compiles"] == 4 for t in shown)
+    winner = json.dumps(next(t["config"] for t in shown if t["key"] == "n=1024"))
+    table = _invoke("tune", "show", "--store", store).output  # a pipe's lines are never wrapped
+    assert any("add_one" in line and "n=1024" in line and winner in line for line in table.splitlines())
     source = _invoke("tune", "export", "--store", store, "--kernel", "add_one").output
     tree = ast.parse(source)
     assert "triton.Config(" in source and tree.body

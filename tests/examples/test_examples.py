@@ -1,12 +1,13 @@
 """The examples/ kernels: each matches its reference under Triton's interpreter for a handful of
 configs of its space (tests/examples/_interpret.py, in a process of its own), its module has the
-interface flysearch.autotune's callers use, and its space keeps at least 500 configs for every key
-on sm_90.
+interface flysearch.autotune's callers use, its keys file and workload are its KEYS, and its space
+keeps at least 500 configs for every key on sm_90.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ pytest.importorskip("triton")
 pytest.importorskip("torch")
 
 from flysearch import get_arch
+from flysearch.tune import load_keys
 from tests.examples._interpret import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +75,15 @@ def test_module_interface(name: str) -> None:
     outputs = module.reference(**args)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
     assert [o.shape for o in outputs] == [args[name].shape for name in module.OUTPUTS]
+    assert (module.kernel.check["rtol"], module.kernel.check["atol"]) == (module.RTOL, module.ATOL)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_keys_file_and_workload_are_the_modules_keys(name: str) -> None:
+    """``flysearch tune run examples/NAME.py:workload --keys examples/NAME_keys.toml`` tunes KEYS."""
+    module = _example(name)
+    assert load_keys(ROOT / "examples" / f"{name}_keys.toml") == module.KEYS
+    assert list(inspect.signature(module.workload).parameters) == module.KEY
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -14,7 +14,7 @@ import pytest
 
 import flysearch
 from flysearch.errors import AutotuneError
-from flysearch.tune import TuneStore, store_url
+from flysearch.tune import TuneStore, racing, store_url
 
 from . import _fake
 
@@ -114,6 +114,35 @@ def test_after_three_keys_a_prior_ranks_the_next_key(tmp_path):
     assert reports["n=2048"]["sampler"] == "costmodel" and reports["n=2048"]["compiles"] == 3
 
 
+def test_an_accumulating_kernel_starts_from_zero_on_the_call_that_tunes_it(tmp_path):
+    @flysearch.autotune(space={"chunk": [16, 64, 256]}, key=["n"], reset_to_zero=["out"],
+                        reference=lambda x, out, n: 2 * x, outputs=["out"], store=str(tmp_path / "s.db"))
+    def add_twice(x, out, n, chunk):
+        for i in range(0, n, chunk):
+            out[i:i + chunk] += 2 * x[i:i + chunk]
+
+    x, out = np.arange(256.0), np.zeros(256)
+    add_twice(x, out, 256)
+    assert np.array_equal(out, 2 * x)  # not the last timed run's sum plus this call's
+    x, out = np.arange(128.0), np.zeros(128)
+    with racing(tmp_path / "races"):  # a raced key's call launches the race's best on zeros too
+        add_twice(x, out, 128)
+    assert np.array_equal(out, 2 * x)
+
+
+def test_an_in_place_kernel_is_checked_and_its_input_restored(tmp_path):
+    @flysearch.autotune(space={"chunk": [16, 64, 256]}, key=["n"], restore_value=["x"],
+                        reference=lambda x, n: 2 * x, outputs=["x"], store=str(tmp_path / "s.db"))
+    def double(x, n, chunk):
+        for i in range(0, n, chunk):
+            x[i:i + chunk] *= 2
+
+    x = np.arange(256.0)
+    double(x, 256)
+    (tuned,) = double.store.tuned()
+    assert tuned.report["failed"] == 0 and np.array_equal(x, 2 * np.arange(256.0))
+
+
 def test_a_tensor_key_is_its_shape_and_dtype(tmp_path):
     calls = []
 
@@ -195,3 +224,19 @@ def test_a_space_has_the_same_fingerprint_in_every_process():
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            cwd=HERE.parents[1]).stdout for _ in range(2)}
     assert len(runs) == 1
+
+
+def test_a_flydsl_jit_function_is_read_through_its_wrapper(tmp_path):
+    pytest.importorskip("flydsl")
+    from tests.flydsl_toy import _kernels
+
+    def tuned(space):
+        return flysearch.autotune(space=space, key=["A"], store=str(tmp_path / "s.db"))(_kernels())
+
+    first = tuned({"BLOCK_M": [64, 128], "num_warps": [1, 2]})
+    again = tuned({"BLOCK_M": [64], "num_warps": [1]})
+    assert first.args.names == ("A", "B", "C", "BLOCK_M", "num_warps", "stream")
+    assert first.tuner.name == "toy_add"
+    assert first.tuner.source == again.tuner.source  # the same kernel, found again in the store
+    with pytest.raises(AutotuneError, match="'TILE', which toy_add does not take"):
+        tuned({"TILE": [64]})
