@@ -6,7 +6,7 @@
 # the results are packed before the call's limit. Usage: autotune_examples.sh OUT [PHASES]
 set -u
 OUT=$1; PHASES=${2:-"cold dispatch race final baseline"}
-B="benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul}"; R=$OUT/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
+B="benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul} --keys ${KEYS:-8}"; R=$OUT/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 # Deadlines scale with $SCALE percent (100: the whole call takes about 590 s).
