@@ -81,10 +81,28 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
         f"--races {races} --runs {runs} --out {out}` over the files of the device run "
         "(`tune` cold and warm, `dispatch`, `baseline`, `race`, `final`:"
         " see the script's docstring)",
+        f"- device run: `{(runs / 'command.txt').read_text().strip() if (runs / 'command.txt').exists() else '?'}`"
+        " (its output: `runs/log.txt` beside it)",
         f"- commit: {commit or 'unknown'}",
         f"- hardware: {machine.get('device', '?')}, {machine.get('cpus', '?')} CPU cores; torch "
         f"{machine.get('torch', '?')}, Triton {machine.get('triton', '?')}, CUDA {machine.get('cuda', '?')}",
         f"- date: {machine.get('date', '?')}",
+        "",
+    ]
+    # What the run covers, and what it does not.
+    from benchmarks.autotune_examples import EXAMPLES, N_KEYS
+
+    tuned_keys = [(r["example"], r["key"]) for r in (cold or {}).get("runs", [])]
+    ran = sorted({e for e, _ in tuned_keys}, key=EXAMPLES.index)
+    unraced = [f"{e} {k}" for e, k in tuned_keys if (e, k) not in tables]
+    lines += [
+        "## What this run covers",
+        "",
+        f"Kernels tuned: {', '.join(ran) or 'none'} ({len(tuned_keys)} keys); not run: "
+        f"{', '.join(e for e in EXAMPLES if e not in ran) or 'none'} (each example has {N_KEYS} keys). "
+        f"Tuned but not raced (the call's deadline): {', '.join(unraced) or 'none'}. "
+        f"Warm-cache run: {'made' if warm else 'not made'}; triton.autotune warm: "
+        f"{'made' if base_warm else 'not made'}.",
         "",
     ]
     # Quality: the winners against the race's re-timed top, re-timed together.
@@ -117,9 +135,9 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
                 within1,
                 within5,
                 f"{p.get('cold_ratio', float('nan')):.4f}",
-                f"{p.get('warm_ratio', float('nan')):.4f}",
+                f"{p['warm_ratio']:.4f}" if "warm_ratio" in p else "not run",
                 run.get("wall_s", ""),
-                warm_by_key.get(k, {}).get("wall_s", ""),
+                warm_by_key.get(k, {}).get("wall_s", "not run"),
             ]
         )
     ok = [r for r in cold_ratios if r is not None]
@@ -210,7 +228,9 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
             )
         lines += [
             f"Median ratio, cold: **{statistics.median(ratios_c):.3f}**, max {max(ratios_c):.3f}; warm: "
-            f"**{statistics.median(ratios_w):.3f}**, max {max(ratios_w):.3f} (target: at most 0.10).",
+            + (f"**{statistics.median(ratios_w):.3f}**, max {max(ratios_w):.3f}" if base_warm and warm
+               else "not run")
+            + " (target: at most 0.10).",
             "",
             *_md_table(
                 [
