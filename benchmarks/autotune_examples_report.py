@@ -24,6 +24,10 @@ def _load(path: Path) -> Any:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _read(path: Path) -> str:
+    return path.read_text().strip() if path.exists() else "?"
+
+
 def _tables(races: Path) -> dict[tuple[str, str], Any]:
     from flysearch.tables import GroundTruth, read_table_file
 
@@ -81,7 +85,7 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
         f"--races {races} --runs {runs} --out {out}` over the files of the device run "
         "(`tune` cold and warm, `dispatch`, `baseline`, `race`, `final`:"
         " see the script's docstring)",
-        f"- device run: `{(runs / 'command.txt').read_text().strip() if (runs / 'command.txt').exists() else '?'}`"
+        f"- device run: `{_read(runs / 'command.txt')}`"
         " (its output: `runs/log.txt` beside it)",
         f"- commit: {commit or 'unknown'}",
         f"- hardware: {machine.get('device', '?')}, {machine.get('cpus', '?')} CPU cores; torch "
