@@ -52,6 +52,9 @@ class _Replayed(ReplayEvaluator):
 
     graphed = 0
 
+    def done(self) -> None:
+        """Nothing to restore: a replay writes no output."""
+
     def time_again(self, key: str, params: dict[str, Any]) -> float | None:
         row = self.table.rows[key]
         return self.table.retimed_ms().get(key, row.time_ms) if row.ok else None
