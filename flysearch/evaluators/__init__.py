@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flysearch.evaluators._base import Compiled, Evaluator, Measurement
+    from flysearch.evaluators._base import Compiled, Evaluator, measure
     from flysearch.evaluators._flydsl import FlydslCompileEvaluator, FlydslLiveEvaluator
     from flysearch.evaluators._gpu_bench import (
         DEFAULT_TRITON_FAMILY,
@@ -73,14 +73,16 @@ if TYPE_CHECKING:
         server_status,
         wait_warm,
     )
-    from flysearch.tables import Outcome
+    from flysearch.tables import Measurement, Outcome
 
 __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
-    # What answers a config: the protocol, its results, a replayed table, FlyDSL compile-only.
+    # What answers a config: the protocol, its results, one measured config, a replayed table,
+    # FlyDSL's and Triton's evaluators.
     "Compiled",
     "Evaluator",
     "Measurement",
     "Outcome",
+    "measure",
     "ReplayEvaluator",
     "FlydslCompileEvaluator",
     "FlydslLiveEvaluator",
@@ -158,7 +160,8 @@ _HOME = {
     "LAUNCH_TIMEOUT_S": "_triton",
     "LLD_MIN": "_toolchain",
     "LiveBackend": "_live_backends",
-    "Measurement": "_base",
+    "Measurement": "flysearch.tables",
+    "measure": "_base",
     "Outcome": "flysearch.tables",
     "ReplayEvaluator": "_replay",
     "RetimeSettings": "_retime",
