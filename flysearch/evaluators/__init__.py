@@ -1,11 +1,12 @@
 """Evaluators turn configs into measurements: replayed from tables, or compiled and timed live
 (Triton, FlyDSL), in pools of killable worker processes; re-timing in interleaved rounds.
 
-The public names come in seven groups (``__all__`` lists them in this order): what answers a config
+The public names come in eight groups (``__all__`` lists them in this order): what answers a config
 (:class:`Evaluator` and its results, :class:`ReplayEvaluator`, Triton's and FlyDSL's evaluators);
-the live backends a live study's pipeline runs; Triton's task functions and the timing protocol;
-aiter's Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that
-keeps them warm); re-timing; and the FlyDSL toolchain.
+the evaluators a study names, found by name (:func:`register_evaluator` adds one); the live
+backends a live study's pipeline runs; Triton's task functions and the timing protocol; aiter's
+Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that keeps them
+warm); re-timing; and the FlyDSL toolchain.
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ if TYPE_CHECKING:
         warm_triton,
     )
     from flysearch.evaluators._pool import TaskResult, WorkerPool
+    from flysearch.evaluators._registry import (
+        EvaluatorEntry,
+        EvaluatorRequest,
+        EvaluatorSetup,
+        build_evaluator,
+        evaluator_entry,
+        evaluator_names,
+        register_evaluator,
+    )
     from flysearch.evaluators._replay import ReplayEvaluator
     from flysearch.evaluators._retime import (
         FinalistReport,
@@ -88,6 +98,14 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "FlydslLiveEvaluator",
     "TritonEvaluator",
     "TritonAmdCompileEvaluator",
+    # Evaluators by name: what a study's evaluator names, and how a new one is registered.
+    "EvaluatorEntry",
+    "EvaluatorRequest",
+    "EvaluatorSetup",
+    "build_evaluator",
+    "evaluator_entry",
+    "evaluator_names",
+    "register_evaluator",
     # Live backends: what a live study's pool compiles and its GPU process times.
     "GPU_VARS",
     "LiveBackend",
@@ -145,6 +163,13 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
 # Imported when first used, so that a worker process that imports one evaluator module pays for
 # that module alone.
 _HOME = {
+    "EvaluatorEntry": "_registry",
+    "EvaluatorRequest": "_registry",
+    "EvaluatorSetup": "_registry",
+    "build_evaluator": "_registry",
+    "evaluator_entry": "_registry",
+    "evaluator_names": "_registry",
+    "register_evaluator": "_registry",
     "wait_warm": "_worker_server",
     "FinalistReport": "_retime",
     "decide": "_retime",
