@@ -226,10 +226,10 @@ class StudySpec:
     def evaluator_request(self, table: GroundTruth | None = None, gpu: str | None = None) -> EvaluatorRequest:
         """What this study's evaluator is built from (*table*: the table it answers from, loaded;
         *gpu*: the GPU a live worker times on)."""
-        live = self.live
-        return EvaluatorRequest(self.evaluator, table, parse_shape(self.shape) if self.shape else None,
-                                self.arch, self.space, gpu, live.cache_dir, live.scale, live.noise,
-                                live.compile_log)
+        live, shape = self.live, parse_shape(self.shape) if self.shape else None
+        return EvaluatorRequest(self.evaluator, table=table, shape=shape, arch=self.arch, space=self.space,
+                                gpu=gpu, cache_dir=live.cache_dir,
+                                scale=live.scale, noise=live.noise, compile_log=live.compile_log)
 
     def validate(self) -> None:
         """Check the spec without touching any table or study; raise a one-line error on a mistake."""
