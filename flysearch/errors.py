@@ -18,6 +18,7 @@ __all__ = [
     "StudyMismatchError",
     "ToolchainError",
     "UnknownArchError",
+    "UnknownEvaluatorError",
     "UnknownSamplerError",
 ]
 
@@ -35,6 +36,10 @@ class UnknownArchError(FlysearchError, KeyError):
 
 class UnknownSamplerError(FlysearchError, ValueError):
     """A sampler name that flysearch does not know."""
+
+
+class UnknownEvaluatorError(FlysearchError, ValueError):
+    """An evaluator name that no evaluator is registered by."""
 
 
 class EmptySpaceError(FlysearchError, ValueError):

@@ -23,6 +23,7 @@ from flysearch.cli._console import OutputConsole
 from flysearch.cli._errors import user_errors as _user_errors
 from flysearch.cli._options import db_option, gpu_list, storage_option, writable_file
 from flysearch.cli._progress import Stopped, progress_display, stop_on_signals
+from flysearch.evaluators import evaluator_entry, evaluator_names
 from flysearch.samplers import SAMPLERS
 from flysearch.space import ENCODINGS
 from flysearch.study import MAX_SEED, StudySpec, StudySummary, launch, load_study_file
@@ -183,7 +184,7 @@ def study() -> None:
 @click.option("--prior", default=None, help="Model file for --sampler costmodel ('flysearch model train').")
 @storage_option
 @click.option("--evaluator", default="replay", show_default=True,
-              help="replay (a table, in process), or live: triton, flydsl, simulated (a table in real time).")
+              help=f"One of: {', '.join(evaluator_names())} (live: {', '.join(evaluator_names(live=True))}).")
 @click.option("--gpus", default=None,
               help="Live: GPUs to time on (e.g. 0,1): one worker each, sharing the study; with several "
                    "shapes, the shapes are dealt to them.")
@@ -222,12 +223,12 @@ def study_run(study_file: str | None, **options: Any) -> None:
     live_keys = ("gpus", "compile_workers", "depth", "finalists", "rounds", "scale", "noise", "compile_log",
                  "json_out", "server")
     live = {k: options.pop(k) for k in live_keys}
-    if study_file is None and options["evaluator"] == "replay" and not any(
+    if study_file is None and evaluator_entry(options["evaluator"]).target == "table" and not any(
             options[k] for k in ("table", "kernel", "arch", "shape")):
         raise click.UsageError("Give a study file, --table, or --kernel/--arch/--shape.")
     base = load_study_file(study_file) if study_file is not None else StudySpec()
     spec = base.with_overrides(**options)
-    if spec.evaluator != "replay":
+    if evaluator_entry(spec.evaluator).live:
         _run_live(spec, live)
         return
     spec.validate()
@@ -254,16 +255,16 @@ def _run_live(spec: StudySpec, live: dict[str, Any]) -> None:
     """Run *spec* live: one study per listed shape (or played-back table), on the GPUs given."""
     from flysearch.study import LiveSettings
 
-    simulated = spec.evaluator == "simulated"
-    listed = (spec.table if simulated else spec.shape) or ""
+    by_table = evaluator_entry(spec.evaluator).target == "table"
+    listed = (spec.table if by_table else spec.shape) or ""
     targets = [t.strip() for t in str(listed).split(",") if t.strip()]
 
     def job_for(target: str | None) -> StudySpec:
         name = ":".join(str(x) for x in (spec.evaluator, target, spec.sampler, f"seed{spec.seed}") if x)
         if spec.name:
             name = spec.name if len(targets) < 2 else f"{spec.name}:{target}"
-        return replace(spec, name=name, shape=None if simulated else target,
-                       table=target if simulated else spec.table, live=settings)
+        return replace(spec, name=name, shape=spec.shape if by_table else target,
+                       table=target if by_table else spec.table, live=settings)
 
     if live["server"] is not None:
         from flysearch.evaluators import default_socket

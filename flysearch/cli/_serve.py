@@ -13,13 +13,15 @@ import click
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import gpu_list
 from flysearch.errors import FlysearchError
+from flysearch.evaluators import evaluator_names
 from flysearch.tables import DEFAULT_DB
 
 __all__ = ["serve"]
 
 
 @click.command()
-@click.option("--evaluator", default="triton", show_default=True, help="triton, flydsl or simulated.")
+@click.option("--evaluator", default="triton", show_default=True,
+              help=f"One of: {', '.join(evaluator_names(live=True))}.")
 @click.option("--arch", default=None, help="Arch profile (triton: sm_90 by default; flydsl: gfx942|gfx950).")
 @click.option("--gpu", default=None,
               help="The GPU the timers own (CUDA_VISIBLE_DEVICES), or GPUs, comma-separated (timers "

@@ -1,11 +1,12 @@
 """Evaluators turn configs into measurements: replayed from tables, or compiled and timed live
 (Triton, FlyDSL), in pools of killable worker processes; re-timing in interleaved rounds.
 
-The public names come in seven groups (``__all__`` lists them in this order): what answers a config
+The public names come in eight groups (``__all__`` lists them in this order): what answers a config
 (:class:`Evaluator` and its results, :class:`ReplayEvaluator`, Triton's and FlyDSL's evaluators);
-the live backends a live study's pipeline runs; Triton's task functions and the timing protocol;
-aiter's Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that
-keeps them warm); re-timing; and the FlyDSL toolchain.
+the evaluators a study names, found by name (:func:`register_evaluator` adds one); the live
+backends a live study's pipeline runs; Triton's task functions and the timing protocol; aiter's
+Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that keeps them
+warm); re-timing; and the FlyDSL toolchain.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flysearch.evaluators._base import Compiled, Evaluator, Measurement
+    from flysearch.evaluators._base import Compiled, Evaluator, measure
     from flysearch.evaluators._flydsl import FlydslCompileEvaluator, FlydslLiveEvaluator
     from flysearch.evaluators._gpu_bench import (
         DEFAULT_TRITON_FAMILY,
@@ -35,6 +36,15 @@ if TYPE_CHECKING:
         warm_triton,
     )
     from flysearch.evaluators._pool import TaskResult, WorkerPool
+    from flysearch.evaluators._registry import (
+        EvaluatorEntry,
+        EvaluatorRequest,
+        EvaluatorSetup,
+        build_evaluator,
+        evaluator_entry,
+        evaluator_names,
+        register_evaluator,
+    )
     from flysearch.evaluators._replay import ReplayEvaluator
     from flysearch.evaluators._retime import (
         FinalistReport,
@@ -73,19 +83,29 @@ if TYPE_CHECKING:
         server_status,
         wait_warm,
     )
-    from flysearch.tables import Outcome
+    from flysearch.tables import Measurement, Outcome
 
 __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
-    # What answers a config: the protocol, its results, a replayed table, FlyDSL compile-only.
+    # What answers a config: the protocol, its results, one measured config, a replayed table,
+    # FlyDSL's and Triton's evaluators.
     "Compiled",
     "Evaluator",
     "Measurement",
     "Outcome",
+    "measure",
     "ReplayEvaluator",
     "FlydslCompileEvaluator",
     "FlydslLiveEvaluator",
     "TritonEvaluator",
     "TritonAmdCompileEvaluator",
+    # Evaluators by name: what a study's evaluator names, and how a new one is registered.
+    "EvaluatorEntry",
+    "EvaluatorRequest",
+    "EvaluatorSetup",
+    "build_evaluator",
+    "evaluator_entry",
+    "evaluator_names",
+    "register_evaluator",
     # Live backends: what a live study's pool compiles and its GPU process times.
     "GPU_VARS",
     "LiveBackend",
@@ -143,6 +163,13 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
 # Imported when first used, so that a worker process that imports one evaluator module pays for
 # that module alone.
 _HOME = {
+    "EvaluatorEntry": "_registry",
+    "EvaluatorRequest": "_registry",
+    "EvaluatorSetup": "_registry",
+    "build_evaluator": "_registry",
+    "evaluator_entry": "_registry",
+    "evaluator_names": "_registry",
+    "register_evaluator": "_registry",
     "wait_warm": "_worker_server",
     "FinalistReport": "_retime",
     "decide": "_retime",
@@ -158,7 +185,8 @@ _HOME = {
     "LAUNCH_TIMEOUT_S": "_triton",
     "LLD_MIN": "_toolchain",
     "LiveBackend": "_live_backends",
-    "Measurement": "_base",
+    "Measurement": "flysearch.tables",
+    "measure": "_base",
     "Outcome": "flysearch.tables",
     "ReplayEvaluator": "_replay",
     "RetimeSettings": "_retime",

@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from flysearch.tables import Outcome
+from flysearch.tables import Measurement, Outcome
 
 if TYPE_CHECKING:
     from flysearch.space import Config, Shape
 
-__all__ = ["Compiled", "Evaluator", "Measurement", "Outcome", "compile_only_measurement"]
+__all__ = ["Compiled", "Evaluator", "Measurement", "Outcome", "compile_only_measurement", "measure"]
 
 
 @dataclass(frozen=True)
@@ -44,32 +44,6 @@ class Compiled:
     compile_s: float | None = None
     artifact: Any = field(default=None, repr=False, compare=False)
     detail: str = ""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """The result of timing one compiled config.
-
-    Attributes:
-        outcome: ``OK`` or the failure kind.
-        time_ms: Median kernel time in milliseconds; ``None`` unless ``outcome`` is ``OK``.
-        compile_s: Seconds the compile took, when known.
-        bench_s: Seconds the timing itself took (what a replay charges besides the compile).
-        detail: A one-line reason for a failure.
-        extra: Evaluator-specific numbers (registers, LDS bytes, spread of the repetitions).
-    """
-
-    outcome: Outcome
-    time_ms: float | None = None
-    compile_s: float | None = None
-    bench_s: float | None = None
-    detail: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def cost_s(self) -> float:
-        """Seconds this measurement cost: compile plus timing, unknown parts counted as zero."""
-        return (self.compile_s or 0.0) + (self.bench_s or 0.0)
 
 
 @runtime_checkable
@@ -97,3 +71,11 @@ def compile_only_measurement(compiled: Compiled, resources: dict[str, Any]) -> M
         return Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail, resources)
     return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, 0.0,
                        "compile-only evaluator: no AMD GPU to time on", resources)
+
+
+def measure(evaluator: Evaluator, config: Config, shape: Shape | None) -> Measurement:
+    """Compile *config* for *shape* and, if that succeeded, time it: its measurement either way."""
+    compiled = evaluator.compile(config, shape)
+    if compiled.outcome is not Outcome.OK:
+        return Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
+    return evaluator.time(compiled)

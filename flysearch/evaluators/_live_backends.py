@@ -61,7 +61,7 @@ class LiveBackend:
     """How a live study compiles and times configs (see the module docstring).
 
     Attributes:
-        name: ``"triton"``, ``"flydsl"`` or ``"simulated"``.
+        name: The evaluator's name (``"triton"``, ``"flydsl"``, ``"simulated"`` or one registered).
         kernel: Kernel family, the first part of the table name the measurements land in.
         compile_fn: Module-level compile task.
         timer_fn: Module-level timer task.

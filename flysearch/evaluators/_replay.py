@@ -8,6 +8,7 @@ compiled, plus the timing cost. A config that is not in the table raises
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from flysearch.evaluators._base import Compiled, Measurement
@@ -55,7 +56,5 @@ class ReplayEvaluator:
             return Measurement(Outcome.COMPILE_FAILED, None, compiled.compile_s, 0.0, row.detail)
         bench_s = row.bench_s or 0.0
         self.cost_s += bench_s
-        return Measurement(
-            Outcome(row.outcome), row.time_ms if row.ok else None, compiled.compile_s, bench_s,
-            row.detail, dict(row.extra),
-        )
+        # The row's measurement, charged as this replay charges it (a compile once).
+        return replace(row.measurement(), compile_s=compiled.compile_s, bench_s=bench_s)

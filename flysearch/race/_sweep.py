@@ -14,26 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from flysearch.evaluators import Evaluator, Measurement
-from flysearch.tables import Outcome, Row, TableMeta, TableStore
+from flysearch.evaluators import Evaluator, measure
+from flysearch.tables import Row, TableMeta, TableStore
 
 if TYPE_CHECKING:
     from flysearch.space import Config, Shape
 
-__all__ = ["measure", "sweep_to_table"]
-
-
-def measure(evaluator: Evaluator, config: Config, shape: Shape | None) -> Measurement:
-    """Compile and, if that succeeded, time one config."""
-    compiled = evaluator.compile(config, shape)
-    if compiled.outcome is not Outcome.OK:
-        return Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
-    return evaluator.time(compiled)
-
-
-def _row(config: Config, m: Measurement) -> Row:
-    return Row(config.key, config.as_dict(), m.outcome.value, m.time_ms if m.outcome is Outcome.OK else None,
-               m.compile_s, m.bench_s, m.detail, dict(m.extra))
+__all__ = ["sweep_to_table"]
 
 
 def sweep_to_table(
@@ -47,7 +34,7 @@ def sweep_to_table(
     for config in configs:
         if config.key in done:
             continue
-        pending.append(_row(config, measure(evaluator, config, shape)))
+        pending.append(Row.from_measurement(config.key, config.as_dict(), measure(evaluator, config, shape)))
         measured += 1
         if len(pending) >= batch:
             store.add_rows(meta, pending)

@@ -1,9 +1,10 @@
 """Studies that count compiles: one :class:`StudySpec` describes a study, replayed or live.
 
 :func:`run_study` runs the ask -> answer (duplicate / rejected / compile) -> tell loop against an
-evaluator (a replayed table); :func:`launch` runs a :class:`StudySpec` whose table is picked or
-imported; :func:`run_workers` and :func:`run_shapes` run a live one, with a pool of compile processes
-ahead of each GPU. Any number of processes may share one stored study.
+evaluator (a replayed table); :func:`launch` runs a :class:`StudySpec` with its in-process evaluator
+(whose table is picked or imported); :func:`run_workers` and :func:`run_shapes` run a live one, with a
+pool of compile processes ahead of each GPU. A spec names its evaluator, found by name
+(:func:`flysearch.evaluators.evaluator_names`). Any number of processes may share one stored study.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from flysearch.study._live_pipeline import LiveReport
 from flysearch.study._report import list_studies, load_summary
 from flysearch.study._spec import (
     DEFAULT_STORAGE,
-    EVALUATORS,
     MAX_SEED,
     LiveSettings,
     StudySpec,
@@ -36,7 +36,6 @@ from flysearch.study._study import StudySummary, open_storage, run_study, summar
 
 __all__ = [
     "DEFAULT_STORAGE",
-    "EVALUATORS",
     "MAX_SEED",
     "ClaimStore",
     "LiveReport",

@@ -25,13 +25,13 @@ from typing import Any
 
 from flysearch._tomlfile import read_toml
 from flysearch.errors import InputFormatError, MissingTableError
-from flysearch.evaluators import ReplayEvaluator
-from flysearch.space import get_arch, parse_shape, table_profile
+from flysearch.evaluators import EvaluatorSetup, build_evaluator, evaluator_entry, evaluator_names
+from flysearch.space import get_arch, parse_shape
 from flysearch.study._spec import StudySpec
 from flysearch.study._study import StudySummary, run_study
-from flysearch.tables import TableStore, import_table, space_for_table
+from flysearch.tables import GroundTruth, TableStore, import_table
 
-__all__ = ["launch", "load_study_file"]
+__all__ = ["evaluator_setup", "launch", "load_study_file", "searched"]
 
 
 # The keys of a study file's [study] table: a replayed study's fields (``import`` for ``import_path``).
@@ -75,12 +75,54 @@ def load_study_file(path: str | Path) -> StudySpec:
 def launch(
     spec: StudySpec, *, progress: Callable[[int, int], None] | None = None
 ) -> tuple[StudySummary, float | None]:
-    """Run (or resume) the study *spec* describes against its replayed table.
+    """Run (or resume) the study *spec* describes with its in-process evaluator (a replayed table
+    unless it names another; a live one runs with :func:`~flysearch.study.run_live`).
 
     Returns:
-        The study summary and the table's optimum in ms (``None`` if the table has no success).
+        The study summary and the table's optimum in ms (``None`` if the table has no success, or
+        the evaluator answers from no table).
     """
     spec.validate()
+    if evaluator_entry(spec.evaluator).live:
+        raise InputFormatError(f"The {spec.evaluator} evaluator runs live; launch runs the in-process ones "
+                               f"({', '.join(evaluator_names(live=False))}): run it with run_live.")
+    spec, setup = evaluator_setup(spec)
+    if spec.prior:
+        from flysearch.costmodel import load_prior
+
+        prior = load_prior(spec.prior)
+    else:
+        prior = None
+    assert setup.evaluator is not None, f"the {spec.evaluator} evaluator built no in-process evaluator"
+    summary = run_study(
+        spec.study_name, setup.space, setup.evaluator, searched(spec, setup), shape=setup.shape,
+        arch=setup.arch, storage=spec.storage, progress=progress, problem=setup.problem, prior=prior,
+    )
+    table = setup.table
+    return summary, (table.best().time_ms if table is not None and table.ok_rows() else None)
+
+
+def evaluator_setup(spec: StudySpec, gpu: str | None = None) -> tuple[StudySpec, EvaluatorSetup]:
+    """The evaluator *spec* names, built for it (timing on *gpu*, when live), and *spec* with the
+    name of the table it imported; an evaluator that answers from a table gets it loaded (imported
+    from ``import_path`` first, or picked by *kernel*, *arch* and *shape*)."""
+    table = None
+    if evaluator_entry(spec.evaluator).target == "table":
+        spec, table = _load_table(spec)
+    return spec, build_evaluator(spec.evaluator_request(table, gpu))
+
+
+def searched(spec: StudySpec, setup: EvaluatorSetup) -> StudySpec:
+    """*spec* with what its study searches, as its evaluator was built (*setup*): the space, table,
+    arch profile and shape (the settings a study stores)."""
+    table, arch, shape = setup.table, setup.arch, setup.shape
+    return replace(spec, space=setup.space.name, table=table.name if table is not None else None,
+                   arch=arch.name if arch else None, shape=shape.key if shape else None)
+
+
+def _load_table(spec: StudySpec) -> tuple[StudySpec, GroundTruth]:
+    """The table *spec* names (imported from its ``import_path`` when its database lacks it) or that
+    its kernel, arch and shape pick, and *spec* with the imported table's name."""
     if spec.import_path is not None:
         held = False
         if Path(spec.db).is_file() and spec.table is not None:
@@ -93,26 +135,9 @@ def launch(
     else:
         store = TableStore(spec.db, create=False)
     try:
-        table = store.load(spec.table or pick_table(store, spec.kernel, spec.arch, spec.shape))
+        return spec, store.load(spec.table or pick_table(store, spec.kernel, spec.arch, spec.shape))
     finally:
         store.close()
-    space = space_for_table(table)
-    arch = table_profile(table.meta.arch, table.meta.device)
-    shape = table.meta.shape()
-    settings = replace(spec, space=space.name, table=table.name, arch=arch.name if arch else None,
-                       shape=shape.key if shape else None)
-    if spec.prior:
-        from flysearch.costmodel import load_prior
-
-        prior = load_prior(spec.prior)
-    else:
-        prior = None
-    summary = run_study(
-        spec.study_name, space, ReplayEvaluator(table), settings, shape=shape, arch=arch,
-        storage=spec.storage, progress=progress, problem=table.meta.problem, prior=prior,
-    )
-    ok = table.ok_rows()
-    return summary, (table.best().time_ms if ok else None)
 
 
 def pick_table(store: TableStore, kernel: str | None, arch: str | None, shape: str | None) -> str:

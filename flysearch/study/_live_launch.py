@@ -2,8 +2,10 @@
 process of its own.
 
 A live study is a :class:`~flysearch.study.StudySpec` (plain data: it crosses process boundaries)
-whose evaluator is ``triton`` (a GEMM shape and a CUDA arch), ``flydsl`` (a GEMM shape, an AMD arch
-and the space's kernel factory) or ``simulated`` (a ground-truth table played back in real time).
+whose evaluator is a live one (:func:`flysearch.evaluators.evaluator_names`): ``triton`` (a GEMM shape
+and a CUDA arch), ``flydsl`` (a GEMM shape, an AMD arch and the space's kernel factory),
+``simulated`` (a ground-truth table played back in real time), or one registered with
+:func:`flysearch.evaluators.register_evaluator`.
 :func:`run_workers` starts one worker per GPU; all of them join the same study through its
 database, so the same job can also be started by hand on several hosts against one PostgreSQL URL.
 
@@ -19,22 +21,20 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import multiprocessing as mp
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import replace
 from queue import Empty
 from typing import TYPE_CHECKING, Any
 
 from flysearch.errors import FlysearchError, InputFormatError
-from flysearch.evaluators import main_module_hidden
-from flysearch.space import get_arch, table_profile
+from flysearch.evaluators import evaluator_entry, evaluator_names, main_module_hidden
+from flysearch.study._launch import evaluator_setup, searched
 from flysearch.study._live import run_live_study
 from flysearch.study._live_pipeline import LiveReport
-from flysearch.study._spec import EVALUATORS, StudySpec
+from flysearch.study._spec import StudySpec
 from flysearch.study._storage_template import prepare_storage
 from flysearch.tables import DEFAULT_DB
 
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from flysearch.evaluators import LiveBackend, WorkerPool, WorkerSpec
 
 __all__ = [
-    "EVALUATORS",
     "backend_to_serve",
     "prepare_live",
     "run_jobs",
@@ -59,110 +58,52 @@ __all__ = [
 
 def run_live(spec: StudySpec, gpu: str | None = None,
              progress: Callable[[int, int], None] | None = None) -> LiveReport:
-    """Run the live study *spec* as one worker, timing on *gpu* (a Triton cache made for it is
+    """Run the live study *spec* as one worker, timing on *gpu* (a compile cache made for it is
     removed at the end; name ``spec.live.cache_dir`` to keep the binaries)."""
-    backend, kwargs = prepare_live(spec, gpu)
+    made = None if spec.live.cache_dir else tempfile.mkdtemp(prefix=_CACHE_PREFIX)
     try:
+        backend, kwargs = prepare_live(_with_cache(spec, made), gpu)
         return run_live_study(backend=backend, progress=progress, **kwargs)
     finally:
-        if spec.evaluator == "triton" and not spec.live.cache_dir:
-            _remove_cache(backend.env.get("TRITON_CACHE_DIR"))
+        _remove_cache(made)
 
 
 def prepare_live(spec: StudySpec, gpu: str | None = None) -> tuple[LiveBackend, dict[str, Any]]:
     """The backend that compiles and times *spec* on *gpu*, and the other arguments of
     :func:`~flysearch.study._live.run_live_study` for it."""
-    from flysearch.evaluators import simulated_backend
-    from flysearch.space import parse_shape
-    from flysearch.tables import TableStore, space_for_table
-
     spec.validate()
-    if spec.evaluator == "replay":
-        raise InputFormatError("A live study needs a live evaluator: triton, flydsl or simulated.")
+    if not evaluator_entry(spec.evaluator).live:
+        raise InputFormatError(f"A live study needs a live evaluator ({_live_names()}); {spec.evaluator} "
+                               "answers in process.")
+    spec, setup = evaluator_setup(spec, gpu)
+    assert setup.backend is not None, f"the {spec.evaluator} evaluator built no live backend"
     live = replace(spec.live, gpu=gpu)
-    problem: dict[str, Any] | None = None
-    if spec.evaluator == "simulated":
-        store = TableStore(spec.db, create=False)
-        try:
-            table = store.load(str(spec.table))
-        finally:
-            store.close()
-        space = space_for_table(table)
-        arch = table_profile(table.meta.arch, table.meta.device)
-        shape = table.meta.shape()
-        problem = table.meta.problem
-        backend = simulated_backend(table, scale=live.scale, noise=live.noise,
-                                    compile_log=live.compile_log, gpu=gpu)
-        if live.table is None:
-            live = replace(live, table=f"live/{table.name}")
-    else:
-        shape = parse_shape(str(spec.shape))
-        arch, space = _arch_and_space(spec.evaluator, spec.arch, spec.space)
-        cache = None
-        if spec.evaluator == "triton":
-            cache = live.cache_dir or tempfile.mkdtemp(prefix="flysearch-triton-")
-        backend = _device_backend(spec.evaluator, arch, space, gpu, cache)
-    settings = replace(spec, space=space.name, table=spec.table if spec.evaluator == "simulated" else None,
-                       arch=arch.name if arch else None, shape=shape.key if shape else None, live=live)
+    if setup.table is not None and live.table is None:  # a table played back lands beside it
+        live = replace(live, table=f"live/{setup.table.name}")
+    settings = replace(searched(spec, setup), live=live)
     prior = functools.partial(_load_prior, spec.prior) if spec.prior else None
-    return backend, {"study_name": spec.study_name, "space": space, "settings": settings, "shape": shape,
-                     "arch": arch, "problem": problem, "prior": prior}
+    return setup.backend, {"study_name": spec.study_name, "space": setup.space, "settings": settings,
+                           "shape": setup.shape, "arch": setup.arch, "problem": setup.problem, "prior": prior}
 
 
-def _arch_and_space(evaluator: str, arch: str | None, space: str | None) -> tuple[Any, Any]:
-    """A Triton or FlyDSL study's arch profile and space (their defaults when not named); a clear
-    error when the evaluator's package is not installed."""
-    from flysearch.kernels import get_space, triton_families
-
-    package = "triton" if evaluator == "triton" else "flydsl"
-    if importlib.util.find_spec(package) is None:
-        # Checked first: each compile worker would die importing it, and be started again.
-        raise FlysearchError(
-            f"The {evaluator} evaluator needs the {package} package, which this Python "
-            f"({sys.executable}) lacks; install it, or use --evaluator simulated."
-        )
-    if evaluator == "triton":
-        name = space or "triton_gemm_splitk"
-        if name not in triton_families():
-            raise InputFormatError(f"A live Triton study compiles one of flysearch's Triton families "
-                                   f"({', '.join(triton_families())}); space {name!r} is none of them.")
-        return get_arch(arch or "sm_90"), get_space(name)
-    if not arch:
-        raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
-    found = get_space(space or "flydsl_gemm")
-    if not found.kernel:
-        raise FlysearchError(f"Space {found.name!r} names no kernel factory.")
-    return get_arch(arch), found
-
-
-def _device_backend(evaluator: str, arch: Any, space: Any, gpu: str | None, cache: str | None) -> LiveBackend:
-    from flysearch.evaluators import flydsl_backend, triton_backend
-
-    if evaluator == "triton":
-        return triton_backend(arch=arch.name, cache_dir=cache, gpu=gpu, family=space.name)
-    return flydsl_backend(space.kernel, arch.name, gpu=gpu)
+def _live_names() -> str:
+    return ", ".join(evaluator_names(live=True))
 
 
 def backend_to_serve(evaluator: str, *, arch: str | None = None, space: str | None = None,
                      gpu: str | None = None, table: str | None = None, db: str = DEFAULT_DB) -> LiveBackend:
     """The backend whose workers a worker server (``flysearch serve``) keeps warm: the one a live
-    study of *evaluator* on *gpu* uses (for ``simulated``, *table* from *db*)."""
-    live = [e for e in EVALUATORS if e != "replay"]
-    if evaluator not in live:
-        raise InputFormatError(f"Unknown evaluator {evaluator!r}; choose one of: {', '.join(live)}.")
-    if evaluator == "simulated":
-        from flysearch.evaluators import simulated_backend
-        from flysearch.tables import TableStore
-
-        if not table:
-            raise InputFormatError("A simulated worker server needs --table (the table it plays back).")
-        store = TableStore(db, create=False)
-        try:
-            return simulated_backend(store.load(table), gpu=gpu)
-        finally:
-            store.close()
-    arch_profile, found = _arch_and_space(evaluator, arch, space)
-    return _device_backend(evaluator, arch_profile, found, gpu, None)
+    study of *evaluator* on *gpu* uses (for one that plays a table back, *table* from *db*)."""
+    entry = evaluator_entry(evaluator)
+    if not entry.live:
+        raise InputFormatError(f"A worker server serves a live evaluator ({_live_names()}); {evaluator} "
+                               "answers in process.")
+    if entry.target == "table" and not table:
+        raise InputFormatError(f"A {evaluator} worker server needs --table (the table it plays back).")
+    job = StudySpec(evaluator=evaluator, arch=arch, space=space, table=table, db=db)
+    _, setup = evaluator_setup(job, gpu)
+    assert setup.backend is not None, f"the {evaluator} evaluator built no live backend"
+    return setup.backend
 
 
 def run_sequence(jobs: Sequence[StudySpec], gpu: str | None = None,
@@ -172,18 +113,15 @@ def run_sequence(jobs: Sequence[StudySpec], gpu: str | None = None,
 
     A live study's GPU process starts up once (importing torch and creating the device's context
     took 3.2-5.5 s on the H200 hosts): each study after the first finds it, and the compile
-    processes, ready. Triton jobs without a ``cache_dir`` share one cache, so that their compile
+    processes, ready. Jobs without a ``cache_dir`` share one compile cache, so that their compile
     processes match; it is removed at the end. *progress* is called for each study in turn.
     """
     from flysearch.study._live_pipeline import pools_key, start_pools
 
     if not jobs:
         return []
-    cache = None
-    if any(j.evaluator == "triton" and not j.live.cache_dir for j in jobs):
-        cache = tempfile.mkdtemp(prefix="flysearch-triton-")
-        jobs = [replace(j, live=replace(j.live, cache_dir=cache))
-                if j.evaluator == "triton" and not j.live.cache_dir else j for j in jobs]
+    cache = tempfile.mkdtemp(prefix=_CACHE_PREFIX) if any(not j.live.cache_dir for j in jobs) else None
+    jobs = [_with_cache(j, cache) for j in jobs]
     reports: list[LiveReport] = []
     pools: tuple[WorkerPool, WorkerPool] | None = None
     key: tuple[Any, ...] | None = None
@@ -205,9 +143,19 @@ def run_sequence(jobs: Sequence[StudySpec], gpu: str | None = None,
     return reports
 
 
+_CACHE_PREFIX = "flysearch-cache-"
+
+
+def _with_cache(spec: StudySpec, cache: str | None) -> StudySpec:
+    """*spec* compiling into *cache* (a folder made for its run), unless it names its own."""
+    if spec.live.cache_dir or not cache:
+        return spec
+    return replace(spec, live=replace(spec.live, cache_dir=cache))
+
+
 def _remove_cache(path: str | None) -> None:
-    """Remove a Triton cache folder made for a run (its binaries are in no table)."""
-    if path and os.path.basename(path).startswith("flysearch-triton-"):
+    """Remove a compile cache folder made for a run (its binaries are in no table)."""
+    if path and os.path.basename(path).startswith(_CACHE_PREFIX):
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from flysearch.evaluators import Measurement
+from flysearch.evaluators import measure
 from flysearch.study._trials import TrialRecord, Trials
 from flysearch.tables import Outcome
 
@@ -152,11 +152,7 @@ class SyncEvaluator:
 
     def submit(self, trial: optuna.trial.Trial, config: Config) -> Submitted:
         history = self._trials.history
-        compiled = self._evaluator.compile(config, self._shape)
-        if compiled.outcome is Outcome.OK:
-            measurement = self._evaluator.time(compiled)
-        else:
-            measurement = Measurement(compiled.outcome, None, compiled.compile_s, 0.0, compiled.detail)
+        measurement = measure(self._evaluator, config, self._shape)
         history.compiles += 1
         history.cost_s += measurement.cost_s
         # A compiled config whose resources fail (spills, LDS) is rejected like a constraint would.

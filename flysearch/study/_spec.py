@@ -26,16 +26,17 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from flysearch.errors import FlysearchError, InputFormatError, UnknownSamplerError
+from flysearch.evaluators import EvaluatorRequest, evaluator_entry
 from flysearch.samplers import SAMPLERS, sampler_options_problem
 from flysearch.space import ENCODINGS, Encoding, get_arch, parse_shape
 from flysearch.tables import DEFAULT_DB
 
 if TYPE_CHECKING:
     from flysearch.space import Space
+    from flysearch.tables import GroundTruth
 
 __all__ = [
     "DEFAULT_STORAGE",
-    "EVALUATORS",
     "MAX_SEED",
     "LiveSettings",
     "StudySpec",
@@ -46,7 +47,6 @@ __all__ = [
 
 DEFAULT_STORAGE = "sqlite:///flysearch-studies.db"
 MAX_SEED = 2**32 - 1  # numpy's and Optuna's samplers take seeds up to this
-EVALUATORS = ("replay", "triton", "flydsl", "simulated")
 
 
 def seed_problem(seed: Any) -> str | None:
@@ -88,7 +88,8 @@ class LiveSettings:
             own random stream (workers with one seed would all propose the same configs).
         server: Unix socket of a worker server (``flysearch serve``) to take a warm timer and warm
             compile processes from, instead of starting them.
-        cache_dir: Triton cache directory (default: a fresh one per worker, removed when it ends).
+        cache_dir: Where the evaluator caches its compiles (Triton's cache; default: a fresh folder
+            per run, removed when it ends).
         scale: ``simulated`` only: time scale of the playback.
         noise: ``simulated`` only: log-normal sigma of the playback.
         compile_log: ``simulated`` only: each finished compile appends its key to this file (an
@@ -135,10 +136,11 @@ class StudySpec:
     """One study, replayed or live.
 
     What is searched:
-        evaluator: ``"replay"`` (a stored table, in process), or live: ``"triton"``, ``"flydsl"``
-            (compiled and timed on a GPU), ``"simulated"`` (a table played back in real time).
-        table: The table replayed or played back; for a replay, when ``None``, the one table
-            that *kernel*, *arch* and *shape* pick.
+        evaluator: A registered evaluator (:func:`flysearch.evaluators.evaluator_names`):
+            ``"replay"`` (a stored table, in process), or live: ``"triton"``, ``"flydsl"`` (compiled
+            and timed on a GPU), ``"simulated"`` (a table played back in real time).
+        table: The table replayed or played back; when ``None``, the one table that *kernel*,
+            *arch* and *shape* pick.
         kernel: Kernel family, to pick a replayed table.
         arch: Arch profile name (picks a replayed table; the target of a live study; default
             ``sm_90`` for Triton, required for FlyDSL).
@@ -221,11 +223,17 @@ class StudySpec:
         """This spec with the given fields replaced (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
+    def evaluator_request(self, table: GroundTruth | None = None, gpu: str | None = None) -> EvaluatorRequest:
+        """What this study's evaluator is built from (*table*: the table it answers from, loaded;
+        *gpu*: the GPU a live worker times on)."""
+        live, shape = self.live, parse_shape(self.shape) if self.shape else None
+        return EvaluatorRequest(self.evaluator, table=table, shape=shape, arch=self.arch, space=self.space,
+                                gpu=gpu, cache_dir=live.cache_dir,
+                                scale=live.scale, noise=live.noise, compile_log=live.compile_log)
+
     def validate(self) -> None:
         """Check the spec without touching any table or study; raise a one-line error on a mistake."""
-        if self.evaluator not in EVALUATORS:
-            raise InputFormatError(
-                f"Unknown evaluator {self.evaluator!r}; choose one of: {', '.join(EVALUATORS)}.")
+        entry = evaluator_entry(self.evaluator)
         if self.sampler not in SAMPLERS:
             raise UnknownSamplerError(
                 f"Unknown sampler {self.sampler!r}; choose one of: {', '.join(SAMPLERS)}.")
@@ -242,20 +250,18 @@ class StudySpec:
             raise InputFormatError(f"A study name must be a string, got {self.name!r}.")
         if self.shape is not None:
             parse_shape(self.shape)  # a malformed shape fails here, before any study of a list runs
-        if self.evaluator == "replay":
-            if self.arch is not None:
-                get_arch(self.arch)
+        if self.arch is not None:
+            get_arch(self.arch)
+        if entry.target == "table":
             if self.table is None and not (self.kernel or self.arch or self.shape):
                 raise InputFormatError("Name a table, or a kernel, arch and shape that pick one.")
-            return
-        if self.evaluator in ("triton", "flydsl") and not self.shape:
-            raise InputFormatError(f"A live {self.evaluator} study needs --shape MxNxK.")
-        if self.evaluator == "flydsl" and not self.arch:
-            raise InputFormatError("A live FlyDSL study needs --arch (gfx942 or gfx950).")
+        elif not self.shape:
+            raise InputFormatError(f"A {self.evaluator} study needs --shape MxNxK.")
+        problem = entry.problem(self.evaluator_request()) if entry.problem is not None else None
+        if problem:
+            raise InputFormatError(problem)
         if self.prior and not os.path.isfile(self.prior):
             raise InputFormatError(f"Model file {self.prior} does not exist.")  # before any study is made
-        if self.evaluator == "simulated" and not self.table:
-            raise InputFormatError("A simulated live study needs --table (the table it plays back).")
 
 
 def identity_differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:

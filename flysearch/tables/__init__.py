@@ -13,7 +13,7 @@ from flysearch.tables._aiter_csv import (
 )
 from flysearch.tables._declare import Declaration, declare, parse_renames
 from flysearch.tables._kernel_tuner import FAILURE_OUTCOMES, read_kernel_tuner_cache
-from flysearch.tables._outcome import Outcome
+from flysearch.tables._outcome import Measurement, Outcome
 from flysearch.tables._read import (
     ImportedFile,
     ImportedTable,
@@ -46,6 +46,7 @@ __all__ = [
     "GroundTruth",
     "ImportedFile",
     "ImportedTable",
+    "Measurement",
     "Outcome",
     "Row",
     "TableMeta",

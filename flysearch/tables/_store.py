@@ -35,7 +35,7 @@ import sqlite_utils
 from sqlite_utils import Migrations
 
 from flysearch.errors import InputFormatError, MissingConfigError, MissingTableError
-from flysearch.tables._outcome import Outcome
+from flysearch.tables._outcome import Measurement, Outcome
 
 __all__ = [
     "DEFAULT_DB",
@@ -97,6 +97,18 @@ class Row:
     @property
     def ok(self) -> bool:
         return self.outcome == Outcome.OK.value and self.time_ms is not None
+
+    @classmethod
+    def from_measurement(cls, key: str, params: dict[str, Any], m: Measurement) -> Row:
+        """The row of the config *key* (its *params*) that *m* measured."""
+        outcome = Outcome(m.outcome)
+        return cls(key, params, outcome.value, m.time_ms if outcome is Outcome.OK else None, m.compile_s,
+                   m.bench_s, m.detail, dict(m.extra))
+
+    def measurement(self) -> Measurement:
+        """What this row measured (its time only where it is :attr:`ok`)."""
+        return Measurement(Outcome(self.outcome), self.time_ms if self.ok else None, self.compile_s,
+                           self.bench_s, self.detail, dict(self.extra))
 
 
 @dataclass

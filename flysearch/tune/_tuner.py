@@ -37,7 +37,7 @@ from flysearch.evaluators import (
 )
 from flysearch.space import ArchProfile, Space
 from flysearch.study import StudySpec, run_study, trial_records
-from flysearch.tables import GroundTruth, Outcome, Row, TableMeta
+from flysearch.tables import GroundTruth, Measurement, Outcome, Row, TableMeta
 from flysearch.tune._keys import KeyValues
 from flysearch.tune._measure import KernelEvaluator
 from flysearch.tune._store import TuneStore
@@ -241,11 +241,9 @@ class Tuner:
         rows: dict[str, Row] = {}
         for i, config in enumerate(feasible, 1):
             compiled = evaluator.compile(config, None)
-            m = evaluator.time(compiled) if compiled.outcome is Outcome.OK else None
-            rows[config.key] = Row(
-                config.key, config.as_dict(), (m.outcome if m else compiled.outcome).value,
-                m.time_ms if m else None, compiled.compile_s, m.bench_s if m else None,
-                (m.detail if m else compiled.detail), dict(m.extra) if m else {})
+            m = (evaluator.time(compiled) if compiled.outcome is Outcome.OK
+                 else Measurement(compiled.outcome, None, compiled.compile_s, None, compiled.detail))
+            rows[config.key] = Row.from_measurement(config.key, config.as_dict(), m)
             if progress is not None:
                 progress(i, len(feasible))
         meta = TableMeta(name=f"{self.name}/{device}/{key.key}", kernel=self.name,

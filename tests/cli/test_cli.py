@@ -228,3 +228,37 @@ def test_the_cli_starts_without_scikit_learn() -> None:
     code = "import sys, flysearch.cli; print('sklearn' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+
+def test_a_users_evaluator_runs_through_study_run_unchanged(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from flysearch.evaluators import (
+        EvaluatorRequest,
+        EvaluatorSetup,
+        ReplayEvaluator,
+        _registry,
+        register_evaluator,
+    )
+    from flysearch.tables import GroundTruth, read_table_file, space_for_table
+
+    monkeypatch.setattr(_registry, "_ENTRIES", dict(_registry._ENTRIES))  # registered for this test only
+
+    @register_evaluator("h200-replay", live=False)
+    def _h200(r: EvaluatorRequest) -> EvaluatorSetup:
+        assert r.shape is not None
+        name = f"triton_gemm__H200__{r.shape.M}x{r.shape.N}x{r.shape.K}.table.json.gz"
+        meta, rows = read_table_file(REPO / "benchmarks" / "data" / "h200" / name)
+        table = GroundTruth(meta, {row.key: row for row in rows})
+        return EvaluatorSetup(space_for_table(table), evaluator=ReplayEvaluator(table), shape=r.shape)
+
+    storage = ("--storage", f"sqlite:///{tmp_path / 'studies.db'}")
+    code, out = run("study", "run", "--evaluator", "h200-replay", "--shape", "1x6144x4096", "--sampler",
+                    "random", "--budget", "3", *storage)
+    assert code == 0 and "1x6144x4096:random:seed0" in out and "3 compiled" in out, out
+    code, out = run("study", "run", "--evaluator", "h200-replay", *storage)
+    assert code == 2 and "A h200-replay study needs --shape MxNxK." in out
+    code, out = run("study", "run", "--evaluator", "tritn", "--shape", "64x64x64", *storage)
+    errors = [line for line in out.splitlines() if line.startswith("Error")]
+    names = "replay, triton, flydsl, simulated, h200-replay"
+    assert code == 2 and errors == [f"Error: Unknown evaluator 'tritn'; choose one of: {names}."], out

@@ -501,4 +501,4 @@ def test_a_triton_cache_made_for_a_run_is_removed_when_it_ends(tmp_path, db, mon
         # No GPU here (or no Triton at all): the run fails.
         with pytest.raises(FlysearchError, match=r"timer could not start|needs the triton package"):
             run()
-        assert list(tmp_path.glob("flysearch-triton-*")) == []
+        assert list(tmp_path.glob("flysearch-cache-*")) == []
