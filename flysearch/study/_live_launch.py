@@ -29,6 +29,7 @@ from dataclasses import replace
 from queue import Empty
 from typing import TYPE_CHECKING, Any
 
+from flysearch._lifeline import Lifeline
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.evaluators import main_module_hidden
 from flysearch.space import get_arch, table_profile
@@ -490,7 +491,8 @@ def run_jobs(jobs: list[tuple[StudySpec | Sequence[StudySpec], str]],
     queue = ctx.Queue()
     served = {i: run for i, (job, gpu) in enumerate(jobs) if i > 0
               and (run := _start_served(job, gpu, queue, i)) is not None}
-    procs = {i: ctx.Process(target=_worker_main, args=(job, i, gpu, queue))
+    # each ends with this process, however this one ends
+    procs = {i: ctx.Process(target=Lifeline(_worker_main), args=(job, i, gpu, queue))
              for i, (job, gpu) in enumerate(jobs) if i > 0 and i not in served}
     with main_module_hidden(jobs[0][0]):
         for p in procs.values():

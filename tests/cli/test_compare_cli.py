@@ -20,17 +20,21 @@ from click.testing import CliRunner, Result
 
 from flysearch.cli import main
 from tests.conftest import REPO, hub_file
+from tests.processes import PROC, descendants, gone_within, kill_all, spawned, survivors
 
 RESULTS = REPO / "benchmarks" / "results" / "compare"
 PROGRESS = re.compile(r"^(\S+): (\d+)/(\d+) runs, \d+ s$")
 
 
 def _experiment(tmp_path: Path, *, budget: int = 5, seeds: str = "1", samplers: tuple[str, ...] = ("random",),
-                tables: tuple[str, ...] = ("A100",), output: str = "committed") -> Path:
-    """A small experiment file whose own output folder is *output* (beside it)."""
+                tables: tuple[str, ...] = ("A100",), output: str = "committed",
+                sources: tuple[Path, ...] = ()) -> Path:
+    """A small experiment file whose own output folder is *output* (beside it), over the
+    dedispersion tables of *tables*' GPUs, or the table files *sources*."""
     body = [f'[experiment]\nname = "tiny"\nbudget = {budget}\nseeds = {seeds}\nworkers = 1\n'
             f'output = "{output}"\n']
-    body += [f'[[table]]\nsource = "{hub_file("dedispersion_milo", gpu)}"\n' for gpu in tables]
+    files = sources or tuple(hub_file("dedispersion_milo", gpu) for gpu in tables)
+    body += [f'[[table]]\nsource = "{source}"\n' for source in files]
     body += [f'[[sampler]]\nname = "{name}"\n' for name in samplers]
     path = tmp_path / "tiny.toml"
     path.write_text("".join(body))
@@ -208,54 +212,20 @@ def test_progress_lines_are_at_most_one_per_interval() -> None:
 # -- stopping -------------------------------------------------------------------------------------
 
 
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state first), or None once it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return text.rsplit(")", 1)[1].split()
+# A committed table (benchmarks/data), so that the stopping tests run wherever the repository is.
+COMMITTED_TABLE = REPO / "benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
 
 
-def _descendants(root: int) -> dict[int, str]:
-    """Every live process below *root*, with its start time (so that a reused pid is not mistaken)."""
-    parents: dict[int, list[int]] = {}
-    starts: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None and fields[0] not in "ZX":
-            parents.setdefault(int(fields[1]), []).append(int(entry.name))
-            starts[int(entry.name)] = fields[19]
-    found, todo = {}, [root]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found[child] = starts[child]
-            todo.append(child)
-    return found
-
-
-def _alive(pid: int, start: str) -> bool:
-    fields = _stat(pid)
-    return fields is not None and fields[0] not in "ZX" and fields[19] == start
-
-
-def _workers(pids: dict[int, str]) -> list[int]:
-    """The pool's worker processes among *pids* (multiprocessing's spawned children)."""
-    out = []
-    for pid in pids:
-        try:
-            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                out.append(pid)
-        except OSError:
-            pass
-    return out
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads processes from /proc")
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.skipif(not PROC, reason="reads processes from /proc")
+@pytest.mark.parametrize(("signum", "code"),
+                         [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)])
 def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int, code: int) -> None:
     """SIGTERM to the command, or Ctrl-C to its process group (as a terminal sends it), ends the
-    command and every worker within 5 s; the runs stored by then are kept, and a rerun resumes."""
-    path = _experiment(tmp_path, budget=200, seeds="1")
+    command and every worker within 5 s; the runs stored by then are kept, and a rerun resumes.
+    SIGKILL to the command alone (which it cannot see), as soon as its workers exist (starting up,
+    importing: before they can run any code of their own), ends every process it started within 5 s
+    too, and leaves its results database whole."""
+    path = _experiment(tmp_path, budget=200, seeds="1", sources=(COMMITTED_TABLE,))
     out = tmp_path / "o"
     args = ["--out", str(out), "--no-plots", "--workers", "2", "--seeds", "0-399"]
     proc = subprocess.Popen([sys.executable, "-m", "flysearch", "compare", str(path), *args], cwd=tmp_path,
@@ -267,41 +237,40 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
     reader.start()
     try:
         deadline, stored, workers = time.monotonic() + 300, 0, []
-        while not (stored >= 1 and len(workers) >= 2):
+        while not ((stored >= 1 or signum == signal.SIGKILL) and len(workers) >= 2):
             assert time.monotonic() < deadline and proc.poll() is None, "the comparison never got going"
             try:
                 m = PROGRESS.match(lines.get(timeout=1).strip())
                 stored = max(stored, int(m.group(2))) if m else stored
             except queue.Empty:
                 pass
-            workers = _workers(_descendants(proc.pid))
-        children = _descendants(proc.pid)
+            workers = spawned(descendants(proc.pid))
+        children = descendants(proc.pid)  # the workers and multiprocessing's resource tracker
         start = time.monotonic()
         if signum == signal.SIGINT:
             os.killpg(proc.pid, signum)
         else:
             proc.send_signal(signum)
         assert proc.wait(timeout=30) == code
-        while any(_alive(pid, t) for pid, t in children.items()) and time.monotonic() - start < 30:
-            time.sleep(0.05)
-        elapsed = time.monotonic() - start
-        assert not [pid for pid, t in children.items() if _alive(pid, t)]
+        elapsed = gone_within(children, 30, start)
+        assert not survivors(children)
         assert elapsed < 5, f"took {elapsed:.1f} s to stop"
     finally:  # a failed test leaves no process behind
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        for pid in [pid for pid, t in children.items() if _alive(pid, t)]:
-            os.kill(pid, signal.SIGKILL)
+        kill_all(children)
     reader.join(timeout=10)
     rest = []
     while not lines.empty():
         rest.append(lines.get())
-    assert any("stopped" in line.lower() for line in rest), rest
     assert "Traceback" not in "".join(rest)
     with sqlite3.connect(out / "results.db") as conn:
         assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
+        if signum == signal.SIGKILL:
+            return
         seeds = sorted(int(s) for (s,) in conn.execute("select seed from runs"))
+    assert any("stopped" in line.lower() for line in rest), rest
     assert 1 <= len(seeds) < 400
     more = next(s for s in range(400) if s not in seeds)
     again = _compare(path, *args[:-2], "--workers", "1", "--seeds", ",".join(map(str, [*seeds, more])))
