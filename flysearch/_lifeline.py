@@ -142,8 +142,10 @@ class Lifeline:
         from multiprocessing import context, reduction
 
         # Only a spawned child being started gets one (with the pipe's descriptor); the target comes
-        # after (as state), so that the child holds on before it imports the target's module.
-        if context.get_spawning_popen() is None:
+        # after (as state), so that the child holds on before it imports the target's module. A
+        # child a fork server starts is the server's, not this process's: it gets none.
+        popen = context.get_spawning_popen()
+        if popen is None or "forkserver" in type(popen).__module__:
             return _held_on_arrival, (None, False, None), {"target": self.target}
         main = threading.current_thread() is threading.main_thread()
         return _held_on_arrival, (os.getpid(), main, reduction.DupFd(_read_end())), {"target": self.target}
