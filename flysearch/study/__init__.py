@@ -23,6 +23,7 @@ from flysearch.study._live_launch import (
 )
 from flysearch.study._live_pipeline import LiveReport
 from flysearch.study._report import list_studies, load_summary
+from flysearch.study._shared import lost_connection
 from flysearch.study._spec import (
     DEFAULT_STORAGE,
     EVALUATORS,
@@ -48,6 +49,7 @@ __all__ = [
     "list_studies",
     "load_study_file",
     "load_summary",
+    "lost_connection",
     "positive_int_problem",
     "prepare_live",
     "run_jobs",
