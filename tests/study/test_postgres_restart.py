@@ -74,6 +74,7 @@ def test_a_restart_between_trials_is_ridden_out(server: PostgresServer, tables: 
     space = space_for_table(table)
     settings = StudySpec(sampler="random", budget=BUDGET, seed=0, space=space.name, table=table.name)
     restarted: list[int] = []
+    back = threading.Timer(1.0, server.resume)
 
     def progress(compiles: int, _target: int) -> None:
         if compiles >= BUDGET // 4 and not restarted:
@@ -81,10 +82,14 @@ def test_a_restart_between_trials_is_ridden_out(server: PostgresServer, tables: 
                 server.restart()
             else:
                 server.pause()
-                threading.Timer(1.0, server.resume).start()
+                back.start()
             restarted.append(compiles)
 
-    summary = run_study("shared", space, ReplayEvaluator(table), settings, storage=url, progress=progress)
+    try:
+        summary = run_study("shared", space, ReplayEvaluator(table), settings, storage=url, progress=progress)
+    finally:  # the server is up again for what follows, whatever happened here
+        if back.is_alive():
+            back.join()
     assert restarted and summary.compiles == BUDGET
     _complete(url)
 
