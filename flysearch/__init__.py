@@ -94,10 +94,12 @@ if TYPE_CHECKING:
         read_table_file,
         space_for_table,
     )
+    from flysearch.tune import autotune
 
 # The names are imported when first used (PEP 562), so that a process that needs one module (a
 # compile worker of a live study) does not pay for Optuna, SQLite and the rest at start-up.
 _HOME = {
+    "autotune": "tune",
     "Experiment": "compare", "SamplerSpec": "compare", "TableSpec": "compare",
     "load_experiment": "compare", "report_experiment": "compare", "run_experiment": "compare",
     "CostModel": "costmodel", "Prior": "costmodel", "fit_prior": "costmodel", "load_prior": "costmodel",
@@ -143,6 +145,7 @@ __all__ = [
     "TableSpec",
     "TableStore",
     "__version__",
+    "autotune",
     "best_configs",
     "export_json",
     "fit_prior",

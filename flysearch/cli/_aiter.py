@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
+from flysearch.cli._console import OutputConsole
 from flysearch.cli._errors import user_errors as _user_errors
 from flysearch.cli._flydsl import print_compile_rows
 from flysearch.cli._options import writable_file
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["aiter"]
 
-console = Console()
+console = OutputConsole()
 
 
 @click.group()

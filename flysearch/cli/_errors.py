@@ -6,6 +6,9 @@
   in one line: exit code 1. A database SQLite cannot open or write is said to be unwritable, not
   damaged; a database server (PostgreSQL) that cannot be reached or dropped the connection (it
   restarted) is said to be lost, with what to run once it is back.
+* A full disk, wherever the command meets it, is one line naming the file whose disk is full and
+  saying that the same command resumes (:class:`~flysearch.errors.DiskFullError`): exit code 2, as
+  it is the user who must make room.
 
 With ``FLYSEARCH_DEBUG=1`` in the environment, each of these also prints its traceback first (to
 stderr), so that a failure nobody expected can be traced to the call that raised it.
@@ -23,7 +26,7 @@ from typing import Any, TypeVar
 
 import click
 
-from flysearch.errors import FlysearchError
+from flysearch.errors import DiskFullError, FlysearchError
 
 __all__ = ["database_failure", "user_errors"]
 
@@ -44,6 +47,9 @@ def user_errors(func: F) -> F:
         except FlysearchError as exc:
             raise click.UsageError(str(exc)) from None
         except OSError as exc:
+            full = DiskFullError.found_in(exc, None)
+            if full is not None:
+                raise click.UsageError(str(full)) from None
             raise click.ClickException(_os_message(exc)) from None
         except Exception as exc:
             if not database_failure(exc):
@@ -51,6 +57,9 @@ def user_errors(func: F) -> F:
             # SQLite's own error comes from a table database; SQLAlchemy's from the study storage.
             first = ("db", "storage") if isinstance(exc, sqlite3.DatabaseError) else ("storage", "db")
             where = next((str(kwargs[k]) for k in first if kwargs.get(k)), None)
+            full = DiskFullError.found_in(exc, where)
+            if full is not None:
+                raise click.UsageError(str(full)) from None
             reason = str(getattr(exc, "orig", None) or exc.__cause__ or exc).splitlines()[0]
             if _lost_connection(exc):
                 storage = kwargs.get("storage")  # a server's URL (a table database is a SQLite file)

@@ -6,14 +6,14 @@ One sub-command per target, each a thin caller of one function of :mod:`flysearc
 from __future__ import annotations
 
 import click
-from rich.console import Console
 
+from flysearch.cli._console import OutputConsole
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import db_option, writable_dir, writable_file
 
 __all__ = ["export"]
 
-console = Console()
+console = OutputConsole()
 
 
 @click.group()

@@ -5,13 +5,15 @@ FlyDSL artifacts are written by ``flysearch export flydsl`` (:mod:`flysearch.cli
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from dataclasses import asdict
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from flysearch.cli._console import OutputConsole
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import writable_file
 from flysearch.cli._progress import progress_display
@@ -20,7 +22,7 @@ from flysearch.study import MAX_SEED
 
 __all__ = ["doctor", "flydsl"]
 
-console = Console()
+console = OutputConsole()
 
 
 def _usage(exc: Exception) -> click.UsageError:
@@ -28,7 +30,8 @@ def _usage(exc: Exception) -> click.UsageError:
 
 
 @click.command()
-def doctor() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line per check.")
+def doctor(as_json: bool) -> None:
     """Report flydsl, ld.lld, torch and which evaluators can run on this machine.
 
     Example:
@@ -38,6 +41,9 @@ def doctor() -> None:
     from flysearch.cli._doctor import run_checks
 
     for check in run_checks():
+        if as_json:
+            click.echo(json.dumps(asdict(check)))
+            continue
         mark = "[green]ok[/]" if check.ok else "[red]--[/]"
         console.print(f"{mark} {check.name}: {check.detail}")
 

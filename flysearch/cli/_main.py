@@ -11,15 +11,15 @@ import json
 import sys
 import warnings
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from flysearch._atomicfile import atomic_write
+from flysearch.cli._console import OutputConsole
 from flysearch.cli._errors import user_errors as _user_errors
 from flysearch.cli._options import db_option, gpu_list, storage_option, writable_file
 from flysearch.cli._progress import Stopped, progress_display, stop_on_signals
@@ -30,7 +30,7 @@ from flysearch.tables import DEFAULT_DB, TableStore, import_tables
 
 __all__ = ["main"]
 
-console = Console()
+console = OutputConsole()
 
 
 @click.group()
@@ -327,8 +327,10 @@ def _print_live(reports: list[Any], n_jobs: int, live: dict[str, Any]) -> None:
 @click.argument("name")
 @storage_option
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="Table database, for the regret.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary as one JSON object (every count, the settings, the regret).")
 @_user_errors
-def study_show(name: str, storage: str | None, db: str) -> None:
+def study_show(name: str, storage: str | None, db: str, as_json: bool) -> None:
     """Show a study: best config, compiles used, regret against the table's optimum.
 
     Example:
@@ -340,13 +342,19 @@ def study_show(name: str, storage: str | None, db: str) -> None:
     if click.get_current_context().get_parameter_source("db") is click.core.ParameterSource.COMMANDLINE:
         TableStore(db, create=False).close()  # a --db named on purpose must be a table database
     summary, optimum = load_summary(name, storage=storage, db=db)
+    if as_json:
+        regret = summary.best_ms / optimum - 1.0 if optimum and summary.best_ms is not None else None
+        doc = {**asdict(summary), "table_optimum_ms": optimum, "regret": regret}
+        click.echo(json.dumps(doc, sort_keys=True, default=str))
+        return
     _print_summary(summary, optimum)
 
 
 @study.command("list")
 @storage_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
 @_user_errors
-def study_list(storage: str | None) -> None:
+def study_list(storage: str | None, as_json: bool) -> None:
     """List the studies of a storage.
 
     Example:
@@ -358,6 +366,10 @@ def study_list(storage: str | None) -> None:
     from flysearch.study import list_studies
 
     studies = list_studies(storage)
+    if as_json:
+        for name, n_trials, best in studies:
+            click.echo(json.dumps({"study": name, "trials": n_trials, "best_value": best}))
+        return
     # The names are what 'study show' takes: never cut. rich narrows the other columns first; on a
     # terminal narrower than that, the lines run past its edge (the terminal wraps them), not cropped.
     out = Table()
@@ -426,6 +438,10 @@ main.add_command(model)
 from flysearch.cli._serve import serve  # noqa: E402
 
 main.add_command(serve)
+
+from flysearch.cli._tune import tune  # noqa: E402
+
+main.add_command(tune)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

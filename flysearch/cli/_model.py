@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
+import math
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from flysearch.cli._console import OutputConsole
 from flysearch.cli._errors import user_errors
 from flysearch.cli._options import writable_file
 from flysearch.cli._progress import Stopped, progress_display, stop_on_signals
@@ -19,7 +22,7 @@ from flysearch.errors import FlysearchError
 
 __all__ = ["model"]
 
-console = Console()
+console = OutputConsole()
 
 
 def _load_tables(db: str, names: tuple[str, ...], files: tuple[str, ...],
@@ -117,10 +120,12 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
               help="Held-out tables evaluated in this many processes (same results).")
 @click.option("--extra-file", "extra_files", multiple=True,
               help="Training-only table files or globs: in every prior, never held out.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON line per held-out table (every rank and seed) instead of a table.")
 @user_errors
 def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], sampler: str, seeds: int,
                    budget: int, objective: str, top_boost: float, workers: int,
-                   extra_files: tuple[str, ...]) -> None:
+                   extra_files: tuple[str, ...], as_json: bool) -> None:
     """Leave-one-table-out: rank each table with a prior trained on the others of its kernel.
 
     Example:
@@ -146,6 +151,12 @@ def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], samp
                                     workers=workers, extra=extra, top_boost=top_boost, progress=progress)
     except FlysearchError as exc:
         raise click.UsageError(str(exc)) from None
+    if as_json:
+        for r in results:
+            medians = {eps: _finite(r.sampler_median(eps)) for eps in r.sampler}
+            doc = {**asdict(r), "hit16": r.hit16, "sampler_median": medians, "budget": budget}
+            click.echo(json.dumps(doc, sort_keys=True))  # a float key (0.01) becomes "0.01"
+        return
     out = Table("held-out table", "configs", "prior rank 1%", "prior rank 5%", "hit@16",
                 "sampler 1% (median)", "sampler 5% (median)", "per seed 1%")
     for r in results:
@@ -166,6 +177,11 @@ def _stoppable(command: str) -> Iterator[None]:
             sys.exit(128 + stop.signum)
 
 
+def _finite(value: float | None) -> float | None:
+    """*value*, ``None`` for infinity (a median over seeds most of which never got there)."""
+    return None if value is None or math.isinf(value) else value
+
+
 def _fmt(value: float | None, budget: int) -> str:
     if value is None:
         return "-"
@@ -177,8 +193,10 @@ def _fmt(value: float | None, budget: int) -> str:
 @_table_options
 @click.option("--top", type=click.IntRange(min=1), default=16, show_default=True,
               help="Configs shown per table.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line per config instead of tables.")
 @user_errors
-def model_rank(model_path: str, db: str, names: tuple[str, ...], files: tuple[str, ...], top: int) -> None:
+def model_rank(model_path: str, db: str, names: tuple[str, ...], files: tuple[str, ...], top: int,
+               as_json: bool) -> None:
     """Show a table's configs in the model's order, with their measured times when known.
 
     Example:
@@ -201,6 +219,12 @@ def model_rank(model_path: str, db: str, names: tuple[str, ...], files: tuple[st
         best = table.best().time_ms
         out = Table("rank", "config", "measured ms", "vs optimum", title=table.name)
         for i, row in enumerate(prior_order(prior, table)[:top], 1):
+            if as_json:
+                click.echo(json.dumps({"table": table.name, "rank": i, "config": row.key,
+                                       "outcome": row.outcome, "time_ms": row.time_ms if row.ok else None,
+                                       "vs_optimum": row.time_ms / best if row.ok and best else None}))
+                continue
             ratio = f"{row.time_ms / best:.3f}x" if row.ok and best else row.outcome
             out.add_row(str(i), row.key, f"{row.time_ms:.4g}" if row.ok else "-", ratio)
-        console.print(out)
+        if not as_json:
+            console.print(out)

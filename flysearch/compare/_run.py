@@ -38,6 +38,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -49,7 +50,7 @@ from flysearch._lifeline import Lifeline
 from flysearch.compare._blas import portable_environment, runs_portable
 from flysearch.compare._experiment import MODEL_SAMPLERS, Experiment, SamplerSpec, TableSpec
 from flysearch.compare._metrics import Trajectory
-from flysearch.errors import FlysearchError, InputFormatError
+from flysearch.errors import DiskFullError, FlysearchError, InputFormatError
 from flysearch.space import Param, Space
 from flysearch.tables import GroundTruth, TableStore
 
@@ -633,30 +634,33 @@ def run_experiment(
 
     Raises:
         FlysearchError: a table is missing, a restriction is invalid, or stored results disagree.
+        DiskFullError: the disk of the results database is full; the stored runs stay, and the
+            same call resumes once there is room.
     """
     tasks, infos, skipped = plan_runs(exp)
     result = CompareResult(Path(exp.output) / RESULTS_DB, total=len(tasks), skipped=skipped)
-    db = open_results(result.results_db)
-    try:
-        _store_infos(db, infos)
-        finished = _finished(db, tasks)
-        todo = [t for t in tasks if t.run_id not in finished]
-        result.skipped_done = len(tasks) - len(todo)
-        start = time.perf_counter()
+    with DiskFullError.raised_for(result.results_db):  # the results' disk filled up: the command resumes
+        db = open_results(result.results_db)
+        try:
+            _store_infos(db, infos)
+            finished = _finished(db, tasks)
+            todo = [t for t in tasks if t.run_id not in finished]
+            result.skipped_done = len(tasks) - len(todo)
+            start = time.perf_counter()
 
-        def store(rec: dict[str, Any]) -> None:
-            with db.atomic():
-                db["runs"].insert(rec, pk="id", replace=True, alter=True)  # type: ignore[union-attr]
-            result.done += 1
+            def store(rec: dict[str, Any]) -> None:
+                with db.atomic():
+                    db["runs"].insert(rec, pk="id", replace=True, alter=True)  # type: ignore[union-attr]
+                result.done += 1
+                if progress is not None:
+                    progress(result.skipped_done + result.done, result.total, rec["id"])
+
             if progress is not None:
-                progress(result.skipped_done + result.done, result.total, rec["id"])
-
-        if progress is not None:
-            progress(result.skipped_done, result.total, "")
-        _dispatch(todo, workers or exp.workers, store)
-        result.wall_s = time.perf_counter() - start
-    finally:
-        db.close()
+                progress(result.skipped_done, result.total, "")
+            _dispatch(todo, workers or exp.workers, store)
+            result.wall_s = time.perf_counter() - start
+        finally:
+            db.close()
     return result
 
 
@@ -701,11 +705,39 @@ def _pooled(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]],
                     pending |= set(more)
                 else:
                     with _naming(runs[fut]):
-                        store(fut.result())
+                        rec = fut.result()
+                    store(rec)
+    except BrokenProcessPool as exc:  # a worker died: not the run's fault, nor the user's
+        workers = _workers_of(pool)
+        _stop_pool(pool)  # which joins every worker: each exit code is known after it
+        raise ChildProcessError(_death(workers)) from exc
     except BaseException:
         _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _death(workers: list[Any]) -> str:
+    """The one line that says a worker of *workers* died, how (its signal or exit code), and that
+    the same command resumes. Once one worker dies the pool ends the others with SIGTERM, so a code
+    other than SIGTERM is the death's."""
+    import signal
+
+    codes = [p.exitcode for p in workers if p.exitcode]
+    code = next((c for c in codes if c != -signal.SIGTERM), codes[0] if codes else None)
+    if code is None:
+        how = "it ended unexpectedly"
+    elif code < 0:
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    else:
+        how = f"exit code {code}"
+    hint = (" (SIGKILL is often the kernel's out-of-memory killer: fewer --workers need less memory)"
+            if code == -signal.SIGKILL else "")
+    return (f"A compare worker process died ({how}); the runs stored so far are kept, and running the "
+            f"same command again resumes after them{hint}.")
 
 
 @contextlib.contextmanager
@@ -714,7 +746,7 @@ def _naming(task: RunTask) -> Iterator[None]:
     runs stored before it stay stored, and the same command resumes after the rest."""
     try:
         yield
-    except FlysearchError:
+    except (FlysearchError, BrokenProcessPool):  # a dead worker is not the run's failure
         raise
     except Exception as exc:
         raise FlysearchError(
@@ -775,7 +807,8 @@ def _serial(todo: list[RunTask], store: Callable[[dict[str, Any]], None]) -> Non
                 torch.set_num_threads(1)
             for task in todo:
                 with _naming(task):
-                    store(execute_run(task))
+                    rec = execute_run(task)
+                store(rec)
     finally:
         optuna.logging.set_verbosity(verbosity)
         if torch is not None:

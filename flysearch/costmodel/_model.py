@@ -331,12 +331,19 @@ class Prior:
         return self.model.predict(columns_matrix(columns, self.schema, n))
 
     def save(self, path: str | Path) -> None:
+        """Write the prior to *path* (joblib), whole or not at all: a file it replaces stays as it
+        was until the new one is complete (:func:`~flysearch._atomicfile.atomic_write`), so a
+        killed or failed ``model train`` never destroys the prior it was to replace."""
         import joblib
 
-        joblib.dump({"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
-                     "provenance": self.provenance,
-                     "sources": [(src.model, src.schema, src.provenance) for src in self.sources],
-                     "sharp": self.sharp}, path)
+        from flysearch._atomicfile import atomic_write
+
+        doc = {"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
+               "provenance": self.provenance,
+               "sources": [(src.model, src.schema, src.provenance) for src in self.sources],
+               "sharp": self.sharp}
+        with atomic_write(path, "wb") as fh:
+            joblib.dump(doc, fh)
 
 
 # Priors this process loaded with reuse=True: resolved path -> ((size, mtime), prior).
@@ -367,6 +374,12 @@ def load_prior(path: str | Path, *, reuse: bool = False) -> Prior:
     return prior
 
 
+def _not_a_prior(path: str | Path, what: str) -> InputFormatError:
+    return InputFormatError(
+        f"Model file {path} is {what}; train one with 'flysearch model train --out {path}'."
+    )
+
+
 def _read_prior(path: str | Path) -> Prior:
     import joblib
 
@@ -374,16 +387,16 @@ def _read_prior(path: str | Path) -> Prior:
         doc = joblib.load(path)
     except FileNotFoundError:
         raise InputFormatError(f"Model file {path} does not exist.") from None
-    except Exception as exc:
-        raise InputFormatError(f"{path} is not a flysearch model file: {exc}.") from None
+    except Exception:  # random bytes, another pickle, a truncated file: joblib's errors say nothing
+        raise _not_a_prior(path, "not a flysearch model file (joblib cannot read it)") from None
     if not isinstance(doc, dict) or doc.get("format") != "flysearch-prior/1":
-        raise InputFormatError(f"{path} is not a flysearch model file.")
+        raise _not_a_prior(path, "not a flysearch model file (it holds no flysearch prior)")
     try:
         sources = [Prior(model, list(schema), dict(prov)) for model, schema, prov in doc.get("sources", [])]
         return Prior(doc["model"], list(doc["schema"]), dict(doc["provenance"]), sources,
                      doc.get("sharp"))
     except (KeyError, TypeError, ValueError) as exc:
-        raise InputFormatError(f"{path} is not a whole flysearch model file (no {exc}).") from None
+        raise _not_a_prior(path, f"not a whole flysearch model file (it lacks {exc})") from None
 
 
 def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources: bool = True,

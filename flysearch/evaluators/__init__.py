@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         device_info,
         protocol_dict,
         shape_bench,
+        time_launches,
     )
     from flysearch.evaluators._live_backends import (
         GPU_VARS,
@@ -103,6 +104,7 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "compile_task",
     "protocol_dict",
     "shape_bench",
+    "time_launches",
     "device_info",
     "timer_task",
     "timing_payload",
@@ -180,6 +182,7 @@ _HOME = {
     "main_module_hidden": "_worker_process",
     "protocol_dict": "_gpu_bench",
     "shape_bench": "_gpu_bench",
+    "time_launches": "_gpu_bench",
     "device_info": "_gpu_bench",
     "server_status": "_worker_server",
     "simulated_backend": "_live_backends",

@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["TimingProtocol", "device_info", "protocol_dict", "run_op", "shape_bench"]
+__all__ = ["TimingProtocol", "device_info", "protocol_dict", "run_op", "shape_bench", "time_launches"]
 
 DEFAULT_TRITON_FAMILY = "triton_gemm_splitk"
 """The Triton family a payload without ``"family"`` compiles and launches."""
@@ -157,6 +158,54 @@ def _bench_for(shape: dict[str, Any], protocol: TimingProtocol) -> _ShapeBench:
     return _STATE["bench"]
 
 
+def time_launches(launch: Callable[[int], Any], protocol: TimingProtocol, *, n_sets: int = 1, ops: int = 1,
+                  best_ms: float | None = None) -> tuple[float, dict[str, Any]]:
+    """The time (ms) of ``launch(i)`` with CUDA events under *protocol*, and how it was timed.
+
+    ``launch(i)`` runs the kernel once on rotating input set ``i % n_sets`` with *ops* launches;
+    after a timed warm-up the repetitions per batch are raised until a batch lasts
+    ``protocol.min_batch_ms``, and the median of the batches' means is the time. A config already
+    ``slow_factor`` times slower than *best_ms* gets ``slow_batches`` batches of one launch.
+    """
+    import torch
+
+    p = protocol
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    start.record()
+    for i in range(p.warmup):
+        launch(i % n_sets)
+    end.record()
+    host_s = (time.perf_counter() - t0) / p.warmup
+    end.synchronize()
+    est_ms = max(start.elapsed_time(end) / p.warmup, 1e-4)
+    slow = best_ms is not None and est_ms > p.slow_factor * best_ms
+    batches = p.slow_batches if slow else p.batches
+    reps = 1 if slow else max(1, math.ceil(p.min_batch_ms / est_ms))
+    reps = max(1, min(reps, p.max_launches // (batches * ops)))
+    n = batches * reps
+    # Queue a sleep long enough that the host can enqueue every launch before the GPU runs dry.
+    gap_s = n * max(0.0, host_s - est_ms / 1e3)
+    if gap_s > 0:
+        torch.cuda._sleep(int(min(1.5 * gap_s + 50e-6, 0.05) * 2.0e9))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(batches)]
+    k = p.warmup
+    for s, e in events:
+        s.record()
+        for _ in range(reps):
+            launch(k % n_sets)
+            k += 1
+        e.record()
+    events[-1][1].synchronize()
+    means = [s.elapsed_time(e) / reps for s, e in events]
+    median = statistics.median(means)
+    spread = (max(means) - min(means)) / median if median > 0 else 0.0
+    return median, {"reps": reps, "batches": batches, "spread": round(spread, 4),
+                    "est_ms": round(est_ms, 6), "sets": n_sets}
+
+
 class _ShapeBench:
     """Inputs, references and launchers for one shape, kept while the timer stays on it."""
 
@@ -200,43 +249,7 @@ class _ShapeBench:
         return float(err.item())
 
     def _bench(self, launch: Any, ops: int, best_ms: float | None) -> tuple[float, dict[str, Any]]:
-        import torch
-
-        p, n_sets = self.protocol, len(self.sets)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        start.record()
-        for i in range(p.warmup):
-            launch(i % n_sets)
-        end.record()
-        host_s = (time.perf_counter() - t0) / p.warmup
-        end.synchronize()
-        est_ms = max(start.elapsed_time(end) / p.warmup, 1e-4)
-        slow = best_ms is not None and est_ms > p.slow_factor * best_ms
-        batches = p.slow_batches if slow else p.batches
-        reps = 1 if slow else max(1, math.ceil(p.min_batch_ms / est_ms))
-        reps = max(1, min(reps, p.max_launches // (batches * ops)))
-        n = batches * reps
-        # Queue a sleep long enough that the host can enqueue every launch before the GPU runs dry.
-        gap_s = n * max(0.0, host_s - est_ms / 1e3)
-        if gap_s > 0:
-            torch.cuda._sleep(int(min(1.5 * gap_s + 50e-6, 0.05) * 2.0e9))
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(batches)]
-        k = p.warmup
-        for s, e in events:
-            s.record()
-            for _ in range(reps):
-                launch(k % n_sets)
-                k += 1
-            e.record()
-        events[-1][1].synchronize()
-        means = [s.elapsed_time(e) / reps for s, e in events]
-        median = statistics.median(means)
-        spread = (max(means) - min(means)) / median if median > 0 else 0.0
-        return median, {"reps": reps, "batches": batches, "spread": round(spread, 4),
-                        "est_ms": round(est_ms, 6), "sets": n_sets}
+        return time_launches(launch, self.protocol, n_sets=len(self.sets), ops=ops, best_ms=best_ms)
 
     def _measure(self, launch: Any, ops: int, best_ms: float | None) -> dict[str, Any]:
         t0 = time.perf_counter()

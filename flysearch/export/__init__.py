@@ -24,6 +24,7 @@ from flysearch.export._aiter_triton import (
 from flysearch.export._flydsl import FlydslExport, export_flydsl_artifacts
 from flysearch.export._kernel_tuner import kernel_tuner_cache, write_kernel_tuner_cache
 from flysearch.export._triton import best_configs, export_json, export_triton, triton_configs_source
+from flysearch.export._tuned import tuned_entries
 
 __all__ = [
     "AiterExport",
@@ -42,6 +43,7 @@ __all__ = [
     "kernel_tuner_cache",
     "load_with_aiter",
     "triton_configs_source",
+    "tuned_entries",
     "unique_records",
     "write_aiter_csv",
     "write_aiter_triton",

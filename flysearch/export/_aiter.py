@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import reprlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,10 +62,21 @@ def write_aiter_csv(path: str | Path, records: Sequence[AiterRecord], *, unique:
         unique: Refuse two rows with one aiter key (a tuned file must have unique keys: aiter's
             runtime indexes it by key); profiles pass ``False``.
 
+    Every cell is printable text (the :mod:`csv` module quotes a comma or a quote in it), so each
+    record is one line.
+
     Raises:
-        InputFormatError: *unique* and two records share a key.
+        InputFormatError: *unique* and two records share a key, or a cell holds a line break, a
+            control or invisible character.
     """
     path = Path(path)
+    for record in records:
+        bad = next((c for c in record.cells() if not c.isprintable()), None)
+        if bad is not None:
+            raise InputFormatError(
+                f"The aiter record of {record.M}x{record.N}x{record.K} has the cell {reprlib.repr(bad)}, "
+                "which holds a line break, control or invisible character; fix the table's gfx and dtypes."
+            )
     if unique:
         seen: set[tuple[Any, ...]] = set()
         for record in records:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import reprlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,7 +50,11 @@ class FlydslDevice:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise InputFormatError(f"{reprlib.repr(value)} holds a NaN or infinite value, which an artifact's "
+                               "JSON cannot hold; export finite keys and configs.") from None
 
 
 def _check_name(name: str) -> None:

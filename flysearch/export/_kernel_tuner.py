@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import reprlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -90,9 +91,19 @@ def kernel_tuner_cache(table: GroundTruth, *, rename: Mapping[str, str] | None =
 def write_kernel_tuner_cache(table: GroundTruth, path: str | Path, *, rename: Mapping[str, str] | None = None,
                              problem_size: list[int] | None = None) -> Path:
     """Write :func:`kernel_tuner_cache` of *table* to *path* (gzip when it ends in ``.gz``), whole or
-    not at all; return the path."""
+    not at all, as strict JSON with every string escaped to ASCII; return the path.
+
+    Raises:
+        InputFormatError: as :func:`kernel_tuner_cache`, or a value is a NaN or an infinity (JSON has
+            no number for it).
+    """
     path = Path(path)
-    text = json.dumps(kernel_tuner_cache(table, rename=rename, problem_size=problem_size), indent=1)
+    try:
+        text = json.dumps(kernel_tuner_cache(table, rename=rename, problem_size=problem_size), indent=1,
+                          allow_nan=False)
+    except ValueError:
+        raise InputFormatError(f"Table {reprlib.repr(table.name)} holds a NaN or infinite value, which JSON "
+                               "cannot hold; export a table whose values are finite.") from None
     if path.name.endswith(".gz"):
         with atomic_write(path, "wb") as fh:
             fh.write(gzip.compress(text.encode(), mtime=0))

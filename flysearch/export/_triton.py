@@ -17,13 +17,16 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import json
+import keyword
+import reprlib
 from pathlib import Path
 from typing import Any
 
 from flysearch._atomicfile import write_text_atomic
-from flysearch.errors import MissingTableError
+from flysearch.errors import InputFormatError, MissingTableError
 from flysearch.tables import TableStore
 
 __all__ = ["best_configs", "export_json", "export_triton", "triton_configs_source", "with_backends"]
@@ -83,7 +86,18 @@ def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") 
     above each config name the tables (shapes) where it won and its time there. A config list tunes
     one kernel, so entries of several kernels (their ``"kernel"``: the split-K and the fused split-K
     GEMM, say) give one list each, ``{name}_{KERNEL}``; entries of one kernel give the list *name*.
+
+    The file holds data only, whatever the tables hold: every value is a Python literal that reads
+    back as itself (:func:`_literal`), a comment that is not printable text is written as a string
+    literal (:func:`_comment`), and each list's name is an identifier of ASCII letters, digits and
+    underscores.
+
+    Raises:
+        InputFormatError: *name* is no Python identifier, or a value has no literal (NaN, infinity).
     """
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise InputFormatError(f"Config list name {reprlib.repr(name)} is no Python identifier; give a name "
+                               "of letters, digits and underscores that starts with a letter.")
     by_kernel: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
         by_kernel.setdefault(str(e.get("kernel", "")), []).append(e)
@@ -92,16 +106,49 @@ def triton_configs_source(entries: list[dict[str, Any]], name: str = "CONFIGS") 
         "",
         "import triton",
     ]
+    several = len(by_kernel) > 1
+    list_names = _list_names(name, list(by_kernel)) if several else dict.fromkeys(by_kernel, name)
     for kernel, group in by_kernel.items():
-        list_name = name if len(by_kernel) == 1 else f"{name}_{_identifier(kernel)}"
-        lines += ["", *([f"# {kernel}"] if len(by_kernel) > 1 else []), f"{list_name} = ["]
+        lines += ["", *([_comment(kernel)] if several else []), f"{list_names[kernel]} = ["]
         lines += _config_lines(group)
         lines.append("]")
     return "\n".join(lines) + "\n"
 
 
-def _identifier(kernel: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in kernel).upper() or "UNNAMED"
+def _list_names(name: str, kernels: list[str]) -> dict[str, str]:
+    """The list name of each kernel, ``{name}_{KERNEL}``: its ASCII letters and digits, upper-cased,
+    anything else ``_``; a kernel whose name another's already took gets ``_2``, ``_3``..."""
+    out: dict[str, str] = {}
+    for kernel in kernels:
+        base = f"{name}_" + ("".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in kernel).upper()
+                             or "UNNAMED")
+        taken = set(out.values())
+        out[kernel] = next(n for n in (base, *(f"{base}_{i}" for i in range(2, len(kernels) + 2)))
+                           if n not in taken)
+    return out
+
+
+def _literal(value: Any) -> str:
+    """*value* as Python source that :func:`ast.literal_eval` reads back as *value*.
+
+    Raises:
+        InputFormatError: it has none (a NaN or infinity: ``repr`` gives a bare name).
+    """
+    text = repr(value)
+    try:
+        same = ast.literal_eval(text) == value
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        same = False
+    if not same:
+        raise InputFormatError(f"Config value {reprlib.repr(value)} has no Python literal; export configs "
+                               "whose values are numbers, strings, booleans or None.")
+    return text
+
+
+def _comment(text: str) -> str:
+    """A one-line comment saying *text*: as it is when printable, else as a string literal (so no line
+    break, control or bidi character of a table's name reaches the file)."""
+    return "# " + (text if text.isprintable() else repr(text))
 
 
 def _config_lines(entries: list[dict[str, Any]]) -> list[str]:
@@ -111,11 +158,12 @@ def _config_lines(entries: list[dict[str, Any]]) -> list[str]:
     lines = []
     for key, group in by_key.items():
         kwargs, options = _split(json.loads(key))
-        lines.extend(f"    # {e['table']}: {e['time_ms']:.4g} ms{_backend_note(e)}" for e in group)
+        for e in group:
+            lines.append("    " + _comment(f"{e['table']}: {e['time_ms']:.4g} ms{_backend_note(e)}"))
         lines.append("    triton.Config(")
-        lines.append(f"        {kwargs!r},")
+        lines.append(f"        {_literal(kwargs)},")
         if options:
-            lines.append("        " + ", ".join(f"{k}={v!r}" for k, v in options.items()) + ",")
+            lines.append("        " + ", ".join(f"{k}={_literal(v)}" for k, v in options.items()) + ",")
         lines.append("    ),")
     return lines
 
@@ -144,8 +192,19 @@ def with_backends(store: TableStore, entries: list[dict[str, Any]]) -> list[dict
 
 
 def export_json(entries: list[dict[str, Any]]) -> str:
-    """The entries as a JSON document (``{"format": "flysearch-best/1", "configs": [...]}``)."""
-    return json.dumps({"format": "flysearch-best/1", "configs": entries}, indent=1, sort_keys=True) + "\n"
+    """The entries as a JSON document (``{"format": "flysearch-best/1", "configs": [...]}``): strict
+    JSON, every string escaped to ASCII.
+
+    Raises:
+        InputFormatError: a value is a NaN or an infinity, which JSON has no number for.
+    """
+    try:
+        text = json.dumps({"format": "flysearch-best/1", "configs": entries}, indent=1, sort_keys=True,
+                          allow_nan=False)
+    except ValueError:
+        raise InputFormatError("A config value or time is NaN or infinite, which JSON cannot hold; export "
+                               "configs whose values and times are finite.") from None
+    return text + "\n"
 
 
 def export_triton(
@@ -158,14 +217,16 @@ def export_triton(
     entry names the fastest backend of its shape among the families and cuBLAS raced into *db*
     (:func:`with_backends`).
 
-    Both files are written atomically, and only once every table has been read, so a refused export
-    leaves them as they were.
+    Both files are written atomically, and only once every table has been read and both files'
+    texts made, so a refused export leaves them as they were. They hold data only, whatever the
+    tables' names and values (:func:`triton_configs_source`).
 
     Returns:
         The Python source (what *out* holds).
 
     Raises:
         MissingTableError: *db* holds no Triton table starting with *prefix*, or none that ran.
+        InputFormatError: a config value has no Python literal or JSON number (NaN, infinity).
     """
     store = TableStore(db, create=False)
     try:
@@ -173,8 +234,9 @@ def export_triton(
     finally:
         store.close()
     source = triton_configs_source(entries)
+    text = export_json(entries) if json_out is not None else ""
     if out is not None:
         write_text_atomic(out, source)
     if json_out is not None:
-        write_text_atomic(json_out, export_json(entries))
+        write_text_atomic(json_out, text)
     return source

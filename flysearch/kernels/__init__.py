@@ -45,6 +45,7 @@ from flysearch.kernels._registry import (
 )
 from flysearch.kernels._triton_fused import gemm_launcher as fused_gemm_launcher
 from flysearch.kernels._triton_gemm import TILE_PARAMS, compile_config, spec_key
+from flysearch.kernels._triton_tma import compiled_resources
 from flysearch.kernels._triton_tma import gemm_launcher as tma_gemm_launcher
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "build_kernel_name",
     "check_reaches_kernel",
     "compile_config",
+    "compiled_resources",
     "format_cuts",
     "fused_gemm_launcher",
     "get_space",

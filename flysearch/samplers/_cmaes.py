@@ -35,7 +35,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution, IntDistribution
-from optuna.samplers import BaseSampler, CmaEsSampler
+from optuna.samplers import BaseSampler
+
+from flysearch._optuna import CmaEsHooks, cached_trials, study_id, study_storage
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -71,7 +73,7 @@ MAX_DOUBLINGS = 4
 patience (at least two generations) stays below a study's default ``max_idle``."""
 
 
-class FinishedOnceCmaEsSampler(CmaEsSampler):
+class FinishedOnceCmaEsSampler(CmaEsHooks):
     """Optuna's ``CmaEsSampler``, unchanged in what it proposes, that sorts each finished trial once.
 
     At every suggestion Optuna's sampler walks every trial of the study twice: for the completed
@@ -91,16 +93,16 @@ class FinishedOnceCmaEsSampler(CmaEsSampler):
         self._generations: dict[Any, list[FrozenTrial]] = {}
         self._last: tuple[list[FrozenTrial], list[FrozenTrial]] | None = None  # (list handed out, its tail)
 
-    def _get_trials(self, study: Study) -> list[FrozenTrial]:
-        if self._consider_pruned_trials:
-            return super()._get_trials(study)
+    def completed_trials(self, study: Study) -> list[FrozenTrial]:
+        if self.consider_pruned_trials:
+            return super().completed_trials(study)
         from optuna.trial import TrialState
 
-        trials = study._get_trials(deepcopy=False, use_cache=True)
-        key = (id(study._storage), study._study_id)
+        trials = cached_trials(study)
+        key = (id(study_storage(study)), study_id(study))
         if key != self._study_key or len(trials) < self._read:
             self._study_key, self._read, self._complete, self._generations = key, 0, [], {}
-        attr = self._attr_key_generation
+        attr = self.generation_attr
         while self._read < len(trials) and trials[self._read].state.is_finished():
             t = trials[self._read]
             if t.state == TrialState.COMPLETE:
@@ -112,10 +114,10 @@ class FinishedOnceCmaEsSampler(CmaEsSampler):
         self._last = (complete, tail)
         return complete
 
-    def _get_solution_trials(self, trials: list[FrozenTrial], generation: int) -> list[FrozenTrial]:
+    def generation_trials(self, trials: list[FrozenTrial], generation: int) -> list[FrozenTrial]:
         if self._last is None or trials is not self._last[0]:
-            return super()._get_solution_trials(trials, generation)
-        attr = self._attr_key_generation
+            return super().generation_trials(trials, generation)
+        attr = self.generation_attr
         return self._generations.get(generation, []) + [
             t for t in self._last[1] if t.system_attrs.get(attr, -1) == generation]
 
@@ -145,7 +147,7 @@ class RestartingCmaEsSampler(BaseSampler):
             cma_dims = sum(_is_cma_dimension(d) for d in context.distributions.values())
         # CMA-ES's default population for this many dimensions (the one Optuna's sampler uses).
         self._default_popsize = 4 + math.floor(3 * math.log(cma_dims)) if cma_dims else None
-        self._optimizers: dict[int, CmaEsSampler] = {}
+        self._optimizers: dict[int, FinishedOnceCmaEsSampler] = {}
         self._n_trials_read = 0
         self._seen: set[Any] = set()
         self._idle = 0
@@ -186,7 +188,7 @@ class RestartingCmaEsSampler(BaseSampler):
                 self.restarts += 1
                 self._idle = 0
 
-    def _optimizer(self, restart: int) -> CmaEsSampler:
+    def _optimizer(self, restart: int) -> FinishedOnceCmaEsSampler:
         """The CMA-ES of restart number *restart* (0: the first), made once."""
         if restart in self._optimizers:
             return self._optimizers[restart]
@@ -201,7 +203,7 @@ class RestartingCmaEsSampler(BaseSampler):
             )
         # Each restart keeps its optimizer and generations under attributes of its own, so that it
         # starts afresh instead of restoring the converged one (Optuna reads them by this prefix).
-        sampler._attr_prefix = f"cmawm:r{restart}:"
+        sampler.attr_prefix = f"cmawm:r{restart}:"
         self._optimizers[restart] = sampler
         return sampler
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler
 
+from flysearch._optuna import set_trial_system_attr
 from flysearch.samplers._history import RECORD_ATTR
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ class PortfolioSampler(BaseSampler):
         i = self._chosen.get(trial.number)
         if i is None:  # decided once per trial, at its first call, and kept in the study
             i = self._after(study, trial.number)
-            study._storage.set_trial_system_attr(trial._trial_id, _MEMBER_ATTR, i)
+            set_trial_system_attr(study, trial, _MEMBER_ATTR, i)
             # Trials asked together (threads of one process) keep their members; old ones go.
             self._chosen = {n: m for n, m in self._chosen.items() if n > trial.number - 64}
             self._chosen[trial.number] = i

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.samplers import BaseSampler
 
-from flysearch.errors import UnknownSamplerError
+from flysearch.errors import FlysearchError, UnknownSamplerError
 from flysearch.samplers._context import SearchContext
 from flysearch.samplers._portfolio import AutoOptions, PortfolioSampler
 
@@ -266,6 +266,11 @@ def _tpe_unseen(r: SamplerRequest) -> BaseSampler:
 
 @register_sampler("gp", optuna.samplers.GPSampler)
 def _gp(r: SamplerRequest) -> BaseSampler:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:  # Optuna imports it only at the first suggestion
+        raise FlysearchError("The gp sampler needs torch, which is not installed; install it (pip install "
+                             "'flysearch[gp]', or a CUDA or ROCm build of torch) or choose another sampler.")
     return optuna.samplers.GPSampler(seed=r.seed, **r.options)
 
 

@@ -19,7 +19,7 @@ estimators and constant liar are TPE's.
 
 Example:
     >>> from flysearch.samplers._tpe import UnseenTPESampler
-    >>> UnseenTPESampler(seed=0)._n_ei_candidates
+    >>> UnseenTPESampler(seed=0).n_ei_candidates
     24
 """
 
@@ -29,20 +29,22 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import optuna
+
+from flysearch._optuna import TPEHooks, cached_trials, trial_id
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
-    from optuna.samplers._tpe.parzen_estimator import _ParzenEstimator
     from optuna.study import Study
     from optuna.trial import FrozenTrial
+
+    from flysearch._optuna import ParzenEstimator
 
 __all__ = ["CachedTPESampler", "UnseenTPESampler"]
 
 _Key = tuple[Any, ...]
 
 
-class CachedTPESampler(optuna.samplers.TPESampler):
+class CachedTPESampler(TPEHooks):
     """Optuna's TPE, unchanged in what it proposes, that converts each finished trial's parameters
     to TPE's internal representation once, instead of at every suggestion for both of its
     estimators (a conversion over every earlier trial, each time).
@@ -55,7 +57,7 @@ class CachedTPESampler(optuna.samplers.TPESampler):
         self._reprs: dict[int, tuple[float, ...] | None] = {}  # trial id -> internal values
         self._repr_names: tuple[str, ...] = ()
 
-    def _get_internal_repr(
+    def internal_repr(
         self, trials: list[FrozenTrial], search_space: dict[str, BaseDistribution], study: Study
     ) -> dict[str, np.ndarray]:
         names = tuple(search_space)
@@ -64,13 +66,13 @@ class CachedTPESampler(optuna.samplers.TPESampler):
             self._repr_names = names
         columns: list[list[float]] = [[] for _ in names]
         for trial in trials:
-            row = self._reprs.get(trial._trial_id, False) if trial.state.is_finished() else False
+            row = self._reprs.get(trial_id(trial), False) if trial.state.is_finished() else False
             if row is False:
-                params = self._get_params(trial, study)
+                params = self.trial_params(trial, study)
                 row = (tuple(d.to_internal_repr(params[n]) for n, d in search_space.items())
                        if search_space.keys() <= params.keys() else None)
                 if trial.state.is_finished():
-                    self._reprs[trial._trial_id] = row
+                    self._reprs[trial_id(trial)] = row
             if row is not None:
                 for column, value in zip(columns, row, strict=True):
                     column.append(value)
@@ -109,7 +111,7 @@ class UnseenTPESampler(CachedTPESampler):
             self._feasible = None if self._feasible_params is None else {
                 tuple(p.get(n) for n in names) for p in self._feasible_params}
         self._running = set()
-        for t in study._get_trials(deepcopy=False, use_cache=True):
+        for t in cached_trials(study):
             if t.number == trial.number or t.number in self._read or not t.params.keys() >= set(names):
                 continue
             key = tuple(t.params[n] for n in names)
@@ -120,13 +122,10 @@ class UnseenTPESampler(CachedTPESampler):
                 self._running.add(key)
         return super().sample_relative(study, trial, search_space)
 
-    def _compute_acquisition_func(
-        self,
-        samples: dict[str, np.ndarray],
-        mpe_below: _ParzenEstimator,
-        mpe_above: _ParzenEstimator,
+    def acquisition(
+        self, samples: dict[str, np.ndarray], below: ParzenEstimator, above: ParzenEstimator
     ) -> np.ndarray:
-        values = super()._compute_acquisition_func(samples, mpe_below, mpe_above)
+        values = super().acquisition(samples, below, above)
         if set(samples) != set(self._names):
             return values
         skip = self._skip(samples)
@@ -135,10 +134,10 @@ class UnseenTPESampler(CachedTPESampler):
                 break
             # No candidate is new and feasible: draw another round from the same estimator. The
             # caller picks from *samples*, so the new candidates are appended to its arrays.
-            more = mpe_below.sample(self._rng.rng, self._n_ei_candidates)
+            more = self.draw_candidates(below)
             for name in samples:
                 samples[name] = np.concatenate([samples[name], more[name]])
-            values = np.concatenate([values, super()._compute_acquisition_func(more, mpe_below, mpe_above)])
+            values = np.concatenate([values, super().acquisition(more, below, above)])
             skip = np.concatenate([skip, self._skip(more)])
         if skip.all():
             return values  # still none: TPE's own choice stands

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from flysearch.errors import EmptySpaceError, InputFormatError
+from flysearch.space._fingerprint import BYTECODE, code_fingerprint
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -178,6 +179,12 @@ class Constraint:
 
     def __call__(self, config: Config, shape: Shape | None, arch: ArchProfile | None) -> bool:
         return bool(self.predicate(config, shape, arch))
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A digest of what the predicate computes: it changes when its code does (its bytecode,
+        closure, defaults, and the helpers and constants of its module it reads)."""
+        return code_fingerprint(self.predicate)
 
 
 @dataclass
@@ -382,6 +389,27 @@ class Space:
             "name": self.name,
             "params": [p.to_json() for p in self.params],
             "constraints": [c.name for c in self.constraints],
+        }
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a study searching this space stores to know it again (plain JSON): the space's
+        name, each parameter's values, each constraint's :attr:`Constraint.fingerprint`, and the
+        bytecode those were taken under (``"cpython-311"``).
+
+        Example:
+            >>> space = Space("toy", [Param("BLOCK", (16, 32))], [Constraint("small", lambda c, s, a: True)])
+            >>> fp = space.fingerprint()
+            >>> fp["space"], fp["params"], list(fp["constraints"])
+            ('toy', {'BLOCK': [16, 32]}, ['small'])
+        """
+        constraints: dict[str, str] = {}
+        for c in self.constraints:  # a name given twice holds both fingerprints
+            constraints[c.name] = "+".join(filter(None, (constraints.get(c.name), c.fingerprint)))
+        return {
+            "space": self.name,
+            "params": {p.name: list(p.values) for p in self.params},
+            "constraints": constraints,
+            "bytecode": BYTECODE,
         }
 
 

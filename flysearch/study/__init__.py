@@ -8,7 +8,7 @@ ahead of each GPU. Any number of processes may share one stored study.
 
 from __future__ import annotations
 
-from flysearch.study._claims import ClaimStore
+from flysearch.study._claims import ClaimStore, pid_alive, sql_engine
 from flysearch.study._launch import launch, load_study_file
 from flysearch.study._live_launch import (
     backend_to_serve,
@@ -33,7 +33,7 @@ from flysearch.study._spec import (
     positive_int_problem,
     seed_problem,
 )
-from flysearch.study._study import StudySummary, run_study, summarize, trial_records
+from flysearch.study._study import StudySummary, open_storage, run_study, summarize, trial_records
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -50,6 +50,8 @@ __all__ = [
     "load_study_file",
     "load_summary",
     "lost_connection",
+    "open_storage",
+    "pid_alive",
     "positive_int_problem",
     "prepare_live",
     "run_jobs",
@@ -61,6 +63,7 @@ __all__ = [
     "run_workers",
     "seed_problem",
     "served_specs",
+    "sql_engine",
     "summarize",
     "trial_records",
 ]

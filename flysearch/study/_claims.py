@@ -51,7 +51,7 @@ import sqlalchemy as sa
 from flysearch.errors import FlysearchError
 from flysearch.study._sqlite import tune_sqlite
 
-__all__ = ["Claim", "ClaimRow", "ClaimStore", "WorkerInfo", "create_claim_tables", "pid_alive"]
+__all__ = ["Claim", "ClaimRow", "ClaimStore", "WorkerInfo", "create_claim_tables", "pid_alive", "sql_engine"]
 
 # Workers of this process whose stores are open (another worker with this pid is a dead one whose
 # process id was reused).
@@ -154,7 +154,9 @@ def pid_alive(pid: int, *, since: float | None = None) -> bool:
         return True
 
 
-def _engine(url: str) -> sa.Engine:
+def sql_engine(url: str) -> sa.Engine:
+    """A SQLAlchemy engine on *url*: SQLite with a 60 s lock timeout and write transactions that
+    take the lock at BEGIN (``execution_options(immediate=True)``); other servers with pre-ping."""
     if url.startswith("sqlite"):
         engine = sa.create_engine(url, connect_args={"timeout": 60})
 
@@ -175,7 +177,7 @@ def _engine(url: str) -> sa.Engine:
 
 def create_claim_tables(url: str) -> None:
     """Create the claim tables in the database at *url* (idempotent)."""
-    engine = _engine(url)
+    engine = sql_engine(url)
     try:
         _meta.create_all(engine, checkfirst=True)
     finally:
@@ -199,7 +201,7 @@ class ClaimStore:
         self.url, self.study = url, study
         self.lease_s, self.max_attempts = lease_s, max_attempts
         try:
-            self.engine = _engine(url)
+            self.engine = sql_engine(url)
             _meta.create_all(self.engine, checkfirst=True)
             self._writer = self.engine.execution_options(immediate=True)
         except sa.exc.SQLAlchemyError as exc:

@@ -211,7 +211,7 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
 
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="flysearch-sampler") as making:
         sampler_future = making.submit(make)  # leaving the block waits for it, whatever is raised
-        durable, claims, store = _open_databases(study_name, url, db, settings, live, lap)
+        durable, claims, store = _open_databases(study_name, space, url, db, settings, live, lap)
         try:
             sampler = sampler_future.result()
         except BaseException:  # a missing or malformed prior: nothing is left open
@@ -227,8 +227,8 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
                     len(enumeration.feasible), pools)
 
 
-def _open_databases(study_name: str, url: str, db: str, settings: StudySpec, live: LiveSettings,
-                    lap: _Laps) -> tuple[optuna.Study, ClaimStore, TableStore]:
+def _open_databases(study_name: str, space: Space, url: str, db: str, settings: StudySpec,
+                    live: LiveSettings, lap: _Laps) -> tuple[optuna.Study, ClaimStore, TableStore]:
     """The shared study, its claims and the table store this worker writes to."""
     storage_obj = open_shared_storage(url)
     if isinstance(storage_obj, optuna.storages.RDBStorage):
@@ -237,7 +237,7 @@ def _open_databases(study_name: str, url: str, db: str, settings: StudySpec, liv
     # The shared study (in the database) holds every finished trial; the sampler works on a copy
     # in memory, so that asking costs no database round trips (a trial is one transaction, when it
     # is finished), and other workers' trials are brought in as they land.
-    durable = open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler())
+    durable = open_study(study_name, storage_obj, settings, optuna.samplers.RandomSampler(), space=space)
     lap("study")
     claims = ClaimStore(url, study_name, gpu=live.gpu or "", lease_s=live.lease_s,
                         max_attempts=live.max_attempts)

@@ -39,8 +39,9 @@ import optuna
 import sqlalchemy as sa
 from optuna.trial import FrozenTrial, TrialState
 
+from flysearch._optuna import count_trials, rdb_storage, study_id, study_storage, trial_ids_from
 from flysearch.study._sqlite import tune_sqlite
-from flysearch.study._trial_writer import add_finished_trials, rdb_storage
+from flysearch.study._trial_writer import add_finished_trials
 
 __all__ = ["RECONNECT_S", "SharedStudy", "Turn", "lost_connection"]
 
@@ -111,8 +112,8 @@ class SharedStudy:
         conn, turn.arrived = self._begin()
         try:
             yield turn
-            storage, study_id = self.working._storage, self.working._study_id
-            finished = [storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n))
+            storage, working_id = study_storage(self.working), study_id(self.working)
+            finished = [storage.get_trial(storage.get_trial_id_from_study_id_trial_number(working_id, n))
                         for n in turn.finished]
             add_finished_trials(self.durable, finished, connection=conn)
             conn.commit()
@@ -149,22 +150,16 @@ class SharedStudy:
 
     def _catch_up(self, conn: sa.Connection) -> list[FrozenTrial]:
         """Copy into the working study the durable trials it lacks; return them."""
-        from optuna.storages._rdb import models
-
-        table = models.TrialModel.__table__
-        study_id = self.durable._study_id
+        durable_id = study_id(self.durable)
         known = self._seen
-        stored = conn.execute(sa.select(sa.func.count()).select_from(table)
-                              .where(table.c.study_id == study_id)).scalar_one()
+        stored = count_trials(conn, durable_id)
         if stored <= known:
             return []
         assert self._rdb is not None
         if stored - known > 16:
-            new = self._rdb.get_all_trials(study_id, deepcopy=False)[known:]
+            new = self._rdb.get_all_trials(durable_id, deepcopy=False)[known:]
         else:
-            ids = conn.execute(sa.select(table.c.trial_id).where(
-                table.c.study_id == study_id, table.c.number >= known).order_by(table.c.number)).scalars()
-            new = [self._rdb.get_trial(tid) for tid in ids]
+            new = [self._rdb.get_trial(tid) for tid in trial_ids_from(conn, durable_id, known)]
         for trial in new:
             # A trial another tool left unfinished counts as failed here (it was never told).
             self.working.add_trial(trial if trial.state.is_finished() else _as_failed(trial))

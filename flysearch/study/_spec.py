@@ -3,7 +3,10 @@
 A :class:`StudySpec` is plain data: a study file (``studies/*.toml``), the command's flags and
 Python code all build one, and it crosses process boundaries to the workers of a live study. Its
 :meth:`~StudySpec.identity` is stored with the study and checked when the study is resumed, so that
-a resumed study cannot silently change sampler, seed, space or table.
+a resumed study cannot silently change sampler, seed, space or table; with the :class:`Space` it
+searches, the identity also holds the space's parameters, value sets and constraints
+(:meth:`Space.fingerprint <flysearch.space.Space.fingerprint>`), and
+:func:`identity_differences` names what differs.
 
 Example:
     >>> from flysearch.study import StudySpec
@@ -20,12 +23,15 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flysearch.errors import FlysearchError, InputFormatError, UnknownSamplerError
 from flysearch.samplers import SAMPLERS, sampler_options_problem
 from flysearch.space import ENCODINGS, Encoding, get_arch, parse_shape
 from flysearch.tables import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from flysearch.space import Space
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -33,6 +39,7 @@ __all__ = [
     "MAX_SEED",
     "LiveSettings",
     "StudySpec",
+    "identity_differences",
     "positive_int_problem",
     "seed_problem",
 ]
@@ -192,18 +199,22 @@ class StudySpec:
         where = self.table or ":".join(x for x in (self.kernel, self.arch, self.shape) if x)
         return self.name or f"{where}:{self.sampler}:seed{self.seed}"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self, space: Space | None = None) -> dict[str, Any]:
         """What a resumed study must share with the one stored: :meth:`stored` less the budget and
-        ``max_idle``, which a resume may change."""
-        stored = self.stored()
-        return {k: stored[k] for k in self._IDENTITY}
+        ``max_idle``, which a resume may change (what differs: :func:`identity_differences`)."""
+        stored = self.stored(space)
+        return {k: stored[k] for k in (*self._IDENTITY, "searched") if k in stored}
 
-    def stored(self) -> dict[str, Any]:
-        """What is stored with the study: its identity, budget and ``max_idle``."""
+    def stored(self, space: Space | None = None) -> dict[str, Any]:
+        """What is stored with the study: its identity, budget and ``max_idle``, and, given the
+        *space* it searches, what it searches (``"searched"``: :meth:`Space.fingerprint
+        <flysearch.space.Space.fingerprint>`)."""
         out = {k: getattr(self, k) for k in _STORED}
         out["space"] = out["space"] or ""
         if self.sampler_options:  # a sampler at its defaults is stored as before options existed
             out["sampler"] = f"{self.sampler} {json.dumps(dict(self.sampler_options), sort_keys=True)}"
+        if space is not None:
+            out["searched"] = space.fingerprint()
         return out
 
     def with_overrides(self, **overrides: Any) -> StudySpec:
@@ -245,3 +256,68 @@ class StudySpec:
             raise InputFormatError(f"Model file {self.prior} does not exist.")  # before any study is made
         if self.evaluator == "simulated" and not self.table:
             raise InputFormatError("A simulated live study needs --table (the table it plays back).")
+
+
+def identity_differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    """What differs between a stored study's record and the :meth:`~StudySpec.identity` given now,
+    one phrase each (``"seed: stored 0, given 1"``, ``"constraint lds_fits added"``).
+
+    A record stored before flysearch stored what a study searches has no ``"searched"``: it
+    differs in nothing there. Constraint code is compared only under the bytecode it was
+    fingerprinted with (another Python version compiles the same code to other bytecode).
+
+    Example:
+        >>> old = StudySpec(table="t", sampler="tpe").identity()
+        >>> identity_differences(old, StudySpec(table="t", sampler="tpe", seed=2).identity())
+        ['seed: stored 0, given 2']
+        >>> identity_differences(old, StudySpec(table="t", sampler="tpe",
+        ...                                     sampler_options={"n_startup_trials": 5}).identity())
+        ['options of sampler tpe: stored {}, given {"n_startup_trials": 5}']
+    """
+    out = []
+    for key, value in given.items():
+        was = stored.get(key)
+        if key == "searched":
+            if was is not None:
+                out += _space_differences(was, value)
+        elif was != value:
+            out.append(_sampler_difference(was, value) if key == "sampler" else
+                       f"{key}: stored {was!r}, given {value!r}")
+    return out
+
+
+def _sampler_difference(was: Any, now: str) -> str:
+    """A stored and a given sampler (``"tpe"`` or ``"tpe {options}"``): the options that differ
+    when the sampler is the same."""
+    old_name, _, old_options = str(was).partition(" ")
+    name, _, options = now.partition(" ")
+    if old_name != name:
+        return f"sampler: stored {was!r}, given {now!r}"
+    return f"options of sampler {name}: stored {old_options or '{}'}, given {options or '{}'}"
+
+
+def _space_differences(was: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """What differs between two space fingerprints (:meth:`flysearch.space.Space.fingerprint`)."""
+    out = []
+    if was.get("space") != now["space"]:
+        out.append(f"space: stored {was.get('space')!r}, given {now['space']!r}")
+    old_params, params = was.get("params", {}), now["params"]
+    for name, values in params.items():
+        if name not in old_params:
+            out.append(f"parameter {name} added")
+        elif old_params[name] != values:
+            added = [v for v in values if v not in old_params[name]]
+            removed = [v for v in old_params[name] if v not in values]
+            changes = [f"{what} {', '.join(map(repr, vs))}" for what, vs in (("added", added),
+                                                                            ("removed", removed)) if vs]
+            out.append(f"values of parameter {name}: {' and '.join(changes) or 'reordered'}")
+    out += [f"parameter {name} removed" for name in old_params if name not in params]
+    old_constraints, constraints = was.get("constraints", {}), now["constraints"]
+    same_bytecode = was.get("bytecode") == now["bytecode"]
+    for name, fingerprint in constraints.items():
+        if name not in old_constraints:
+            out.append(f"constraint {name} added")
+        elif same_bytecode and old_constraints[name] != fingerprint:
+            out.append(f"constraint {name} changed its code")
+    out += [f"constraint {name} removed" for name in old_constraints if name not in constraints]
+    return out

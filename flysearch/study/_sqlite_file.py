@@ -33,11 +33,16 @@ import sqlite3
 import time
 from collections.abc import Callable
 
+from flysearch._optuna import (
+    STUDIES_TABLE,
+    STUDY_NAME_INDEX,
+    mend_study_names,
+    repeated_study_names,
+)
 from flysearch.errors import FlysearchError
 
 __all__ = ["create_whole", "examine", "sqlite_path"]
 
-_NAME_INDEX = "ix_studies_study_name"  # Optuna's unique index on the study names
 _STALE_S = 600.0  # a build older than this was left by a killed process
 
 
@@ -94,12 +99,12 @@ def examine(url: str, path: str) -> None:
     except sqlite3.DatabaseError:
         return  # not SQLite at all: Optuna's own error says so
     tables = {name for name, kind in found.items() if kind == "table"}
-    if tables and "studies" not in tables:
+    if tables and STUDIES_TABLE not in tables:
         raise FlysearchError(
             f"{url} is not an Optuna study storage (a table or results database?); give --storage "
             "another file."
         )
-    if "studies" in tables and _NAME_INDEX not in found:
+    if STUDIES_TABLE in tables and STUDY_NAME_INDEX not in found:
         _mend(url, path, tables)
 
 
@@ -107,24 +112,14 @@ def _mend(url: str, path: str, tables: set[str]) -> None:
     """Drop the study rows that repeat an earlier row's name and hold nothing, then add the unique
     index on study names, in one transaction. Of the tables that refer to studies, only those
     the interrupted creation made (*tables*) are looked at; Optuna adds the others."""
-    holding = [t for t in ("trials", "study_user_attributes", "study_system_attributes") if t in tables]
     conn = sqlite3.connect(path, timeout=60, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        empty = [row[0] for row in conn.execute(
-            "SELECT s.study_id FROM studies s WHERE EXISTS (SELECT 1 FROM studies e WHERE "
-            "e.study_name = s.study_name AND e.study_id < s.study_id)"
-            + "".join(f" AND NOT EXISTS (SELECT 1 FROM {t} WHERE {t}.study_id = s.study_id)" for t in holding)
-        )]
-        for table in ("study_directions", "studies"):
-            if table in tables:
-                conn.executemany(f"DELETE FROM {table} WHERE study_id = ?", [(i,) for i in empty])
-        conn.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_NAME_INDEX} ON studies (study_name)")
+        mend_study_names(conn, tables)
         conn.execute("COMMIT")
     except sqlite3.IntegrityError:
         conn.execute("ROLLBACK")
-        names = sorted({row[0] for row in conn.execute(
-            "SELECT study_name FROM studies GROUP BY study_name HAVING COUNT(*) > 1")})
+        names = repeated_study_names(conn)
         raise FlysearchError(
             f"{url} holds two studies named {', '.join(map(repr, names))}, each with trials or "
             "attributes (its creation was interrupted); flysearch cannot tell which to keep: give "

@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
-from flysearch.errors import FlysearchError, StudyMismatchError
+from flysearch.errors import DiskFullError, FlysearchError, StudyMismatchError
 from flysearch.evaluators import ReplayEvaluator
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.study._loop import SyncEvaluator, run_loop
 from flysearch.study._shared import SharedStudy, lost_connection
-from flysearch.study._spec import DEFAULT_STORAGE, StudySpec
+from flysearch.study._spec import DEFAULT_STORAGE, StudySpec, identity_differences
 from flysearch.study._sqlite import tune_sqlite
 from flysearch.study._sqlite_file import create_whole, examine, sqlite_path
 from flysearch.study._trials import RECORD_ATTR, History, TrialRecord, Trials, tell_record
@@ -84,6 +84,10 @@ def open_storage(
     *current*, the caller knows the database has this Optuna's schema already (a copy of a template
     this process made, :mod:`flysearch.study`): Optuna's table creation and version
     check, some 30 ms of queries, are skipped.
+
+    Raises:
+        FlysearchError: the storage cannot be opened (a missing database driver is named with the
+            ``pip install`` that brings it); :class:`DiskFullError` when its disk is full.
     """
     if isinstance(storage, optuna.storages.BaseStorage):
         return storage
@@ -111,11 +115,31 @@ def open_storage(
             if attempt < 4 and (_lost_schema_race(exc) or lost_connection(exc)):
                 time.sleep(0.2 * (attempt + 1))
                 continue
-            raise FlysearchError(f"Cannot open study storage {url!r}: {str(exc).splitlines()[0]}.") from None
+            reason = _missing_driver(url, exc) or str(exc).splitlines()[0]
+            raise DiskFullError.found_in(exc, url) or FlysearchError(
+                f"Cannot open study storage {url!r}: {reason}.") from None
         if rdb.engine.url.database not in (None, "", ":memory:"):  # a file: WAL, no waiting on the disk
             tune_sqlite(rdb.engine)
         return rdb
     raise AssertionError("unreachable")
+
+
+def _missing_driver(url: str, exc: BaseException) -> str | None:
+    """Why *url* cannot be opened when *exc* says that its database driver is not installed (Optuna
+    re-raises SQLAlchemy's ImportError with a message of its own: the module is in the cause)."""
+    missing = next((e.name for e in (exc, exc.__cause__) if isinstance(e, ModuleNotFoundError)), None)
+    if missing is None:
+        return None
+    extra = "pip install 'flysearch[postgres]'"  # psycopg2
+    if missing == "psycopg2":
+        return f"its driver psycopg2 is not installed; {extra}"
+    if not url.startswith("postgresql"):
+        return f"its driver {missing} is not installed; install it"
+    if missing == "psycopg" and url.startswith("postgresql:"):  # SQLAlchemy 2.1's default driver
+        return (f"its driver psycopg, SQLAlchemy's default for postgresql://, is not installed; pip install "
+                f"'psycopg[binary]', or {extra} and write the URL as postgresql+psycopg2://")
+    return (f"its driver {missing} is not installed; install it, or {extra} and write the URL as "
+            "postgresql+psycopg2://")
 
 
 def _build_storage(path: str) -> None:
@@ -185,29 +209,31 @@ def open_study(
     storage: optuna.storages.BaseStorage,
     settings: StudySpec,
     sampler: optuna.samplers.BaseSampler,
+    *,
+    space: Space | None,
 ) -> optuna.Study:
-    """Create or load the study *study_name* in *storage*: a new one stores *settings*; an existing
-    one must have been started with the same identity (:meth:`StudySpec.identity`, else
-    :class:`StudyMismatchError`), and a grown budget is stored."""
+    """Create or load the study *study_name* in *storage*: a new one stores *settings* and what
+    *space* it searches; an existing one must have been started with the same identity
+    (:meth:`StudySpec.identity`, space included, else :class:`StudyMismatchError` naming each
+    difference), and a grown budget is stored. A study stored before flysearch stored its space
+    is resumed, and its space is stored from then on."""
     study = optuna.create_study(
         study_name=study_name, storage=storage, sampler=sampler, direction="minimize",
         load_if_exists=True,
     )
+    record = settings.stored(space)
     stored = study.user_attrs.get(RECORD_ATTR)
     if stored is None:
-        study.set_user_attr(RECORD_ATTR, settings.stored())
+        study.set_user_attr(RECORD_ATTR, record)
         return study
-    mismatched = {
-        k: (stored.get(k), v) for k, v in settings.identity().items() if stored.get(k) != v
-    }
-    if mismatched:
-        diff = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in mismatched.items())
+    differences = identity_differences(stored, settings.identity(space))
+    if differences:
         raise StudyMismatchError(
-            f"Study {study_name!r} exists with other settings ({diff}); resume it with the same "
-            "settings or give a new study name."
+            f"Study {study_name!r} exists with other settings ({'; '.join(differences)}); resume it with "
+            "the same settings or give a new study name."
         )
-    if settings.budget != stored.get("budget"):
-        study.set_user_attr(RECORD_ATTR, settings.stored())
+    if any(stored.get(k) != v for k, v in record.items()):  # a grown budget, a space stored at last
+        study.set_user_attr(RECORD_ATTR, record)
     return study
 
 
@@ -234,7 +260,8 @@ def run_study(
         settings: Sampler, budget, seed and encoding.
         shape: The GEMM shape, if the space's constraints need one.
         arch: The arch profile, if the constraints need one.
-        storage: Optuna storage URL or object; ``None`` means :data:`DEFAULT_STORAGE`.
+        storage: Optuna storage URL or object; ``None`` means the one *settings* names
+            (:attr:`StudySpec.storage`).
         progress: Called as ``progress(compiles, budget)`` after each trial.
         prior: A trained cost model, for the model-based samplers.
         problem: The problem sizes a cost model sees (defaults to the shape's).
@@ -243,7 +270,10 @@ def run_study(
 
     Raises:
         EmptySpaceError: the constraints leave no config (raised before any storage is touched).
-        StudyMismatchError: the stored study was started with other settings.
+        StudyMismatchError: the stored study was started with other settings or over another
+            space (other parameters, value sets or constraints).
+        DiskFullError: the disk of the storage is full; the finished trials stay stored, and the
+            same call resumes once there is room.
     """
     enumeration = space.enumerate(shape, arch)
     context = SearchContext(space, settings.encoding, enumeration.shuffled(settings.seed), shape, arch,
@@ -251,16 +281,19 @@ def run_study(
     sampler = make_sampler(settings.sampler, seed=settings.seed, context=context, prior=prior,
                            budget=settings.budget, measured=_measured(evaluator),
                            options=settings.sampler_options)
-    durable = open_study(study_name, open_storage(storage), settings, sampler)
-    _recover_abandoned(durable)
-    shared = SharedStudy(durable, sampler)
-    trials = Trials(shared.working, settings.sampler, target_ms=target_ms)
-    try:
-        result = run_loop(trials, space, context, SyncEvaluator(evaluator, trials, shared, context),
-                          budget=settings.budget, max_idle=settings.max_idle, progress=progress)
-    finally:
-        shared.close()
-    summary = summarize(durable)
+    storage = settings.storage if storage is None else storage
+    where = (storage or DEFAULT_STORAGE) if isinstance(storage, str) else None
+    with DiskFullError.raised_for(where):  # the storage's disk filled up: the same call resumes
+        durable = open_study(study_name, open_storage(storage), settings, sampler, space=space)
+        _recover_abandoned(durable)
+        shared = SharedStudy(durable, sampler)
+        trials = Trials(shared.working, settings.sampler, target_ms=target_ms)
+        try:
+            result = run_loop(trials, space, context, SyncEvaluator(evaluator, trials, shared, context),
+                              budget=settings.budget, max_idle=settings.max_idle, progress=progress)
+        finally:
+            shared.close()
+        summary = summarize(durable)
     summary.n_feasible = len(enumeration.feasible)
     summary.new_trials = result.asked
     summary.stopped = result.stopped

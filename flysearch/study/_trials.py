@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
+from flysearch._optuna import tell
 from flysearch.tables import Outcome
 
 if TYPE_CHECKING:
@@ -99,33 +100,9 @@ def tell_record(study: optuna.Study, trial_number: int, history: History, record
     failed when no time was measured yet to stand for a rejection or failure."""
     value = history.value(record)
     if math.isnan(value):
-        _finish(study, trial_number, None, TrialState.FAIL)
+        tell(study, trial_number, None, TrialState.FAIL)
     else:
-        _finish(study, trial_number, value, None)
-
-
-def _optuna_tell() -> Callable[..., Any] | None:
-    """What ``Study.tell`` calls, when Optuna still has it with the same leading parameters."""
-    import inspect
-
-    try:
-        from optuna.study._tell import _tell_with_warning
-    except ImportError:  # pragma: no cover - a later Optuna: Study.tell is used
-        return None
-    names = list(inspect.signature(_tell_with_warning).parameters)[:4]
-    return _tell_with_warning if names == ["study", "trial", "value_or_values", "state"] else None
-
-
-_TELL = _optuna_tell()
-
-
-def _finish(study: optuna.Study, number: int, value: float | None, state: TrialState | None) -> None:
-    """``study.tell(number, value, state=state)`` without the deep copy of the finished trial that
-    ``Study.tell`` returns: a replayed study tells thousands of trials and reads none of them."""
-    if _TELL is None:  # pragma: no cover
-        study.tell(number, value, state=state)
-    else:
-        _TELL(study, number, value, state)
+        tell(study, trial_number, value, None)
 
 
 class Trials:

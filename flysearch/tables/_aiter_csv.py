@@ -43,7 +43,7 @@ from flysearch.errors import InputFormatError, UnknownArchError
 from flysearch.kernels import SPACE_NAME, aiter_hgemm_space, parse_kernel_name
 from flysearch.space import Config, Shape, get_arch
 from flysearch.tables._outcome import Outcome
-from flysearch.tables._store import Row, TableMeta
+from flysearch.tables._store import Row, TableMeta, check_rows
 
 __all__ = [
     "KEY_COLUMNS",
@@ -329,6 +329,7 @@ def _grouped(
             name=name, kernel=SPACE_NAME, arch=arch, device=device, problem=problem, space=space,
             source=source, versions={"format": "aiter bf16 gemm csv"}, notes=notes,
         )
+        check_rows(name, rows.values(), source=origin)
         out.append((meta, list(rows.values())))
     return out
 

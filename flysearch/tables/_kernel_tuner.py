@@ -12,7 +12,10 @@ arch, flysearch's parameter names) is declared at import (:mod:`flysearch.tables
 
 A cache lists each config once, so a key that appears twice in one JSON object (which ``json.load``
 would silently collapse, the last one winning) and two cache entries of one config are refused, named
-with their line numbers.
+with their line numbers; so is an entry whose key says other values than its fields (``"16,1,1"``
+holding ``bx: 999``), which would otherwise silently stand for another config. A time that no table
+can hold (NaN, infinite, zero, negative) is refused as every reader refuses it
+(:func:`flysearch.tables.check_rows`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 from flysearch.errors import InputFormatError, UnknownArchError
 from flysearch.space import Config, arch_of_device
 from flysearch.tables._outcome import Outcome
-from flysearch.tables._store import Row, TableMeta
+from flysearch.tables._store import Row, TableMeta, check_rows
 
 __all__ = ["FAILURE_OUTCOMES", "read_kernel_tuner_cache"]
 
@@ -175,14 +178,16 @@ def _malformed(path: Path, text: str, cache_key: str, entry: dict[str, Any]) -> 
     )
 
 
-def _params(path: Path, cache_key: str, entry: dict[str, Any], keys: list[str],
+def _params(path: Path, text: str, cache_key: str, entry: dict[str, Any], keys: list[str],
             tune_params: dict[str, list[Any]]) -> dict[str, Any]:
     """The entry's parameter values: its own fields, or, in caches that store only the measurements
     (Schoonhoven et al.'s), the values its key lists in ``tune_params_keys`` order, each read back as
     the ``tune_params`` value it prints as."""
-    if all(k in entry for k in keys):
-        return {k: entry[k] for k in keys}
     parts = cache_key.split(",")
+    if all(k in entry for k in keys):
+        params = {k: entry[k] for k in keys}
+        _check_key(path, text, cache_key, parts, params)
+        return params
     if len(parts) != len(keys):
         missing = next(k for k in keys if k not in entry)
         raise InputFormatError(
@@ -190,18 +195,55 @@ def _params(path: Path, cache_key: str, entry: dict[str, Any], keys: list[str],
             f"{len(parts)} values for the {len(keys)} parameters of tune_params_keys."
         )
     params = {}
-    for k, text in zip(keys, parts, strict=True):
+    for k, part in zip(keys, parts, strict=True):
         if k in entry:
             params[k] = entry[k]
             continue
-        value = next((v for v in tune_params[k] if str(v) == text.strip()), _UNLISTED)
+        value = next((v for v in tune_params[k] if str(v) == part.strip()), _UNLISTED)
         if value is _UNLISTED:
             raise InputFormatError(
-                f"{path}: cache entry {cache_key!r} gives {k} = {text!r} in its key, which tune_params "
+                f"{path}: cache entry {cache_key!r} gives {k} = {part!r} in its key, which tune_params "
                 f"does not list for {k} ({', '.join(map(str, tune_params[k]))})."
             )
         params[k] = value
+    _check_key(path, text, cache_key, parts, params)
     return params
+
+
+def _prints_as(value: Any, part: str) -> bool:
+    """Whether *value* is what the key's *part* says: Kernel Tuner writes ``str(value)``; a number
+    also matches another spelling of itself (``16`` and ``16.0``)."""
+    part = part.strip()
+    if str(value) == part:
+        return True
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return float(part) == value
+        except ValueError:
+            return False
+    return False
+
+
+def _check_key(path: Path, text: str, cache_key: str, parts: list[str], params: dict[str, Any]) -> None:
+    """Refuse an entry whose key says other values than its fields: Kernel Tuner writes the key as
+    the values in ``tune_params_keys`` order, so a disagreement is an edited or corrupted entry, and
+    taking either side would silently replace one config by another."""
+    if len(parts) == len(params):
+        wrong = next(((k, part) for (k, v), part in zip(params.items(), parts, strict=True)
+                      if not _prints_as(v, part)), None)
+        if wrong is None:
+            return
+        name, part = wrong
+        held = f"{name} {params[name]!r} where its key says {part.strip()}"
+    else:  # a value holds a comma (a tuple): compare the whole printed key
+        printed = ",".join(str(v) for v in params.values())
+        if [p.strip() for p in printed.split(",")] == [p.strip() for p in parts]:
+            return
+        held = f"the values {printed!r}"
+    raise InputFormatError(
+        f"{path}:{_cache_line(text, cache_key)}: cache entry {cache_key!r} holds {held}; a key lists its "
+        "entry's values in tune_params_keys order: correct the key or the value."
+    )
 
 
 def _rows(path: Path, text: str, cache: dict[str, Any], keys: list[str],
@@ -212,7 +254,7 @@ def _rows(path: Path, text: str, cache: dict[str, Any], keys: list[str],
     for cache_key, entry in cache.items():
         if not isinstance(entry, dict):
             raise InputFormatError(f"{path}: cache entry {cache_key!r} is not an object.")
-        params = _params(path, cache_key, entry, keys, tune_params)
+        params = _params(path, text, cache_key, entry, keys, tune_params)
         outcome = _outcome(entry)
         if outcome is None:
             raise _malformed(path, text, cache_key, entry)
@@ -238,8 +280,9 @@ def read_kernel_tuner_cache(path: str | Path, *, name: str | None = None) -> tup
 
     Raises:
         InputFormatError: the file is missing, not JSON, or lacks the cache fields; a key appears
-            twice in one object or two entries list one config; an entry's time is neither a number
-            nor one of Kernel Tuner's failure names.
+            twice in one object or two entries list one config; an entry's key disagrees with its
+            values; an entry's time is neither a number nor one of Kernel Tuner's failure names, or
+            is a number no table can hold (not finite and > 0).
     """
     path = Path(path)
     doc, text = _load_json(path)
@@ -283,4 +326,5 @@ def read_kernel_tuner_cache(path: str | Path, *, name: str | None = None) -> tup
         date=date,
         versions={"objective": str(doc.get("objective", "time"))},
     )
+    check_rows(meta.name, rows, source=path)
     return meta, rows

@@ -23,6 +23,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import reprlib
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
@@ -44,6 +45,7 @@ __all__ = [
     "TableMeta",
     "TableStore",
     "UnwritableDatabaseError",
+    "check_rows",
     "opened_store",
 ]
 
@@ -351,7 +353,12 @@ class TableStore:
         )
 
     def load(self, name: str) -> GroundTruth:
-        """Load table *name* with all its rows; raise :class:`MissingTableError` if absent."""
+        """Load table *name* with all its rows.
+
+        Raises:
+            MissingTableError: the database holds no table *name*.
+            InputFormatError: a row is one no table can hold (:func:`check_rows`).
+        """
         meta = self.meta(name)
         rows = {}
         for rec in self.db.query(f"select * from {_ROWS} where table_name = ?", [name]):
@@ -360,6 +367,7 @@ class TableStore:
                 time_ms=rec["time_ms"], compile_s=rec["compile_s"], bench_s=rec["bench_s"],
                 detail=rec["detail"] or "", extra=json.loads(rec["extra"] or "{}"),
             )
+        check_rows(name, rows.values(), source=self.path)  # a file another tool wrote, or edited
         return GroundTruth(meta, rows)
 
     def write(self, meta: TableMeta, rows: Iterable[Row], *, replace: bool = False,
@@ -375,7 +383,8 @@ class TableStore:
                 and *replace* is false.
         """
         rows = list(rows)
-        _check_rows(meta.name, rows)
+        _check_meta(meta)
+        check_rows(meta.name, rows)
         if require_ok and not any(r.ok for r in rows):
             raise InputFormatError(
                 f"Table {meta.name!r} has no config that ran ({len(rows)} rows, none ok); there is nothing "
@@ -406,7 +415,8 @@ class TableStore:
         to one database at once wait for each other instead of failing.
         """
         rows = list(rows)
-        _check_rows(meta.name, rows)
+        _check_meta(meta)
+        check_rows(meta.name, rows)
         conn = self.db.conn
         if conn.in_transaction:
             conn.commit()
@@ -463,14 +473,45 @@ class TableStore:
         self.db[_ROWS].insert_all(records, replace=replace, batch_size=2000)  # type: ignore[union-attr]
 
 
-def _check_rows(name: str, rows: list[Row]) -> None:
-    """Raise a one-line :class:`InputFormatError` on the first row that a table cannot hold."""
+_NAMES = ("name", "kernel", "arch", "device")  # what a table is known by: listed, printed, exported
+
+
+def _check_meta(meta: TableMeta) -> None:
+    """Raise a one-line :class:`InputFormatError` when a name of *meta* (:data:`_NAMES`) is not
+    printable text: a line break, a control, bidi or invisible character or a lone surrogate in a
+    name could end a line of a file written from it, or hide from a terminal what the name holds."""
+    for field_name in _NAMES:
+        value = getattr(meta, field_name)
+        if isinstance(value, str) and value.isprintable():
+            continue
+        what = "table name" if field_name == "name" else f"{field_name} of table {reprlib.repr(meta.name)}"
+        if not isinstance(value, str):
+            raise InputFormatError(f"The {what} is {reprlib.repr(value)}, not text; give it as a string.")
+        bad = next(ch for ch in value if not ch.isprintable())
+        fix = "give the table another name (--name)" if field_name == "name" else f"fix the {field_name}"
+        raise InputFormatError(
+            f"The {what} {reprlib.repr(value)} holds {bad!r}, a line break, control or invisible "
+            f"character; {fix} with printable characters only."
+        )
+
+
+def check_rows(name: str, rows: Iterable[Row], *, source: str | Path | None = None) -> None:
+    """Raise a one-line :class:`InputFormatError` on the first row that a table cannot hold: a key
+    that is no string or repeats, a time that is not a finite number > 0 (compile and benchmark
+    seconds: >= 0), an unknown outcome, an ok row without a time.
+
+    Every way a table comes in is checked by this one function: each file reader
+    (:func:`read_table_file`, the Kernel Tuner and aiter importers), :meth:`TableStore.load` and
+    :meth:`TableStore.write`; so ``tables import``, ``compare``, ``study`` and ``model train``
+    refuse the same tables, with the same line. *source* (the file or database read) starts it.
+    """
     valid = {o.value for o in Outcome}
+    where = f"{source}: row" if source is not None else "Row"
     keys: set[str] = set()
     for r in rows:
         if not isinstance(r.key, str) or r.key in keys:
             why = "is not a string" if not isinstance(r.key, str) else "appears twice"
-            raise InputFormatError(f"Row key {r.key!r} of table {name!r} {why}.")
+            raise InputFormatError(f"{where} key {r.key!r} of table {name!r} {why}.")
         keys.add(r.key)
         for field_name in ("time_ms", "compile_s", "bench_s"):
             value = getattr(r, field_name)
@@ -478,15 +519,16 @@ def _check_rows(name: str, rows: list[Row]) -> None:
             if bad or (field_name == "time_ms" and value == 0):
                 bound = "> 0" if field_name == "time_ms" else ">= 0"
                 raise InputFormatError(
-                    f"Row {r.key!r} of table {name!r} has {field_name} {value!r}; expected a number {bound}."
+                    f"{where} {r.key!r} of table {name!r} has {field_name} {value!r}; expected a number "
+                    f"{bound}: correct the row or leave it out."
                 )
         if r.outcome not in valid:
             raise InputFormatError(
-                f"Row {r.key!r} of table {name!r} has outcome {r.outcome!r}; "
+                f"{where} {r.key!r} of table {name!r} has outcome {r.outcome!r}; "
                 f"expected one of {sorted(valid)}."
             )
         if r.outcome == Outcome.OK.value and r.time_ms is None:
-            raise InputFormatError(f"Row {r.key!r} of table {name!r} is ok but has no time.")
+            raise InputFormatError(f"{where} {r.key!r} of table {name!r} is ok but has no time.")
 
 
 @contextlib.contextmanager
@@ -537,7 +579,12 @@ def dump_table_file(table: GroundTruth, path: str | Path) -> None:
 
 
 def read_table_file(path: str | Path) -> tuple[TableMeta, list[Row]]:
-    """Read a file written by :func:`dump_table_file`."""
+    """Read a file written by :func:`dump_table_file`.
+
+    Raises:
+        InputFormatError: the file is missing, unreadable, or holds a row no table can hold
+            (:func:`check_rows`).
+    """
     import gzip
 
     path = Path(path)
@@ -555,4 +602,5 @@ def read_table_file(path: str | Path) -> tuple[TableMeta, list[Row]]:
     except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, zlib.error,
             RecursionError) as exc:
         raise InputFormatError(f"{path} is not a readable flysearch table file: {exc}.") from None
+    check_rows(meta.name, rows, source=path)
     return meta, rows

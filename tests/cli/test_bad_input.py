@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import json
+import random
 import re
 import sqlite3
+import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -168,6 +172,66 @@ def test_a_failed_block_removes_the_database_it_created_but_keeps_one_that_exist
     with pytest.raises(RuntimeError), opened_store(new):
         raise RuntimeError("later failure")
     assert TableStore(new, create=False).names() == [TABLE]
+
+
+def _commands_reading(source: str, tmp_path: Path, db: str) -> dict[str, list[str]]:
+    """Each command that reads a table, reading *source* (a file, or a table of *db*)."""
+    experiment = tmp_path / "c.toml"
+    experiment.write_text(f'[experiment]\nbudget = 3\nseeds = 1\noutput = "out"\ndb = "{db}"\n'
+                          f'[[table]]\nsource = "{source}"\n[[sampler]]\nname = "random"\n')
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    model = ["model", "train", "--out", str(tmp_path / "m.joblib"), "--db", db]
+    if Path(source).is_file():
+        study = tmp_path / "s.toml"
+        study.write_text(f'[study]\nimport = "{source}"\ntable = "toy/MI250X"\nbudget = 3\ndb = "{db}"\n'
+                         f'storage = "{storage}"\n')
+        return {"tables import": ["tables", "import", source, "--db", db],
+                "compare": ["compare", str(experiment)], "study": ["study", "run", str(study)],
+                "model train": [*model, "--file", source]}
+    return {"compare": ["compare", str(experiment)],
+            "study": ["study", "run", "--table", source, "--db", db, "--storage", storage],
+            "model train": [*model, "--table", source]}
+
+
+@pytest.mark.parametrize("time", [float("nan"), float("inf"), 0.0, -1.0])
+def test_every_command_refuses_a_table_file_time_no_table_can_hold(tmp_path: Path, time: float) -> None:
+    path = _kernel_tuner_cache(tmp_path, [_entry("1,1", 1, 1, 2.0), _entry("1,2", 1, 2, time)])
+    message = f"{path}: row 'a=1,b=2' of table 'toy/MI250X' has time_ms {time!r}; expected a number > 0"
+    for command, args in _commands_reading(str(path), tmp_path, str(tmp_path / "t.db")).items():
+        code, out = run(*args)
+        assert code == 2 and message in one_error(out), command
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "s.toml", "toy"], command
+
+
+@pytest.mark.parametrize(("time", "message"), [
+    (float("inf"), "has time_ms inf; expected a number > 0"),
+    (-1.0, "has time_ms -1.0; expected a number > 0"),
+    (0.0, "has time_ms 0.0; expected a number > 0"),
+    (float("nan"), "is ok but has no time"),  # SQLite stores NaN as NULL
+])
+def test_every_command_refuses_a_stored_time_no_table_can_hold(db: str, tmp_path: Path, time: float,
+                                                               message: str) -> None:
+    with sqlite3.connect(db) as conn:
+        key = conn.execute("select min(key) from gt_rows where outcome = 'ok'").fetchone()[0]
+        conn.execute("update gt_rows set time_ms = ? where key = ?", (time, key))
+    conn.close()
+    for command, args in _commands_reading(TABLE, tmp_path, db).items():
+        code, out = run(*args)
+        assert code == 2 and f"{db}: row {key!r} of table {TABLE!r} {message}" in one_error(out), command
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "tables.db"], command
+
+
+def test_a_kernel_tuner_key_that_disagrees_with_its_values_is_one_line(tmp_path: Path) -> None:
+    entries = [_entry("1,1", 1, 1, 2.0), _entry("1,2", 2, 2, 3.0)]  # "1,2" holds a = 2
+    path = _kernel_tuner_cache(tmp_path, entries)
+    target = tmp_path / "t.db"
+    code, out = run("tables", "import", str(path), "--db", str(target))
+    message = f"{path}:9: cache entry '1,2' holds a 2 where its key says 1; a key lists its entry's values"
+    assert code == 2 and message in one_error(out)
+    assert not target.exists()
+    agreeing = [_entry("1,1", 1, 1, 2.0), _entry("2.0, 2", 2, 2, 3.0)]  # another spelling of one value
+    rows = read_kernel_tuner_cache(_kernel_tuner_cache(tmp_path, agreeing, "A100.json"))[1]
+    assert [r.key for r in rows] == ["a=1,b=1", "a=2,b=2"]
 
 
 @pytest.mark.parametrize(
@@ -565,6 +629,82 @@ def test_model_files_and_globs_that_hold_nothing_are_one_line(db: str, tmp_path:
     assert code == 2 and "is not a whole flysearch model file" in one_error(out)
     code, out = run("model", "train", "--file", str(tmp_path / "nothing" / "*.gz"), "--out", str(model))
     assert code == 2 and "matches no file" in one_error(out)
+
+
+def test_a_prior_of_random_bytes_names_the_file_and_how_to_train_one(db: str, tmp_path: Path) -> None:
+    model = tmp_path / "prior.joblib"
+    model.write_bytes(random.Random(194).randbytes(4096))
+    storage = tmp_path / "s.db"
+    message = (f"Model file {model} is not a flysearch model file (joblib cannot read it); train one with "
+               f"'flysearch model train --out {model}'.")
+    study = ["study", "run", "--table", TABLE, "--db", db, "--budget", "3",
+             "--storage", f"sqlite:///{storage}"]
+    for args in (["model", "rank", "--model", str(model), "--db", db, "--table", TABLE],
+                 [*study, "--sampler", "costmodel", "--prior", str(model)]):
+        code, out = run(*args)
+        assert code == 2 and one_error(out) == f"Error: {message}"
+    assert not storage.exists()
+
+
+@pytest.mark.parametrize(("url", "missing", "message"), [
+    ("postgresql+psycopg2://u@localhost/studies", ["psycopg2"],
+     "its driver psycopg2 is not installed; pip install 'flysearch[postgres]'."),
+    ("postgresql://u@localhost/studies", ["psycopg", "psycopg2"],  # SQLAlchemy 2.1's default, or 2.0's
+     "pip install 'flysearch[postgres]'"),
+    ("postgresql+pg8000://u@localhost/studies", ["pg8000"],
+     "its driver pg8000 is not installed; install it, or pip install 'flysearch[postgres]' and write the URL "
+     "as postgresql+psycopg2://."),
+])
+def test_a_postgresql_storage_without_its_driver_names_the_install(
+        db: str, monkeypatch: pytest.MonkeyPatch, url: str, missing: list[str], message: str) -> None:
+    for module in missing:
+        monkeypatch.setitem(sys.modules, module, None)  # not installed: importing it fails
+    code, out = run("study", "run", "--table", TABLE, "--db", db, "--budget", "3", "--storage", url)
+    assert code == 2 and f"Cannot open study storage {url!r}: its driver " in one_error(out)
+    assert message in one_error(out)
+
+
+@contextlib.contextmanager
+def _sqlite_pages_at_most(pages: int) -> Iterator[None]:
+    """Every SQLite database SQLAlchemy connects to (the study storages) holds at most *pages* pages:
+    past them SQLite itself fails a write as on a full disk (SQLITE_FULL, "database or disk is full")."""
+    import sqlalchemy as sa
+
+    def cap(connection: sqlite3.Connection, _record: object) -> None:
+        connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    sa.event.listen(sa.engine.Engine, "connect", cap)
+    try:
+        yield
+    finally:
+        sa.event.remove(sa.engine.Engine, "connect", cap)
+
+
+def _trials(storage: Path) -> int:
+    with contextlib.closing(sqlite3.connect(storage)) as conn:
+        return conn.execute("select count(*) from trials").fetchone()[0]
+
+
+def test_a_full_disk_is_one_line_that_names_the_file_and_the_study_resumes(db: str, tmp_path: Path) -> None:
+    storage = tmp_path / "s.db"
+    args = ["study", "run", "--table", TABLE, "--db", db, "--sampler", "random", "--name", "s",
+            "--storage", f"sqlite:///{storage}"]
+    message = (f"Error: No space left on the disk holding {storage}: free some there and run the same "
+               "command again, which resumes where it stopped (what was stored before is kept).")
+    with _sqlite_pages_at_most(1):  # at open: the storage's first table does not fit
+        code, out = run(*args, "--budget", "3")
+    assert code == 2 and one_error(out) == message and not storage.exists()
+    assert run(*args, "--budget", "3")[0] == 0
+    first = _trials(storage)
+    with contextlib.closing(sqlite3.connect(storage)) as conn:
+        pages = conn.execute("pragma page_count").fetchone()[0]
+    with _sqlite_pages_at_most(pages + 2):  # mid-study: the new trials fill the pages left
+        code, out = run(*args, "--budget", "300")
+    assert code == 2 and one_error(out) == message
+    stored = _trials(storage)
+    assert stored > first  # it failed mid-study, after the trials that fitted were stored
+    code, out = run(*args, "--budget", "300")
+    assert code == 0 and "300/300 compiles" in out and _trials(storage) > stored
 
 
 def test_study_show_with_a_named_db_that_is_no_table_database_is_one_line(db: str, tmp_path: Path) -> None:

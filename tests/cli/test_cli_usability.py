@@ -159,3 +159,55 @@ def test_a_stop_passing_through_sqlalchemy_s_pool_is_not_logged_but_its_errors_a
     err = capfd.readouterr().err
     assert "disk I/O error" in err and "Traceback" in err
     assert "Stopped" not in err and err.count("Exception during reset") == 1
+
+
+def test_a_study_shows_as_json_and_piped_output_keeps_its_config_key_whole(
+        two_tables: tuple[str, list[str]], tmp_path: Path) -> None:
+    """``study show`` and ``study list`` print JSON on request; printed to a pipe (no terminal, no
+    ``COLUMNS``), a line longer than 80 columns is not broken, so the best config's key, which a
+    script reads, stays on one line."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    db, names = two_tables
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    code, out = run("study", "run", "--table", names[0], "--db", db, "--storage", url, "--sampler", "random",
+                    "--budget", "3", "--name", "piped")
+    assert code == 0, out
+    code, out = run("study", "show", "piped", "--storage", url, "--db", db, "--json")
+    shown = json.loads(out)
+    assert code == 0 and shown["compiles"] == 3 and shown["settings"]["table"] == names[0]
+    assert shown["settings"]["searched"]["space"] == "triton_gemm_splitk" and shown["regret"] >= 0.0
+    assert shown["best_ms"] == pytest.approx(shown["table_optimum_ms"] * (1 + shown["regret"]))
+    code, out = run("study", "list", "--storage", url, "--json")
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == [
+        {"study": "piped", "trials": shown["trials"], "best_value": shown["best_ms"]}]
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    piped = subprocess.run([sys.executable, "-m", "flysearch", "study", "show", "piped", "--storage", url,
+                            "--db", db], capture_output=True, text=True, env=env, check=True).stdout
+    best = next(line for line in piped.splitlines() if line.startswith("  best "))
+    assert len(best) > 80 and best.endswith(f": {shown['best_key']}"), piped
+
+
+def test_study_run_stores_the_study_where_its_file_says(two_tables: tuple[str, list[str]], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study file's ``storage`` (relative to the file) is where ``study run`` stores the study,
+    from any working directory, and where the same command resumes it."""
+    import optuna
+
+    db, names = two_tables
+    folder, elsewhere = tmp_path / "studies", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    study_file = folder / "s.toml"
+    study_file.write_text(f'[study]\nname = "filed"\ntable = "{names[0]}"\ndb = "{db}"\nsampler = "random"\n'
+                          'budget = 3\nstorage = "sqlite:///kept.db"\n')
+    monkeypatch.chdir(elsewhere)
+    for _ in range(2):
+        code, out = run("study", "run", str(study_file))
+        assert code == 0, out
+    assert "resumed a finished study" in out
+    study = optuna.load_study(study_name="filed", storage=f"sqlite:///{folder / 'kept.db'}")
+    assert study.user_attrs["flysearch"]["budget"] == 3 and list(elsewhere.iterdir()) == []

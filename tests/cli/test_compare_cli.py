@@ -3,6 +3,7 @@ without a terminal, and Ctrl-C / SIGTERM stopping the command and its worker pro
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -212,6 +214,24 @@ def test_progress_lines_are_at_most_one_per_interval() -> None:
 # -- stopping -------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _compare_process(path: Path, args: list[str]) -> Iterator[tuple[subprocess.Popen[str], dict[int, str]]]:
+    """``flysearch compare`` of *path* started in a session of its own (stderr piped), and the dict
+    the caller fills with the processes it started (:func:`tests.processes.descendants`); the end kills
+    each one still there, so that a failed test leaves no process behind."""
+    proc = subprocess.Popen([sys.executable, "-m", "flysearch", "compare", str(path), *args], cwd=path.parent,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    children: dict[int, str] = {}
+    try:
+        yield proc, children
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        kill_all(children)
+
+
 # A committed table (benchmarks/data), so that the stopping tests run wherever the repository is.
 COMMITTED_TABLE = REPO / "benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
 
@@ -228,14 +248,10 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
     path = _experiment(tmp_path, budget=200, seeds="1", sources=(COMMITTED_TABLE,))
     out = tmp_path / "o"
     args = ["--out", str(out), "--no-plots", "--workers", "2", "--seeds", "0-399"]
-    proc = subprocess.Popen([sys.executable, "-m", "flysearch", "compare", str(path), *args], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    children: dict[int, str] = {}
-    lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    try:
+    with _compare_process(path, args) as (proc, children):
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)  # type: ignore[union-attr]
+        reader.start()
         deadline, stored, workers = time.monotonic() + 300, 0, []
         while not ((stored >= 1 or signum == signal.SIGKILL) and len(workers) >= 2):
             assert time.monotonic() < deadline and proc.poll() is None, "the comparison never got going"
@@ -245,7 +261,7 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
             except queue.Empty:
                 pass
             workers = spawned(descendants(proc.pid))
-        children = descendants(proc.pid)  # the workers and multiprocessing's resource tracker
+        children.update(descendants(proc.pid))  # the workers and multiprocessing's resource tracker
         start = time.monotonic()
         if signum == signal.SIGINT:
             os.killpg(proc.pid, signum)
@@ -255,11 +271,6 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
         elapsed = gone_within(children, 30, start)
         assert not survivors(children)
         assert elapsed < 5, f"took {elapsed:.1f} s to stop"
-    finally:  # a failed test leaves no process behind
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        kill_all(children)
     reader.join(timeout=10)
     rest = []
     while not lines.empty():
@@ -274,6 +285,41 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
     assert 1 <= len(seeds) < 400
     more = next(s for s in range(400) if s not in seeds)
     again = _compare(path, *args[:-2], "--workers", "1", "--seeds", ",".join(map(str, [*seeds, more])))
+    assert again.exit_code == 0, again.output
+    assert "1 runs done" in again.output and f"{len(seeds)} already stored" in again.output
+
+
+H200_TABLE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PROC, reason="reads processes from /proc")
+def test_a_worker_that_dies_is_one_line_that_says_how_and_the_same_command_resumes(tmp_path: Path) -> None:
+    """A worker killed under the command (as the out-of-memory killer does) is no user error: one
+    line says a worker died and how, every other worker is ended, exit code 1; a rerun resumes."""
+    path = tmp_path / "k.toml"
+    path.write_text(f'[experiment]\nname = "k"\nbudget = 200\nseeds = 1\n[[table]]\nsource = "{H200_TABLE}"\n'
+                    '[[sampler]]\nname = "random"\n')
+    out = tmp_path / "o"
+    args = ["--out", str(out), "--no-plots", "--workers", "2", "--seeds", "0-399"]
+    with _compare_process(path, args) as (proc, children):
+        deadline = time.monotonic() + 300
+        while len(workers := spawned(descendants(proc.pid))) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "the comparison started no workers"
+            time.sleep(0.05)
+        children.update(descendants(proc.pid))
+        os.kill(workers[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+        gone_within(children, 30)  # the other worker and the resource tracker end too
+        assert not survivors(children)
+    errors = [line for line in err.splitlines() if line.startswith("Error")]
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert errors == ["Error: A compare worker process died (killed by SIGKILL); the runs stored so far are "
+                      "kept, and running the same command again resumes after them (SIGKILL is often the "
+                      "kernel's out-of-memory killer: fewer --workers need less memory)."]
+    seeds = sorted(int(re.search(r"\|seed=(\d+)\|", run).group(1)) for run in _run_ids(out / "results.db"))
+    more = next(s for s in range(400) if s not in seeds)
+    again = _compare(path, *args[:-4], "--workers", "1", "--seeds", ",".join(map(str, [*seeds, more])))
     assert again.exit_code == 0, again.output
     assert "1 runs done" in again.output and f"{len(seeds)} already stored" in again.output
 

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import glob
+import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +203,25 @@ def test_prior_is_saved_with_schema_and_provenance(h200_tables: list[GroundTruth
         load_prior(tmp_path / "absent")
 
 
+class _Unpicklable:
+    def __reduce__(self) -> object:
+        raise RuntimeError("the serializer failed")
+
+
+def test_a_prior_whose_writing_fails_midway_leaves_the_one_it_replaces(
+        h200_tables: list[GroundTruth], tmp_path: Path) -> None:
+    path = tmp_path / "p.joblib"
+    prior = fit_prior(h200_tables[:2], max_iter=5, top_boost=0.0)
+    prior.save(path)
+    before = path.read_bytes()
+    # The model's trees are written before the provenance, where the serializer fails.
+    broken = replace(prior, provenance={**prior.provenance, "note": _Unpicklable()})
+    with pytest.raises(RuntimeError, match="the serializer failed"):
+        broken.save(path)
+    assert path.read_bytes() == before and list(tmp_path.iterdir()) == [path]
+    assert load_prior(path).schema == prior.schema
+
+
 def test_a_prior_can_leave_a_feature_out(h200_tables: list[GroundTruth], tmp_path: Path) -> None:
     from flysearch.errors import FlysearchError
 
@@ -368,6 +389,12 @@ def test_model_cli(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--top-boost" in res.output
     res = runner.invoke(main, ["model", "rank", "--model", str(out), "--file", H200[2], "--top", "3"])
     assert res.exit_code == 0 and "vs optimum" in res.output
+    held = Path(H200[2]).name.removesuffix(".table.json.gz").replace("__", "/")
+    res = runner.invoke(main, ["model", "rank", "--model", str(out), "--file", H200[2], "--top", "3",
+                               "--json"])
+    ranked = [json.loads(line) for line in res.stdout.splitlines()]
+    assert res.exit_code == 0 and [(r["table"], r["rank"]) for r in ranked] == [(held, i) for i in (1, 2, 3)]
+    assert all(r["vs_optimum"] >= 1.0 for r in ranked if r["outcome"] == "ok")
     res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--file", H200[2],
                                "--sampler", "none"])
     assert res.exit_code == 0 and "prior rank 1%" in res.output
@@ -376,8 +403,10 @@ def test_model_cli(tmp_path: Path) -> None:
     assert pooled.exit_code == 0 and len(_rows(res.output)) == 3
     assert _rows(pooled.output) == _rows(res.output)
     extra = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--sampler", "none",
-                                 "--extra-file", H200[2]])
-    assert extra.exit_code == 0 and len(_rows(extra.output)) == 2  # the extra table is not held out
+                                 "--extra-file", H200[2], "--json"])
+    results = [json.loads(line) for line in extra.stdout.splitlines()]  # the progress goes to stderr
+    assert extra.exit_code == 0 and len(results) == 2  # the extra table is not held out
+    assert all(r["table"] != held and held in r["trained_on"] and "0.01" in r["prior_rank"] for r in results)
     res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--extra-file", "nowhere/*.gz"])
     assert res.exit_code == 2 and "nowhere" in res.output
     res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--workers", "0"])

@@ -68,3 +68,16 @@ def test_running_trials_are_not_proposed_twice(dedisp) -> None:  # type: ignore[
     batch = [study.ask(context.distributions) for _ in range(4)]
     keys = {space.decode(t.params).key for t in batch}
     assert len(keys) == 4
+
+
+def test_optunas_gp_without_torch_is_one_sentence_naming_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch is no dependency (only the ``gp`` extra's): the gp sampler names it when it is missing,
+    before a study is stored, instead of Optuna failing at its first suggestion."""
+    import sys
+
+    from flysearch.errors import FlysearchError
+
+    assert type(make_sampler("gp", seed=0)).__name__ == "GPSampler"  # torch is installed here
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails, as on a machine without it
+    with pytest.raises(FlysearchError, match=r"^The gp sampler needs torch, .*'flysearch\[gp\]'"):
+        make_sampler("gp", seed=0)

@@ -131,3 +131,37 @@ def test_fixed_params_are_not_sampled_but_decoded() -> None:
 def test_bad_domains_are_refused(values: tuple) -> None:
     with pytest.raises(ValueError):
         Param("p", values)
+
+
+def test_a_spaces_fingerprint_is_the_same_in_another_process_and_tells_constraint_code_apart() -> None:
+    """A study resumed by another process must find its space the same: a constraint whose closure
+    holds a set of strings (as a replayed table's ``listed_in_table`` does; a set's order follows
+    the per-process string hashes) has the same fingerprint under another hash seed."""
+    import os
+    import subprocess
+    import sys
+
+    from flysearch.space import Constraint, Param, Space
+
+    code = (
+        "from flysearch.space import Constraint, Param, Space\n"
+        "def listed(keys):\n"
+        "    return Constraint('listed', lambda c, s, a: c.key in keys)\n"
+        "keys = frozenset(f'BLOCK={b},SPLIT={s}' for b in range(100) for s in (1, 2))\n"
+        "space = Space('toy', [Param('BLOCK', tuple(range(100))), Param('SPLIT', (1, 2))], [listed(keys)])\n"
+        "print(space.fingerprint()['constraints']['listed'])\n"
+    )
+    prints = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(prints) == 1 and len(prints.pop().strip()) == 16
+
+    def small(c, s, a):  # type: ignore[no-untyped-def]
+        return c["BLOCK"] <= 32
+
+    def space(*constraints: Constraint) -> dict:  # type: ignore[type-arg]
+        return Space("toy", [Param("BLOCK", (16, 32, 64))], constraints).fingerprint()["constraints"]
+
+    same = space(Constraint("small", small))
+    assert same == space(Constraint("small", small, doc="another doc"))
+    assert same != space(Constraint("small", lambda c, s, a: c["BLOCK"] <= 16))
+    assert same != space(Constraint("small", lambda c, s, a: c["BLOCK"] < 32))

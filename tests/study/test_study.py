@@ -211,23 +211,6 @@ def test_summary_of_a_database_study_reads_the_same_records_as_optuna(conv_mi250
     assert summary.best_ms == min(r.time_ms for r in slow if r.time_ms is not None)
 
 
-def test_trials_are_finished_through_optunas_own_tell() -> None:
-    """The replay loop finishes trials with the function ``Study.tell`` calls (without its copy);
-    on the installed Optuna it is found, and it completes and fails trials as ``tell`` does."""
-    import optuna
-
-    from flysearch.study import _trials as study_module
-
-    assert study_module._TELL is not None
-    study = optuna.create_study()
-    ok, failed = study.ask(), study.ask()
-    study_module._finish(study, ok.number, 2.5, None)
-    study_module._finish(study, failed.number, None, optuna.trial.TrialState.FAIL)
-    trials = study.get_trials()
-    assert (trials[0].state, trials[0].value) == (optuna.trial.TrialState.COMPLETE, 2.5)
-    assert trials[1].state == optuna.trial.TrialState.FAIL
-
-
 def test_record_as_dict_is_dataclasses_asdict() -> None:
     from dataclasses import asdict
 
@@ -276,3 +259,77 @@ def test_a_sampler_is_built_with_its_options_and_they_are_part_of_the_study(
     assert tuned.stored()["sampler"] == 'tpe {"n_startup_trials": 31}' and plain.stored()["sampler"] == "tpe"
     with pytest.raises(StudyMismatchError):
         run_study("o", space, ReplayEvaluator(conv_mi250x), tuned, storage=storage)
+
+
+@pytest.fixture(scope="module")
+def h200_table() -> GroundTruth:
+    """The first committed H200 race of flysearch's Triton split-K GEMM (a registered space)."""
+    from flysearch.tables import TableStore, read_table_file
+
+    h200 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+    meta, rows = read_table_file(sorted(h200.glob("*.table.json.gz"))[0])
+    store = TableStore(":memory:")
+    store.write(meta, rows)
+    return store.load(meta.name)
+
+
+def _run_h200(table: GroundTruth, space: Space, url: str, budget: int = 4, **kw: object) -> StudySummary:
+    spec = settings(table, "tpe", budget, shape=table.meta.shape().key, storage=url, **kw)
+    return run_study("resume", space, ReplayEvaluator(table), spec, shape=table.meta.shape())
+
+
+def _edited(space: Space, *, params: object = None, constraints: object = None) -> Space:
+    return Space(space.name, params or space.params, constraints or space.constraints,  # type: ignore[arg-type]
+                 kernel=space.kernel)
+
+
+def test_a_study_resumed_over_another_space_is_refused_naming_the_difference(
+        h200_table: GroundTruth, tmp_path: Path) -> None:
+    from flysearch.space import Param
+
+    space, url = space_for_table(h200_table), f"sqlite:///{tmp_path / 's.db'}"
+    first = _run_h200(h200_table, space, url)
+    stages = space.param("num_stages")
+    fewer = [Param(p.name, p.values[:-1]) if p is stages else p for p in space.params]
+    removed = rf"\(values of parameter num_stages: removed {stages.values[-1]}\)"
+    with pytest.raises(StudyMismatchError, match=removed):
+        _run_h200(h200_table, _edited(space, params=fewer), url)
+    wider = [Param(p.name, (*p.values, 7)) if p is stages else p for p in space.params]
+    with pytest.raises(StudyMismatchError, match=r"\(values of parameter num_stages: added 7\); resume it"):
+        _run_h200(h200_table, _edited(space, params=wider), url)
+    extra = Constraint("even_warps", lambda c, s, a: int(c["num_warps"]) % 2 == 0)
+    with pytest.raises(StudyMismatchError, match=r"\(constraint even_warps added\)"):
+        _run_h200(h200_table, _edited(space, constraints=[*space.constraints, extra]), url)
+    # The same name over another predicate: the code changed, the name did not.
+    smem = space.constraints[0]
+    recoded = [Constraint(smem.name, lambda c, s, a: True), *space.constraints[1:]]
+    with pytest.raises(StudyMismatchError, match=rf"\(constraint {smem.name} changed its code\)"):
+        _run_h200(h200_table, _edited(space, constraints=recoded), url)
+    with pytest.raises(StudyMismatchError,
+                       match=r'\(options of sampler tpe: stored \{\}, given \{"n_startup_trials": 3\}\)'):
+        _run_h200(h200_table, space, url, sampler_options={"n_startup_trials": 3})
+    # The same space, rebuilt from the table in another call: resumed, and nothing is compiled twice.
+    again = _run_h200(h200_table, space_for_table(h200_table), url, budget=6)
+    assert (first.compiles, again.compiles) == (4, 6)
+
+
+def test_a_study_stored_without_its_space_is_resumed_and_gets_it_written(
+        h200_table: GroundTruth, tmp_path: Path) -> None:
+    space, url = space_for_table(h200_table), f"sqlite:///{tmp_path / 's.db'}"
+    _run_h200(h200_table, space, url)
+    study = optuna.load_study(study_name="resume", storage=url)
+    record = dict(study.user_attrs["flysearch"])
+    assert record.pop("searched") == space.fingerprint()
+    study.set_user_attr("flysearch", record)  # what flysearch stored before it stored the space
+    assert _run_h200(h200_table, space, url).new_trials == 0  # resumed: nothing left to do
+    stored = optuna.load_study(study_name="resume", storage=url).user_attrs["flysearch"]
+    assert stored["searched"] == space.fingerprint()
+
+
+def test_run_study_uses_the_storage_its_spec_names(h200_table: GroundTruth, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = f"sqlite:///{tmp_path / 'named.db'}"
+    _run_h200(h200_table, space_for_table(h200_table), url)
+    assert summarize(optuna.load_study(study_name="resume", storage=url)).compiles == 4
+    assert not (tmp_path / "flysearch-studies.db").exists()

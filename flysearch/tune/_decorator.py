@@ -1,0 +1,320 @@
+"""``@flysearch.autotune``: a drop-in for ``@triton.autotune`` that searches a space instead of
+timing a list, and keeps what it learned.
+
+Over a ``@triton.jit`` function it returns a kernel launched as before, ``kernel[grid](*args)``;
+over any other callable (a FlyDSL ``@flyc.jit`` function, a CuPy or TileLang kernel, a CPU
+function) a callable that passes the config's values as keyword arguments. On a call whose key
+values were never tuned it tunes them in this process (see :mod:`flysearch.tune._tuner`);
+every later call, in this process or another, dispatches from memory or the store.
+
+Example (a CPU function, so that it runs anywhere):
+
+    >>> import numpy as np, flysearch, tempfile, os
+    >>> store = os.path.join(tempfile.mkdtemp(), "tuned.db")
+    >>> @flysearch.autotune(space={"chunk": [64, 256, 1024]}, key=["n"], store=store, budget=3,
+    ...                     reference=lambda x, out, n: x * 2, outputs=["out"])
+    ... def double(x, out, n, chunk):
+    ...     for i in range(0, n, chunk):
+    ...         out[i:i + chunk] = x[i:i + chunk] * 2
+    >>> x, out = np.arange(4096.0), np.empty(4096)
+    >>> double(x, out, 4096)
+    >>> bool((out == 2 * x).all()), sorted(double.best_config(n=4096))
+    (True, ['chunk'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flysearch.errors import AutotuneError, UnknownArchError
+from flysearch.evaluators import RetimeSettings, TimingProtocol
+from flysearch.space import ArchProfile, Constraint, Param, Space, arch_of_device
+from flysearch.tables import GroundTruth, dump_table_file
+from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, python_function, source_hash
+from flysearch.tune._measure import CallLauncher, KernelEvaluator, TritonLauncher
+from flysearch.tune._store import TuneStore, store_url
+from flysearch.tune._tuner import Tuner, TuneResult, TuneSettings
+from flysearch.tune._workload import Workload
+
+__all__ = ["Autotuned", "autotune", "make_space", "racing"]
+
+_RACING: contextvars.ContextVar[str | None] = contextvars.ContextVar("flysearch_racing", default=None)
+
+
+@contextlib.contextmanager
+def racing(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """Inside the block, a call of a decorated kernel races its key instead of tuning it: every
+    feasible config is compiled and timed, the top re-timed, and the table written to *folder* as
+    ``<kernel>__<key>.table.json.gz`` (for ``flysearch tables import`` and ``flysearch compare``);
+    the call then launches the race's best. Nothing is stored."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    token = _RACING.set(str(folder))
+    try:
+        yield
+    finally:
+        _RACING.reset(token)
+
+
+def _file_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "=.,_-" else "_" for c in text)
+
+
+Predicates = Iterable[Constraint | Callable[..., bool]] | Mapping[str, Callable[..., bool]]
+
+
+def make_space(name: str, space: Space | Mapping[str, Iterable[Any]], constraints: Predicates = ()) -> Space:
+    """A :class:`Space` from a space or a dict of value lists, with *constraints* added (a
+    :class:`Constraint`, a function named by its ``__name__``, or a dict of name -> predicate;
+    a predicate is called as ``predicate(config, key, arch)``)."""
+    if isinstance(constraints, Mapping):
+        extra = [Constraint(n, p) for n, p in constraints.items()]
+    else:
+        extra = [c if isinstance(c, Constraint) else Constraint(getattr(c, "__name__", "constraint"), c)
+                 for c in constraints]
+    if isinstance(space, Space):
+        return Space(space.name, list(space.params), [*space.constraints, *extra]) if extra else space
+    if not isinstance(space, Mapping) or not space:
+        raise AutotuneError("space must be a flysearch Space or a non-empty dict of parameter -> values.")
+    try:
+        params = [Param(str(p), tuple(values)) for p, values in space.items()]
+    except (TypeError, ValueError) as exc:
+        raise AutotuneError(f"The space is not a dict of value lists: {exc}") from None
+    return Space(name, params, extra)
+
+
+def _protocol(warmup: int | None, rep: float | None, protocol: TimingProtocol | None) -> TimingProtocol:
+    """The timing protocol: given, or built from ``triton.autotune``'s *warmup* runs and *rep*
+    milliseconds of timed runs (spread over the protocol's batches)."""
+    if protocol is not None:
+        if warmup is not None or rep is not None:
+            raise AutotuneError("Give either protocol= or warmup=/rep=, not both.")
+        return protocol
+    base = TimingProtocol()
+    if warmup is not None and (not isinstance(warmup, int) or warmup < 1):
+        raise AutotuneError(f"warmup must be a positive number of runs, got {warmup!r}.")
+    if rep is not None and (not isinstance(rep, int | float) or rep <= 0):
+        raise AutotuneError(f"rep must be a positive number of milliseconds, got {rep!r}.")
+    return TimingProtocol(batches=base.batches, warmup=warmup or base.warmup,
+                          min_batch_ms=(rep / base.batches) if rep else base.min_batch_ms)
+
+
+def _is_triton(fn: Any) -> bool:
+    kind = type(fn)
+    return kind.__module__.startswith("triton.") and kind.__name__ in ("JITFunction", "InterpretedFunction")
+
+
+def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
+             constraints: Predicates = (),
+             reference: Callable[..., Any] | None = None, outputs: Sequence[str] = (),
+             rtol: float = 1e-2, atol: float = 1e-2,
+             reset_to_zero: Sequence[str] = (), restore_value: Sequence[str] = (),
+             warmup: int | None = None, rep: float | None = None, protocol: TimingProtocol | None = None,
+             budget: int | None = None, sampler: str = "auto", seed: int = 0, transfer_after: int = 3,
+             transfer_budget: int = 16, finalists: int = 5, rounds: int = 5,
+             store: str | os.PathLike[str] | None = None, name: str | None = None,
+             prune_configs_by: Any = None) -> Callable[[Any], Autotuned]:
+    """Tune a kernel's config per key, in few compiles, and remember it.
+
+    Args:
+        space: A :class:`flysearch.space.Space`, or a dict of parameter -> values. For a Triton
+            kernel the parameters are its ``tl.constexpr`` arguments and the launch options
+            ``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg``.
+        key: The arguments whose values key a config (a tensor's key value is its shape and dtype).
+        constraints: Named predicates ``(config, key, arch) -> bool`` that prune configs before
+            anything compiles (what ``prune_configs_by`` does for ``triton.autotune``).
+        reference: ``reference(**arguments)`` -> the expected value of each of *outputs*; every
+            config's result is checked against it, and a wrong one is never chosen.
+        outputs: The arguments the kernel writes.
+        rtol, atol: The check's tolerances.
+        reset_to_zero, restore_value: As ``triton.autotune``'s.
+        warmup, rep: ``triton.autotune``'s warm-up runs and milliseconds of timed runs; or
+        protocol: The race's timing protocol.
+        budget: Compiles for a key tuned without a prior (default: 6% of the feasible configs, at
+            least 24, at most 64).
+        sampler: The sampler of such a key.
+        seed: Seed of the samplers and of the finalists' rounds.
+        transfer_after: Tuned keys after which a prior trained on them ranks the next key's configs.
+        transfer_budget: Compiles for a key tuned with that prior.
+        finalists, rounds: Best configs re-timed, and the interleaved rounds they get.
+        store: A path or database URL (default: ``$FLYSEARCH_AUTOTUNE_DB`` or
+            ``~/.cache/flysearch/autotune.db``).
+        name: The kernel's name in the store (default: the function's name).
+        prune_configs_by: Not taken: write its pruning as *constraints*.
+
+    Raises:
+        AutotuneError: a key that is not an argument, a space parameter the kernel does not take,
+            an unwritable store, or bad settings.
+    """
+    if prune_configs_by is not None:
+        raise AutotuneError("flysearch.autotune takes no prune_configs_by: write each pruning rule as a "
+                            "named predicate in constraints= (it sees the config, the key values and "
+                            "the arch).")
+    settings = TuneSettings(budget=budget, sampler=sampler, seed=seed, transfer_after=transfer_after,
+                            transfer_budget=transfer_budget, finalists=finalists, rounds=rounds,
+                            protocol=_protocol(warmup, rep, protocol))
+    url = store_url(store)
+    check = {"reference": reference, "outputs": tuple(outputs), "rtol": rtol, "atol": atol,
+             "reset_to_zero": tuple(reset_to_zero), "restore_value": tuple(restore_value)}
+
+    def decorate(fn: Any) -> Autotuned:
+        kernel_name = name or getattr(python_function(fn), "__name__", "kernel")
+        tuned_space = make_space(kernel_name, space, constraints)
+        tunable = [p.name for p in tuned_space.params]
+        if _is_triton(fn):
+            import triton
+
+            constexprs = ([p.name for p in fn.params if p.is_constexpr] if hasattr(fn, "params") else None)
+            args = KernelArgs(kernel_name, fn.arg_names, key, tunable, constexprs=constexprs,
+                              launch_options=True)
+            versions = f"triton-{triton.__version__}"
+            cls: type[Autotuned] = TritonAutotuned
+        else:
+            names, any_kw = callable_names(fn)
+            args = KernelArgs(kernel_name, names, key, tunable, accepts_any=any_kw)
+            versions, cls = "", CallAutotuned
+        tuner = Tuner(kernel_name, tuned_space, settings, TuneStore(url), source=source_hash(fn),
+                      versions=versions)
+        return cls(fn, tuner, args, check)
+
+    return decorate
+
+
+class Autotuned:
+    """A kernel under ``@flysearch.autotune``: dispatches each call to its key's best config."""
+
+    def __init__(self, fn: Any, tuner: Tuner, args: KernelArgs, check: dict[str, Any]) -> None:
+        self.fn, self.tuner, self.args, self.check = fn, tuner, args, check
+        self.space, self.store = tuner.space, tuner.store
+        functools.update_wrapper(self, python_function(fn), updated=())
+        self.last_tune: TuneResult | None = None
+
+    # -- what a subclass supplies -----------------------------------------------------------------
+
+    def _launcher(self, arguments: dict[str, Any], grid: Any) -> Any:
+        raise NotImplementedError
+
+    def _device(self, arguments: Mapping[str, Any]) -> tuple[str, ArchProfile | None]:
+        """The device the call runs on, and its arch profile (``None`` when flysearch has none)."""
+        for value in arguments.values():
+            if getattr(value, "is_cuda", False):
+                import torch
+
+                device = torch.cuda.get_device_name(value.device)
+                try:
+                    return device, arch_of_device(device)
+                except UnknownArchError:
+                    return device, None
+        return "cpu", None
+
+    # -- dispatch and tuning ----------------------------------------------------------------------
+
+    def _config(self, values: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
+                grid: Any = None) -> dict[str, Any]:
+        arguments = self.args.bind(args, kwargs)
+        device, arch = self._device(arguments)
+        key = self.args.named(values)
+
+        def evaluator() -> KernelEvaluator:
+            return self._evaluator(arguments, grid)
+
+        racing = _RACING.get()
+        if racing is not None:  # race the key instead: every feasible config, the table written
+            table = self.tuner.race(key, device, arch, evaluator())
+            path = Path(racing) / f"{_file_name(self.tuner.name)}__{_file_name(key.key)}.table.json.gz"
+            dump_table_file(table, path)
+            return table.confirmed_best().params
+        return self.tuner.config(values, key, device, arch, evaluator)
+
+    def _evaluator(self, arguments: dict[str, Any], grid: Any) -> KernelEvaluator:
+        workload = Workload(arguments, **self.check)
+        return KernelEvaluator(self._launcher(arguments, grid), workload, self.tuner.settings.protocol)
+
+    def _race(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any, **options: Any) -> GroundTruth:
+        arguments = self.args.bind(args, kwargs)
+        device, arch = self._device(arguments)
+        key = self.args.named(self.args.values(args, kwargs))
+        return self.tuner.race(key, device, arch, self._evaluator(arguments, grid), **options)
+
+    def best_config(self, **key: Any) -> dict[str, Any] | None:
+        """The stored best config for these key values on this machine's last device, if tuned."""
+        values = tuple(KeyValues.of({k: key[k] for k in self.args.key}).values()) if all(
+            k in key for k in self.args.key) else None
+        if values is None:
+            raise AutotuneError(f"best_config needs every key argument: {', '.join(self.args.key)}.")
+        if values in self.tuner.best:
+            return self.tuner.best[values]
+        for device in self.tuner._identity or {"cpu": ""}:
+            found = self.store.winner(self.tuner.identity(device), self.args.named(values).key)
+            if found is not None:
+                return found
+        return None
+
+
+class TritonAutotuned(Autotuned):
+    """A ``@triton.jit`` kernel under ``@flysearch.autotune``: ``kernel[grid](*args, **kwargs)``."""
+
+    def __init__(self, fn: Any, tuner: Tuner, args: KernelArgs, check: dict[str, Any]) -> None:
+        super().__init__(fn, tuner, args, check)
+        self.arg_names = fn.arg_names
+        self._run = fn.run
+        self._values = args.values
+        self._best = tuner.best
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+        values = self._values(args, kwargs)
+        config = self._best.get(values)
+        if config is None:
+            config = self._config(values, args, kwargs, grid)
+        return self._run(*args, grid=grid, warmup=warmup, **kwargs, **config)
+
+    def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    def _launcher(self, arguments: dict[str, Any], grid: Any) -> Any:
+        if grid is None:
+            raise AutotuneError("A Triton kernel is tuned on a launch: call kernel[grid](...) "
+                                "(or pass grid=).")
+        return TritonLauncher(self.fn, grid, arguments)
+
+    def tune(self, *args: Any, grid: Any, **kwargs: Any) -> dict[str, Any]:
+        """Tune this call's key if it is not tuned yet (nothing is launched); its best config."""
+        return self._config(self._values(args, kwargs), args, kwargs, grid)
+
+    def race(self, *args: Any, grid: Any, retime: RetimeSettings | None = None,
+             progress: Callable[[int, int], None] | None = None, **kwargs: Any) -> GroundTruth:
+        """Compile and time every feasible config on this call's arguments: the ground truth
+        (:meth:`Tuner.race`)."""
+        return self._race(args, kwargs, grid, retime=retime, progress=progress)
+
+
+class CallAutotuned(Autotuned):
+    """Any callable under ``@flysearch.autotune``: ``kernel(*args, **kwargs)`` runs
+    ``fn(*args, **kwargs, **best_config)``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        values = self.args.values(args, kwargs)
+        config = self.tuner.best.get(values)
+        if config is None:
+            config = self._config(values, args, kwargs)
+        return self.fn(*args, **kwargs, **config)
+
+    def _launcher(self, arguments: dict[str, Any], grid: Any) -> Any:
+        return CallLauncher(self.fn, arguments)
+
+    def tune(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Tune this call's key if it is not tuned yet (nothing else runs); its best config."""
+        return self._config(self.args.values(args, kwargs), args, kwargs)
+
+    def race(self, *args: Any, retime: RetimeSettings | None = None,
+             progress: Callable[[int, int], None] | None = None, **kwargs: Any) -> GroundTruth:
+        """Run every feasible config on this call's arguments: the ground truth (:meth:`Tuner.race`)."""
+        return self._race(args, kwargs, None, retime=retime, progress=progress)
