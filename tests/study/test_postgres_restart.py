@@ -25,7 +25,7 @@ from tests.conftest import REPO
 from tests.pgserver import PostgresServer
 
 TABLE_FILE = REPO / "benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
-BUDGET = 300
+BUDGET = 150
 
 
 @pytest.fixture(scope="module")
