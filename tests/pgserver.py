@@ -64,10 +64,26 @@ class PostgresServer:
             shutil.chown(self.dir, "postgres")
         data = self.dir / "data"
         self._run(str(self.initdb), "-D", str(data), "-A", "trust", "-U", self.user, "--no-sync")
-        opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c max_connections=200"
-                + ("" if fsync else " -c fsync=off"))
-        self._run(str(self.pg_ctl), "-D", str(data), "-o", opts, "-l", str(self.dir / "log"), "-w", "start")
+        self._opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c max_connections=200"
+                      + ("" if fsync else " -c fsync=off"))
+        self.resume()
         return self.url("postgres")
+
+    def pause(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its databases, until :meth:`resume`: ``fast`` ends every session
+        (their transactions rolled back), ``immediate`` as a crash would."""
+        self._run(str(self.pg_ctl), "-D", str(self.dir / "data"), "-m", mode, "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server (again) on its data, with the options it first started with."""
+        self._run(str(self.pg_ctl), "-D", str(self.dir / "data"), "-o", self._opts,
+                  "-l", str(self.dir / "log"), "-w", "start")
+
+    def restart(self, mode: str = "fast") -> None:
+        """Restart the server with the options it started with: ``fast`` ends every session (their
+        transactions rolled back), ``immediate`` as a crash would."""
+        self._run(str(self.pg_ctl), "-D", str(self.dir / "data"), "-m", mode, "-l", str(self.dir / "log"),
+                  "-w", "restart")
 
     def url(self, database: str) -> str:
         return f"postgresql+psycopg2://{self.user}@127.0.0.1:{self.port}/{database}"

@@ -4,7 +4,8 @@
 * A file the command cannot read or write (a folder given as a file, a missing or read-only folder)
   and a database that is not one (a damaged SQLite file, a text file as Optuna storage) are named
   in one line: exit code 1. A database SQLite cannot open or write is said to be unwritable, not
-  damaged.
+  damaged; a database server (PostgreSQL) that cannot be reached or dropped the connection (it
+  restarted) is said to be lost, with what to run once it is back.
 * A full disk, wherever the command meets it, is one line naming the file whose disk is full and
   saying that the same command resumes (:class:`~flysearch.errors.DiskFullError`): exit code 2, as
   it is the user who must make room.
@@ -60,6 +61,13 @@ def user_errors(func: F) -> F:
             if full is not None:
                 raise click.UsageError(str(full)) from None
             reason = str(getattr(exc, "orig", None) or exc.__cause__ or exc).splitlines()[0]
+            if _lost_connection(exc):
+                storage = kwargs.get("storage")  # a server's URL (a table database is a SQLite file)
+                server = _hidden_password(str(storage)) if storage else "the study storage"
+                raise click.ClickException(
+                    f"Lost the connection to {server} ({_reason(exc)}); what was finished before is stored, "
+                    "so run the same command again once the database server is back to resume."
+                ) from None
             if any(words in reason for words in _NOT_WRITABLE):  # a place, not a damaged file
                 raise click.ClickException(f"{where or 'a database'} cannot be written: {reason}") from None
             raise click.ClickException(
@@ -90,6 +98,37 @@ def database_failure(exc: BaseException) -> bool:
         return True
     optuna_exc = sys.modules.get("optuna.exceptions")
     return optuna_exc is not None and isinstance(exc, optuna_exc.StorageInternalError)
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    """Whether *exc* says that a database server's connection was lost or could not be made
+    (:func:`flysearch.study.lost_connection`; only SQLAlchemy raises that)."""
+    if "sqlalchemy.exc" not in sys.modules:
+        return False
+    from flysearch.study import lost_connection
+
+    return lost_connection(exc)
+
+
+def _hidden_password(url: str) -> str:
+    """*url* with its password, if it has one, shown as ``***``."""
+    import sqlalchemy
+
+    try:
+        return sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
+    except sqlalchemy.exc.ArgumentError:
+        return url
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's first line about *exc* (or what it wraps)."""
+    found: BaseException | None = exc
+    while found is not None:
+        orig = getattr(found, "orig", None)
+        if orig is not None:
+            return (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+        found = found.__cause__
+    return str(exc).splitlines()[0]
 
 
 def _os_message(exc: OSError) -> str:

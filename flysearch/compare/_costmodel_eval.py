@@ -229,7 +229,10 @@ def _run(fn: Callable[..., HeldOut], jobs: Sequence[tuple[Any, ...]], held: Sequ
             return
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
+        from flysearch._lifeline import Lifeline
+
+        # the workers end with this process, however it ends
+        with ProcessPoolExecutor(min(workers, len(jobs)), initializer=Lifeline()) as pool:
             futures = [pool.submit(fn, *job) for job in jobs]
             yield from (future.result() for future in futures)
 

@@ -46,6 +46,7 @@ from typing import Any
 
 import sqlite_utils
 
+from flysearch._lifeline import Lifeline
 from flysearch.compare._blas import portable_environment, runs_portable
 from flysearch.compare._experiment import MODEL_SAMPLERS, Experiment, SamplerSpec, TableSpec
 from flysearch.compare._metrics import Trajectory
@@ -681,7 +682,9 @@ def _pooled(todo: list[RunTask], workers: int, store: Callable[[dict[str, Any]],
     Whatever stops this early (an error, Ctrl-C, a signal turned into an exception by the caller)
     ends every worker before it propagates (:func:`_stop_pool`): the runs stored by then stay stored,
     and no worker goes on with a run nobody will store."""
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker)
+    # Each worker ends with this process, however it ends (kill -9 too).
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                               initializer=Lifeline(_init_worker))
     try:
         # Each prior is fitted once, by one worker, while the others start the runs that need none;
         # the runs that need it are submitted (with it) once it is fitted.

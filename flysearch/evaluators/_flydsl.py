@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from flysearch._lifeline import for_subprocess
 from flysearch.evaluators._base import Compiled, Measurement, compile_only_measurement
 from flysearch.evaluators._flydsl_worker import MARKER, load_factory
 from flysearch.evaluators._resources import KernelResources, occupancy, resource_reject_reason
@@ -74,11 +75,12 @@ def compile_in_subprocess(
         }
         env = compile_env(arch, cache_dir, compile_only=compile_only)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [*sys.path, env.get("PYTHONPATH", "")]))
+        lifeline, fds = for_subprocess()  # the compile ends with this process, however it ends
         start = time.perf_counter()
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "flysearch.evaluators._flydsl_worker"], input=json.dumps(request),
-                capture_output=True, text=True, timeout=timeout_s, env=env,
+                capture_output=True, text=True, timeout=timeout_s, env={**env, **lifeline}, pass_fds=fds,
             )
         except subprocess.TimeoutExpired:
             return CompileResult(False, time.perf_counter() - start, error=f"timeout after {timeout_s:g} s")

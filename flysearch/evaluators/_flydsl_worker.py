@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from flysearch._lifeline import hold_inherited
+
 MARKER = "FLYSEARCH_RESULT "
 
 
@@ -61,6 +63,7 @@ def _compile(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
+    hold_inherited()  # it ends with the process that started it, however that one ends
     request = json.loads(sys.stdin.read())
     try:
         result = _compile(request)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
+from flysearch._lifeline import Lifeline
 from flysearch.errors import FlysearchError
 from flysearch.evaluators._worker_process import Retire, main_module_hidden, worker_main
 
@@ -152,7 +153,7 @@ class WorkerPool:
                 return _Slot(*served)
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
-            target=worker_main, args=(child, self.func, self.env, self.initializer), daemon=True
+            target=Lifeline(worker_main), args=(child, self.func, self.env, self.initializer), daemon=True
         )
         with main_module_hidden(self.func, self.initializer):
             proc.start()

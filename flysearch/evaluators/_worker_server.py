@@ -17,8 +17,9 @@ worker processes started and warm, and hands one to each pool that asks:
   GPU a timer owns, ``CUDA_VISIBLE_DEVICES``, set or unset), it passes the client's socket to that
   process, which takes the client's environment as its own (the compiler's cache) and from then on
   is the pool's worker, exactly as a spawned one: same messages, a task at a time, killed by the
-  pool on a timeout, ending when the pool closes it. The server starts a
-  fresh spare in its place at once. Served processes are never reused: each serves one pool.
+  pool on a timeout, ending when the pool closes it or when the pool's process ends, however it
+  ends (``kill -9`` too). The server starts a fresh spare in its place at once. A spare not yet
+  handed out ends with the server. Served processes are never reused: each serves one pool.
 * If there is no server, or no spare of the right kind, the pool spawns its own worker, as without
   a server: a server makes a pool faster to start, never different.
 
@@ -41,6 +42,7 @@ import pickle
 import select
 import signal
 import socket
+import struct
 import tempfile
 import threading
 import time
@@ -50,6 +52,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any, Literal
 
+from flysearch._lifeline import Lifeline, let_go, stop_with
 from flysearch.errors import FlysearchError
 
 __all__ = [
@@ -64,6 +67,8 @@ __all__ = [
 ]
 
 _CONNECT_TIMEOUT_S = 5.0
+# Seconds a served worker whose client has ended gets to unwind before it ends itself.
+_UNWIND_GRACE_S = 10.0
 MAX_COLD_DEATHS = 3  # spares of one kind dying before they are warm, in a row, before the server stops
 
 
@@ -125,7 +130,11 @@ def _exit_cleanly(_signum: int, _frame: Any) -> None:
 
 
 def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
-    """A spare: warm up, say so, then wait to be handed a client's socket and serve it."""
+    """A spare: warm up, say so, then wait to be handed a client's socket and serve it.
+
+    It ends with the server until it is handed out; from then on with its client: when the client's
+    process ends, it is stopped (SIGTERM: it unwinds, as a study process does; killed after
+    :data:`_UNWIND_GRACE_S`)."""
     from flysearch.evaluators._worker_process import worker_main
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the server's terminal is the server's
@@ -140,13 +149,16 @@ def _spare_main(ctrl: Connection, spec: WorkerSpec) -> None:
     with contextlib.suppress(OSError):  # handed out before it was warm, the server has let go
         ctrl.send("warm")
     try:
-        msg = ctrl.recv()
-        if msg is None:
+        handed = ctrl.recv()
+        if handed is None:
             return
+        msg, client = handed
         fd = recv_handle(ctrl)
     except (EOFError, OSError):
         return
     ctrl.close()
+    let_go()  # the server may stop now: this process serves its client until the client ends
+    stop_with(client, _UNWIND_GRACE_S)
     # The environment a worker spawned by the pool would have: the server's variables the client
     # lacks go (those the initializer or an import set stay), the client's are set.
     for k, v in inherited.items():
@@ -234,7 +246,7 @@ class WorkerServer:
 
     def _start_spare(self, spec: WorkerSpec) -> _Spare:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_spare_main, args=(child, spec), daemon=False)
+        proc = self._ctx.Process(target=Lifeline(_spare_main), args=(child, spec), daemon=False)
         from flysearch.evaluators._worker_process import main_module_hidden
 
         with main_module_hidden(spec.func, spec.initializer):
@@ -304,6 +316,8 @@ class WorkerServer:
     def _answer(self, client: socket.socket) -> None:
         # The socket stays blocking: the served worker gets this very file (a timeout here would
         # make it non-blocking there too).
+        pid, _uid, _gid = struct.unpack("3i", client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                struct.calcsize("3i")))
         conn = Connection(client.detach())
         try:
             if not conn.poll(_CONNECT_TIMEOUT_S):
@@ -312,14 +326,14 @@ class WorkerServer:
             if request[0] == "status":
                 conn.send(self.status())
             elif request[0] == "worker":
-                self._hand(conn, request[1], request[2])
+                self._hand(conn, request[1], request[2], pid)
         except (EOFError, OSError, pickle.UnpicklingError, IndexError, TypeError):
             pass
         finally:
             conn.close()
 
-    def _hand(self, conn: Connection, key: bytes, env: Mapping[str, str]) -> None:
-        """Give the client a warm spare of its kind (or say why not)."""
+    def _hand(self, conn: Connection, key: bytes, env: Mapping[str, str], client: int) -> None:
+        """Give the client (process *client*) a warm spare of its kind (or say why not)."""
         self._fill()
         kinds = [i for i, spec in enumerate(self.specs) if spec.key == key]
         if not kinds:
@@ -337,7 +351,7 @@ class WorkerServer:
         self._spares[i].remove(spare)
         conn.send(("ok", spare.process.pid))
         try:
-            spare.ctrl.send(dict(env))
+            spare.ctrl.send((dict(env), client))
             send_handle(spare.ctrl, conn.fileno(), spare.process.pid)
         except OSError:  # it died after saying it was warm: the client sees a crash
             spare.process.kill()

@@ -24,6 +24,7 @@ from flysearch.study._live_launch import (
 )
 from flysearch.study._live_pipeline import LiveReport
 from flysearch.study._report import list_studies, load_summary
+from flysearch.study._shared import lost_connection
 from flysearch.study._spec import (
     DEFAULT_STORAGE,
     MAX_SEED,
@@ -47,6 +48,7 @@ __all__ = [
     "list_studies",
     "load_study_file",
     "load_summary",
+    "lost_connection",
     "open_storage",
     "pid_alive",
     "positive_int_problem",

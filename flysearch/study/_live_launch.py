@@ -19,7 +19,6 @@ Example (one H200, three-quarters of the CPU cores compiling)::
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import multiprocessing as mp
 import os
@@ -29,6 +28,7 @@ from dataclasses import replace
 from queue import Empty
 from typing import TYPE_CHECKING, Any
 
+from flysearch._lifeline import Lifeline
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.evaluators import evaluator_entry, evaluator_names, main_module_hidden
 from flysearch.study._launch import evaluator_setup, searched
@@ -195,50 +195,13 @@ def served_study(payload: dict[str, Any]) -> dict[str, Any]:
         for path in payload["priors"]:
             _load_prior(path)
         return {}
-    os.chdir(payload["cwd"])
-    _stop_with(payload["client_pid"])
+    os.chdir(payload["cwd"])  # it ends with its command (a served worker ends with its client)
     jobs, gpus = payload["jobs"], payload["gpus"]
     try:
         reports = run_workers(jobs[0], gpus) if len(jobs) == 1 else run_shapes(jobs, gpus)
     except FlysearchError as exc:
         return {"error": str(exc)}
     return {"reports": reports}
-
-
-_UNWIND_GRACE_S = 10.0
-
-
-def _stop_with(pid: int, grace_s: float = _UNWIND_GRACE_S) -> None:
-    """Stop this process (SIGTERM: a study process unwinds, closing its pools) when process *pid*,
-    the command it runs a study for, has ended: as a study run by the command itself would.
-
-    Nobody else can stop a served study process once its command is gone, so it is its own
-    watchdog: if it has not exited *grace_s* seconds after the SIGTERM (an unwinding that hangs),
-    it prints its threads' stacks to stderr and ends at once. Its study database loses nothing a
-    rerun needs: a trial is one transaction, and a claim held by the lost trial expires."""
-    import faulthandler
-    import signal
-    import sys
-    import threading
-    import time
-
-    from flysearch.evaluators import ServedProcess
-
-    def stop() -> None:
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(grace_s)  # a daemon thread: it ends with the process if the process ends first
-        print(f"flysearch: study process {os.getpid()} did not stop within {grace_s:g} s of its "
-              "command's end; its threads, then exiting:", file=sys.stderr, flush=True)
-        with contextlib.suppress(Exception):
-            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-        os._exit(1)
-
-    def watch() -> None:
-        with contextlib.suppress(OSError):  # OSError: already gone
-            ServedProcess(pid).join()
-        stop()
-
-    threading.Thread(target=watch, daemon=True, name="flysearch-client-watch").start()
 
 
 def run_on_server(server: str, jobs: Sequence[StudySpec],
@@ -275,8 +238,7 @@ class _ServedRun:
             return None
         run = cls(*served)
         try:
-            run.conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd(),
-                               "client_pid": os.getpid()}))
+            run.conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd()}))
         except OSError:
             run.conn.close()
             raise FlysearchError(f"The worker server's study process (pid {run.process.pid}) died.") from None
@@ -438,7 +400,8 @@ def run_jobs(jobs: list[tuple[StudySpec | Sequence[StudySpec], str]],
     queue = ctx.Queue()
     served = {i: run for i, (job, gpu) in enumerate(jobs) if i > 0
               and (run := _start_served(job, gpu, queue, i)) is not None}
-    procs = {i: ctx.Process(target=_worker_main, args=(job, i, gpu, queue))
+    # each ends with this process, however this one ends
+    procs = {i: ctx.Process(target=Lifeline(_worker_main), args=(job, i, gpu, queue))
              for i, (job, gpu) in enumerate(jobs) if i > 0 and i not in served}
     with main_module_hidden(jobs[0][0]):
         for p in procs.values():

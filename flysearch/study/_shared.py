@@ -18,6 +18,11 @@ with the storage's, and the budget counts the union. A process killed at any poi
 trial of its open turn, whose transaction the database rolls back: nothing half-written is left,
 and nothing is left RUNNING for another process to mistake for a crash.
 
+A database server that restarts (PostgreSQL) is ridden out between trials: a turn that cannot
+reach it waits for it, up to :data:`RECONNECT_S`, before anything of the trial is asked. A restart
+in the middle of a turn ends the study with the error, as a kill would: the open trial's
+transaction is lost with the connection, and the same command resumes after the trials stored.
+
 Storages that are not SQL databases (an in-memory storage, a journal storage object) are used
 directly, by one process.
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -37,7 +43,10 @@ from flysearch._optuna import count_trials, rdb_storage, study_id, study_storage
 from flysearch.study._sqlite import tune_sqlite
 from flysearch.study._trial_writer import add_finished_trials
 
-__all__ = ["SharedStudy", "Turn"]
+__all__ = ["RECONNECT_S", "SharedStudy", "Turn", "lost_connection"]
+
+# Seconds a turn waits for a database server it cannot reach (one restarting) before it fails.
+RECONNECT_S = 60.0
 
 
 @dataclass
@@ -100,16 +109,44 @@ class SharedStudy:
                 self._started = True
             yield turn
             return
-        with self._writer.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": self._lock_key})
-            turn.arrived = self._catch_up(conn)
+        conn, turn.arrived = self._begin()
+        try:
             yield turn
             storage, working_id = study_storage(self.working), study_id(self.working)
             finished = [storage.get_trial(storage.get_trial_id_from_study_id_trial_number(working_id, n))
                         for n in turn.finished]
             add_finished_trials(self.durable, finished, connection=conn)
+            conn.commit()
             self._seen += len(finished)
+        except BaseException:
+            with contextlib.suppress(sa.exc.SQLAlchemyError):  # a connection already lost
+                conn.rollback()
+            raise
+        finally:
+            conn.close()
+
+    def _begin(self) -> tuple[sa.Connection, list[FrozenTrial]]:
+        """Open a turn's transaction, take the study's lock and catch up; a database server that
+        cannot be reached (restarting) is waited for, up to :data:`RECONNECT_S`."""
+        assert self._writer is not None
+        deadline = time.monotonic() + RECONNECT_S
+        pause = 0.1
+        while True:
+            conn: sa.Connection | None = None
+            try:
+                conn = self._writer.connect()
+                conn.begin()
+                if conn.dialect.name == "postgresql":
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": self._lock_key})
+                return conn, self._catch_up(conn)
+            except Exception as exc:
+                if conn is not None:
+                    with contextlib.suppress(sa.exc.SQLAlchemyError):
+                        conn.close()
+                if not lost_connection(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, 2.0)
 
     def _catch_up(self, conn: sa.Connection) -> list[FrozenTrial]:
         """Copy into the working study the durable trials it lacks; return them."""
@@ -128,6 +165,20 @@ class SharedStudy:
             self.working.add_trial(trial if trial.state.is_finished() else _as_failed(trial))
         self._seen += len(new)
         return new
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """Whether *exc* (or what it wraps: Optuna's storage wraps SQLAlchemy's errors) says that a
+    database server (PostgreSQL) could not be reached or dropped the connection: SQLAlchemy's
+    operational error from a server's driver; never SQLite's, whose errors are about its file."""
+    import sqlite3
+
+    found: BaseException | None = exc
+    while found is not None:
+        if isinstance(found, sa.exc.OperationalError) and not isinstance(found.orig, sqlite3.Error):
+            return True
+        found = found.__cause__
+    return False
 
 
 def _as_failed(trial: FrozenTrial) -> FrozenTrial:

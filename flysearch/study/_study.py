@@ -35,7 +35,7 @@ from flysearch.errors import DiskFullError, FlysearchError, StudyMismatchError
 from flysearch.evaluators import ReplayEvaluator
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.study._loop import SyncEvaluator, run_loop
-from flysearch.study._shared import SharedStudy
+from flysearch.study._shared import SharedStudy, lost_connection
 from flysearch.study._spec import DEFAULT_STORAGE, StudySpec, identity_differences
 from flysearch.study._sqlite import tune_sqlite
 from flysearch.study._sqlite_file import create_whole, examine, sqlite_path
@@ -77,6 +77,9 @@ def open_storage(
 ) -> optuna.storages.BaseStorage:
     """An Optuna storage from a URL (``sqlite:///file.db``, ``postgresql://...``) or ``":memory:"``.
 
+    A database server that drops the connection or cannot be reached while the storage opens (a
+    restart) is tried again a few times, for two seconds in all.
+
     With *create* false, a SQLite file that does not exist raises instead of being created. With
     *current*, the caller knows the database has this Optuna's schema already (a copy of a template
     this process made, :mod:`flysearch.study`): Optuna's table creation and version
@@ -103,10 +106,13 @@ def open_storage(
                 # A new file is built beside its path and linked into place whole (no half-made
                 # schema if the process is killed); it is this Optuna's, so it is not checked again.
                 current = create_whole(path, _build_storage)
-            rdb = optuna.storages.RDBStorage(url, skip_compatibility_check=current,
+            # A database server's connections are checked before use: after a restart of the
+            # server, those kept in the pool are dead, and a study goes on with fresh ones.
+            checked = None if url.startswith("sqlite") else {"pool_pre_ping": True}
+            rdb = optuna.storages.RDBStorage(url, engine_kwargs=checked, skip_compatibility_check=current,
                                              skip_table_creation=current)
         except (ImportError, ValueError, sqlalchemy_errors()) as exc:
-            if attempt < 4 and _lost_schema_race(exc):
+            if attempt < 4 and (_lost_schema_race(exc) or lost_connection(exc)):
                 time.sleep(0.2 * (attempt + 1))
                 continue
             reason = _missing_driver(url, exc) or str(exc).splitlines()[0]

@@ -22,17 +22,21 @@ from click.testing import CliRunner, Result
 
 from flysearch.cli import main
 from tests.conftest import REPO, hub_file
+from tests.processes import PROC, descendants, gone_within, kill_all, spawned, survivors
 
 RESULTS = REPO / "benchmarks" / "results" / "compare"
 PROGRESS = re.compile(r"^(\S+): (\d+)/(\d+) runs, \d+ s$")
 
 
 def _experiment(tmp_path: Path, *, budget: int = 5, seeds: str = "1", samplers: tuple[str, ...] = ("random",),
-                tables: tuple[str, ...] = ("A100",), output: str = "committed") -> Path:
-    """A small experiment file whose own output folder is *output* (beside it)."""
+                tables: tuple[str, ...] = ("A100",), output: str = "committed",
+                sources: tuple[Path, ...] = ()) -> Path:
+    """A small experiment file whose own output folder is *output* (beside it), over the
+    dedispersion tables of *tables*' GPUs, or the table files *sources*."""
     body = [f'[experiment]\nname = "tiny"\nbudget = {budget}\nseeds = {seeds}\nworkers = 1\n'
             f'output = "{output}"\n']
-    body += [f'[[table]]\nsource = "{hub_file("dedispersion_milo", gpu)}"\n' for gpu in tables]
+    files = sources or tuple(hub_file("dedispersion_milo", gpu) for gpu in tables)
+    body += [f'[[table]]\nsource = "{source}"\n' for source in files]
     body += [f'[[sampler]]\nname = "{name}"\n' for name in samplers]
     path = tmp_path / "tiny.toml"
     path.write_text("".join(body))
@@ -210,52 +214,10 @@ def test_progress_lines_are_at_most_one_per_interval() -> None:
 # -- stopping -------------------------------------------------------------------------------------
 
 
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state first), or None once it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return text.rsplit(")", 1)[1].split()
-
-
-def _descendants(root: int) -> dict[int, str]:
-    """Every live process below *root*, with its start time (so that a reused pid is not mistaken)."""
-    parents: dict[int, list[int]] = {}
-    starts: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None and fields[0] not in "ZX":
-            parents.setdefault(int(fields[1]), []).append(int(entry.name))
-            starts[int(entry.name)] = fields[19]
-    found, todo = {}, [root]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found[child] = starts[child]
-            todo.append(child)
-    return found
-
-
-def _alive(pid: int, start: str) -> bool:
-    fields = _stat(pid)
-    return fields is not None and fields[0] not in "ZX" and fields[19] == start
-
-
-def _workers(pids: dict[int, str]) -> list[int]:
-    """The pool's worker processes among *pids* (multiprocessing's spawned children)."""
-    out = []
-    for pid in pids:
-        try:
-            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                out.append(pid)
-        except OSError:
-            pass
-    return out
-
-
 @contextlib.contextmanager
 def _compare_process(path: Path, args: list[str]) -> Iterator[tuple[subprocess.Popen[str], dict[int, str]]]:
     """``flysearch compare`` of *path* started in a session of its own (stderr piped), and the dict
-    the caller fills with the processes it started (:func:`_descendants`); the block's end kills
+    the caller fills with the processes it started (:func:`tests.processes.descendants`); the end kills
     each one still there, so that a failed test leaves no process behind."""
     proc = subprocess.Popen([sys.executable, "-m", "flysearch", "compare", str(path), *args], cwd=path.parent,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -267,23 +229,23 @@ def _compare_process(path: Path, args: list[str]) -> Iterator[tuple[subprocess.P
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        for pid in [pid for pid, t in children.items() if _alive(pid, t)]:
-            os.kill(pid, signal.SIGKILL)
+        kill_all(children)
 
 
-def _gone_after(children: dict[int, str], start: float) -> float:
-    """Seconds from *start* until every process of *children* has ended (waiting 30 s at most)."""
-    while any(_alive(pid, t) for pid, t in children.items()) and time.monotonic() - start < 30:
-        time.sleep(0.05)
-    return time.monotonic() - start
+# A committed table (benchmarks/data), so that the stopping tests run wherever the repository is.
+COMMITTED_TABLE = REPO / "benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads processes from /proc")
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.skipif(not PROC, reason="reads processes from /proc")
+@pytest.mark.parametrize(("signum", "code"),
+                         [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)])
 def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int, code: int) -> None:
     """SIGTERM to the command, or Ctrl-C to its process group (as a terminal sends it), ends the
-    command and every worker within 5 s; the runs stored by then are kept, and a rerun resumes."""
-    path = _experiment(tmp_path, budget=200, seeds="1")
+    command and every worker within 5 s; the runs stored by then are kept, and a rerun resumes.
+    SIGKILL to the command alone (which it cannot see), as soon as its workers exist (starting up,
+    importing: before they can run any code of their own), ends every process it started within 5 s
+    too, and leaves its results database whole."""
+    path = _experiment(tmp_path, budget=200, seeds="1", sources=(COMMITTED_TABLE,))
     out = tmp_path / "o"
     args = ["--out", str(out), "--no-plots", "--workers", "2", "--seeds", "0-399"]
     with _compare_process(path, args) as (proc, children):
@@ -291,33 +253,35 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
         reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)  # type: ignore[union-attr]
         reader.start()
         deadline, stored, workers = time.monotonic() + 300, 0, []
-        while not (stored >= 1 and len(workers) >= 2):
+        while not ((stored >= 1 or signum == signal.SIGKILL) and len(workers) >= 2):
             assert time.monotonic() < deadline and proc.poll() is None, "the comparison never got going"
             try:
                 m = PROGRESS.match(lines.get(timeout=1).strip())
                 stored = max(stored, int(m.group(2))) if m else stored
             except queue.Empty:
                 pass
-            workers = _workers(_descendants(proc.pid))
-        children.update(_descendants(proc.pid))
+            workers = spawned(descendants(proc.pid))
+        children.update(descendants(proc.pid))  # the workers and multiprocessing's resource tracker
         start = time.monotonic()
         if signum == signal.SIGINT:
             os.killpg(proc.pid, signum)
         else:
             proc.send_signal(signum)
         assert proc.wait(timeout=30) == code
-        elapsed = _gone_after(children, start)
-        assert not [pid for pid, t in children.items() if _alive(pid, t)]
+        elapsed = gone_within(children, 30, start)
+        assert not survivors(children)
         assert elapsed < 5, f"took {elapsed:.1f} s to stop"
     reader.join(timeout=10)
     rest = []
     while not lines.empty():
         rest.append(lines.get())
-    assert any("stopped" in line.lower() for line in rest), rest
     assert "Traceback" not in "".join(rest)
     with sqlite3.connect(out / "results.db") as conn:
         assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
+        if signum == signal.SIGKILL:
+            return
         seeds = sorted(int(s) for (s,) in conn.execute("select seed from runs"))
+    assert any("stopped" in line.lower() for line in rest), rest
     assert 1 <= len(seeds) < 400
     more = next(s for s in range(400) if s not in seeds)
     again = _compare(path, *args[:-2], "--workers", "1", "--seeds", ",".join(map(str, [*seeds, more])))
@@ -329,7 +293,7 @@ H200_TABLE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x153
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads processes from /proc")
+@pytest.mark.skipif(not PROC, reason="reads processes from /proc")
 def test_a_worker_that_dies_is_one_line_that_says_how_and_the_same_command_resumes(tmp_path: Path) -> None:
     """A worker killed under the command (as the out-of-memory killer does) is no user error: one
     line says a worker died and how, every other worker is ended, exit code 1; a rerun resumes."""
@@ -340,14 +304,14 @@ def test_a_worker_that_dies_is_one_line_that_says_how_and_the_same_command_resum
     args = ["--out", str(out), "--no-plots", "--workers", "2", "--seeds", "0-399"]
     with _compare_process(path, args) as (proc, children):
         deadline = time.monotonic() + 300
-        while len(workers := _workers(_descendants(proc.pid))) < 2:
+        while len(workers := spawned(descendants(proc.pid))) < 2:
             assert time.monotonic() < deadline and proc.poll() is None, "the comparison started no workers"
             time.sleep(0.05)
-        children.update(_descendants(proc.pid))
+        children.update(descendants(proc.pid))
         os.kill(workers[0], signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
-        _gone_after(children, time.monotonic())  # the other worker and the resource tracker end too
-        assert not [pid for pid, t in children.items() if _alive(pid, t)]
+        gone_within(children, 30)  # the other worker and the resource tracker end too
+        assert not survivors(children)
     errors = [line for line in err.splitlines() if line.startswith("Error")]
     assert proc.returncode == 1 and "Traceback" not in err, err
     assert errors == ["Error: A compare worker process died (killed by SIGKILL); the runs stored so far are "

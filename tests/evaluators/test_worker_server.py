@@ -25,6 +25,8 @@ from flysearch.evaluators._worker_server import (
     wait_warm,
 )
 from tests import _race_fakes as fakes
+from tests.conftest import REPO
+from tests.processes import PROC, alive, descendants, gone_within, kill_all, spawned, survivors
 from tests.study.test_live import TABLE, db  # noqa: F401 (the fixture: a table database)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="a worker server needs Linux pidfds")
@@ -350,42 +352,57 @@ def test_a_served_study_stops_when_its_command_is_killed(tmp_path, db, gpus):  #
     assert _completed(tmp_path / "s.db")  # what was measured is kept
 
 
-_WATCHED = """
-import signal, sys, time
-from flysearch.study._live_launch import _stop_with
-if sys.argv[2] == "hangs":
-    signal.signal(signal.SIGTERM, lambda *_: None)  # its unwinding never ends
-else:
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))  # it unwinds (as a study process does)
-_stop_with(int(sys.argv[1]), grace_s=1.0)
-print("watching", flush=True)
-time.sleep(120)
+_SERVER = """
+import sys
+from flysearch.evaluators import WorkerServer, WorkerSpec
+from tests import _race_fakes as fakes
+with WorkerServer([WorkerSpec(fakes.whoami, fakes.slow_init, spares=2, name="probe")], sys.argv[1]) as server:
+    server.serve_forever()
+"""
+
+_CLIENT = """
+import os, sys
+from flysearch.evaluators import connect_worker
+from tests import _race_fakes as fakes
+process, conn = connect_worker(sys.argv[1], fakes.whoami, fakes.slow_init, dict(os.environ))
+conn.send((0, ("sleep", 3600.0)))  # a task that lasts (a worker_main message)
+print(process.pid, flush=True)
+sys.stdin.read()
 """
 
 
-@pytest.mark.parametrize("unwinding", ["unwinds", "hangs"])
-def test_a_served_study_process_whose_unwinding_hangs_ends_itself(unwinding):
-    """A served study process whose command ended is SIGTERMed by its own watcher; if it is still
-    there after the grace period it prints its stacks and exits hard: nobody else would stop it."""
-    client = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    watched = subprocess.Popen([sys.executable, "-c", _WATCHED, str(client.pid), unwinding],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@pytest.mark.skipif(not PROC, reason="reads processes from /proc")
+def test_spares_end_with_a_killed_server_and_a_served_worker_with_its_killed_client(sock):
+    """kill -9 of the server ends its spares within 5 s, but not a worker it served, which serves
+    its client until the client ends, however it ends (kill -9 too): within 5 s."""
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, sock], cwd=REPO, start_new_session=True)
+    client = None
+    below: dict[int, str] = {}
     try:
-        assert watched.stdout.readline() == "watching\n"
-        time.sleep(1.5)
-        assert watched.poll() is None  # the command still runs: so does its study
+        wait_warm(sock, timeout_s=120)
+        client = subprocess.Popen([sys.executable, "-c", _CLIENT, sock], cwd=REPO, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
+        served = int(client.stdout.readline())  # type: ignore[union-attr]
+        below = descendants(server.pid)  # the spares, the served worker, multiprocessing's tracker
+        spares = {pid: below[pid] for pid in spawned(below) if pid != served}
+        assert served in below and spares
+        start = time.monotonic()
+        server.kill()
+        server.wait()
+        took = gone_within(spares, 30, start)
+        assert not survivors(spares) and took < 5, f"spares still there {took:.1f} s after the server's kill"
+        assert alive(served, below[served])  # its client still runs
+        start = time.monotonic()
         client.kill()
         client.wait()
-        _out, err = watched.communicate(timeout=60)
+        took = gone_within(below, 30, start)
+        assert not survivors(below) and took < 5, f"{survivors(below)} still there {took:.1f} s after"
     finally:
-        client.kill()
-        watched.kill()
-    if unwinding == "unwinds":
-        assert watched.returncode == 3 and "did not stop" not in err  # its own unwinding
-    else:
-        assert watched.returncode == 1
-        assert "did not stop within 1 s of its command's end" in err
-        assert 'File "<string>", line 10 in <module>' in err  # where its main thread hung: sleep()
+        for proc in (server, client):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        kill_all(below)
 
 
 def _completed(path: Path) -> int:
