@@ -1,6 +1,6 @@
 """Live studies as separate commands, with and without a worker server: the result file's summary.
 
-A served-study benchmark (``benchmarks/live_served.py``) runs each (shape, budget, sampler) study
+A served-study benchmark (``lab/benchmarks/live_served.py``) runs each (shape, budget, sampler) study
 twice as its own command: ``own`` (the command starts its own GPU timer and compile processes) and
 ``served`` (it takes them, warm, from a worker server). Its result file holds one row per study
 (``shape``, ``sampler``, ``budget``, ``mode``, the command's and the study's wall-clock, the
@@ -67,7 +67,7 @@ def served_report(doc: dict[str, Any]) -> str:
         "",
         f"`{doc['command']}` (commit {doc.get('code_commit', '?')}; {doc['evaluator']} evaluator, "
         f"{doc['compile_workers']} compile processes, {doc['cpus']} CPUs; the server was warm after "
-        f"{doc['server_warm_s']} s). Regenerate this file with `python benchmarks/live_served.py "
+        f"{doc['server_warm_s']} s). Regenerate this file with `python lab/benchmarks/live_served.py "
         "--report FILE`.",
         "",
         "| shape | sampler | budget | command s: own | served | study s: own | served | overhead: own "

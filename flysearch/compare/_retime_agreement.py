@@ -88,7 +88,7 @@ def retime_agreement_report(rows: list[dict[str, object]], command: str) -> str:
     n = len(rows)
     lines = [
         "# Each H200 table's optimum: the race's single timing against two re-timings", "",
-        f"`{command}` (reads the committed tables and `benchmarks/results/retime_top_<set>.json`).", "",
+        f"`{command}` (reads the committed tables and `lab/benchmarks/results/retime_top_<set>.json`).", "",
         "| table | re-timed | race's best confirmed | race's best, x confirmed best |"
         " within 1%: race / rounds |"
         " same best as retime_top | confirmed best in retime_top (x) | retime_top's best in the rounds (x) |"

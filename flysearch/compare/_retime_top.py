@@ -1,4 +1,4 @@
-"""Result files of a top re-timing (``benchmarks/retime_top.py``): does each table's optimum hold?
+"""Result files of a top re-timing (``lab/benchmarks/retime_top.py``): does each table's optimum hold?
 
 An exhaustive race times each config once. A re-timing of a table's top compiles the configs near
 its best again and times each once per round, in a fresh order per round; its result file holds,
@@ -85,7 +85,8 @@ def retime_top_report(doc: dict[str, Any]) -> str:
         "",
         f"`{doc['command']}` (code {doc['code_commit']}; {doc['rounds']} interleaved rounds, the configs"
         f" within {doc['within']:.0%} of each table's best, {doc['min_k']} to {doc['max_k']} per table,"
-        f" {doc['wall_s']} s). Regenerate this file with `python benchmarks/retime_top.py --report FILE`.",
+        f" {doc['wall_s']} s). Regenerate this file with "
+        "`python lab/benchmarks/retime_top.py --report FILE`.",
         "",
         "| table | configs | race's best, re-timed: place (x re-timed best) | re-timed gap to the 2nd |"
         " within 1%: race / re-timed | median round spread | scale (race / re-timed) |",

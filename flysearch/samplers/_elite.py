@@ -12,7 +12,7 @@ kernel make of a config. The Gaussian's draws change several parameters together
 directions in which the good configs already differ (a larger tile with a smaller split, say), and
 need no model. This is the step that CMA-ES with margin and Kernel Tuner's tabu and genetic
 searches take, and where they reached a near-optimal config in fewer compiles than ``auto`` on
-about half of the tenth test set's split-K tables (``benchmarks/results/coldstart_anchor_seeds.md``).
+about half of the tenth test set's split-K tables (``lab/benchmarks/results/coldstart_anchor_seeds.md``).
 Unlike Optuna's CMA-ES it keeps no state of its own: every member's measurements shape it, as a
 portfolio member's must. A floor on the variance (*floor*, in squared value steps) keeps it from
 collapsing onto the best config when the elite agree.

@@ -7,7 +7,7 @@ value of each in the space, and takes the larger of the two gaps (a roofline wit
 peaks, so no machine balance is assumed). The config it ranks first is on average closer to the
 optimum than a uniform draw on flysearch's development races. As ``auto``'s opening
 (``analytic_start``) it needed more compiles to within 1% than uniform draws on most of them
-(``studies/coldstart_opening.toml``), so ``auto`` does not use it by default.
+(``lab/studies/coldstart_opening.toml``), so ``auto`` does not use it by default.
 
 :class:`AnalyticOpeningSampler` proposes, at each suggestion, the unevaluated config of lowest bound
 that differs in at least *min_distance* parameters from every config taken so far (evaluated or

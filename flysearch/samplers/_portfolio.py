@@ -6,7 +6,7 @@ member reads the whole study, so every member learns from every measurement, whi
 proposed the config.
 
 ``auto`` pairs two models that miss on different tables (the development tables of
-``benchmarks/results/compare/coldstart_dev``: the GP on the K-heavy and a long-K prefill GEMM, the
+``lab/benchmarks/results/compare/coldstart_dev``: the GP on the K-heavy and a long-K prefill GEMM, the
 forest on decode GEMMs and dedispersion on the MI250X):
 
 * the exact Gaussian process (``fastgp``, :mod:`flysearch.samplers._gp`): expected improvement over
@@ -23,13 +23,13 @@ sharing a study follow one sequence.
 
 Neither proposes an infeasible or an already-evaluated config, so neither does the portfolio. It
 was chosen among flysearch's cold-start samplers on the development tables of
-``studies/coldstart_split.toml`` only (``studies/coldstart_choice.toml`` is that comparison); its
+``lab/studies/coldstart_split.toml`` only (``lab/studies/coldstart_choice.toml`` is that comparison); its
 test tables were not searched before it was fixed. Where the configs have a GEMM's analytic
 features (flysearch's own kernel families) the forest, which reads them, takes two turns to the
 GP's one (``forest_turns``). Each member draws uniformly until the study has
 5 measurements (``gp_startup``, ``forest_startup``). The members' own defaults, 10 and 8, spent
 about nine of a study's first compiles at random; on 25 development tables the earlier start needed
-fewer compiles to within 1% on 16 and more on 8 (``studies/coldstart_startup.toml``).
+fewer compiles to within 1% on 16 and more on 8 (``lab/studies/coldstart_startup.toml``).
 
 Example:
     >>> from flysearch.samplers import SAMPLERS

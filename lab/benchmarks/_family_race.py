@@ -245,7 +245,7 @@ def race_corpus(family: Family, corpus: list[Any], out: Any, workers: int, sourc
         earlier = [*before.pop("earlier", []), before]
     report.write_text(json.dumps({
         "provenance": {"command": " ".join(["python", *sys.argv]),
-                       "commit": code_commit(Path(__file__).resolve().parents[1]),
+                       "commit": code_commit(Path(__file__).resolve().parents[2]),
                        "device": info["device"], "versions": {**info["versions"], **(versions or {})},
                        "date": dt.date.today().isoformat()},
         "wall_s": round(time.monotonic() - started, 1), "tables": written,

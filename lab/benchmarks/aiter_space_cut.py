@@ -4,7 +4,7 @@ The shapes are the GEMMs aiter shipped tuning results for on each arch (../share
 bf16_tuned_gemm.csv and model_configs/*.csv); the report also checks that every shipped FlyDSL
 winner parses and passes the constraints at its own shape. Run from the repository root::
 
-    python benchmarks/aiter_space_cut.py [DATA_DIR] > benchmarks/results/aiter_space_cut.md
+    python lab/benchmarks/aiter_space_cut.py [DATA_DIR] > lab/benchmarks/results/aiter_space_cut.md
 """
 
 from __future__ import annotations
@@ -54,5 +54,5 @@ def main(data: Path) -> int:
 
 
 if __name__ == "__main__":
-    default = Path(__file__).resolve().parents[2] / "shared" / "data" / "aiter"
+    default = Path(__file__).resolve().parents[3] / "shared" / "data" / "aiter"
     sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else default))

@@ -1,7 +1,7 @@
 """How the configs aiter ships for its Triton GEMM meet flysearch's ``aiter_triton_gemm`` space.
 
-    python benchmarks/aiter_triton_coverage.py --compile --sample 200 \
-        --out benchmarks/results/aiter_triton_coverage.md
+    python lab/benchmarks/aiter_triton_coverage.py --compile --sample 200 \
+        --out lab/benchmarks/results/aiter_triton_coverage.md
 
 Data: every config of ``_gemm_a16_w16_kernel`` in the installed amd-aiter's Triton GEMM configs
 (``{MI300X,MI350X}-GEMM-A16W16[-N=..-K=..].json``), read by
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit  # noqa: E402

@@ -1,8 +1,10 @@
 """aiter's Triton GEMM raced on the H200: exhaustive ground truth for that kernel's design, beside
 flysearch's own split-K Triton GEMM and cuBLAS, measured in one session.
 
-    python benchmarks/aiter_triton_h200.py race --out benchmarks/data/h200_aiter_triton --workers 15   # GPU
-    python benchmarks/aiter_triton_h200.py report --out benchmarks/results/aiter_triton_h200.md       # CPU
+    python lab/benchmarks/aiter_triton_h200.py race --out lab/benchmarks/data/h200_aiter_triton \
+        --workers 15                                                                     # GPU
+    python lab/benchmarks/aiter_triton_h200.py report \
+        --out lab/benchmarks/results/aiter_triton_h200.md                                # CPU
 
 ``race`` runs aiter's own ``gemm_a16w16`` (the installed ``amd-aiter``, imported without its
 ROCm-only package init) over the configs of flysearch's ``triton_gemm_splitk`` space that its
@@ -15,7 +17,7 @@ The race itself is ``_family_race.py``'s (compiles in ``--workers`` processes, C
 launches timed with the race's protocol, the top re-timed, cuBLAS beside it: aiter's wrapper costs
 more host time a call than a decode GEMM takes). For the two families to meet in one session, race
 flysearch's kernel on the same shapes in the same session with ``flysearch race run --only NAME
-...`` into ``benchmarks/data/h200_aiter_triton_splitk``.
+...`` into ``lab/benchmarks/data/h200_aiter_triton_splitk``.
 
 ``report`` compares the committed tables: per shape the best of each family (re-timed medians) and
 their ratios to cuBLAS as each session measured it.
@@ -33,7 +35,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from _family_race import Family, best, load, race_corpus, space_of  # noqa: E402
@@ -46,7 +49,7 @@ from flysearch.tables import GroundTruth  # noqa: E402
 SHAPES = ROOT / "studies" / "shapes_h200.toml"
 # One shape per regime, all with committed split-K tables: decode, small-M, prefill, square.
 DEFAULT_ONLY = ("l3-8b-qkv-m1", "l3-8b-qkv-m64", "l3-8b-qkv-m1024", "l3-8b-o-m4096")
-DATA = ROOT / "benchmarks" / "data" / "h200_aiter_triton"
+DATA = BENCHMARKS / "data" / "h200_aiter_triton"
 KERNEL = "aiter_triton_gemm"
 TO_AITER = {"BLOCK_M": "BLOCK_SIZE_M", "BLOCK_N": "BLOCK_SIZE_N", "BLOCK_K": "BLOCK_SIZE_K",
             "GROUP_M": "GROUP_SIZE_M", "SPLIT_K": "NUM_KSPLIT", "num_warps": "num_warps",
@@ -95,7 +98,7 @@ def _aiter_version() -> str:
 
 def race(args: argparse.Namespace) -> None:
     corpus = [e for e in load_corpus(args.shapes) if e.name in set(args.only or DEFAULT_ONLY)]
-    race_corpus(_family(), corpus, args.out, args.workers, "benchmarks/aiter_triton_h200.py race",
+    race_corpus(_family(), corpus, args.out, args.workers, "lab/benchmarks/aiter_triton_h200.py race",
                 versions={"amd-aiter": _aiter_version()}, cache_dir=args.cache_dir)
 
 
@@ -183,7 +186,7 @@ def main() -> None:
     p = sub.add_parser("report", help="compare the committed tables (CPU)")
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--splitk", type=Path, default=DATA.parent / "h200_aiter_triton_splitk")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "aiter_triton_h200.md")
+    p.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "aiter_triton_h200.md")
     args = ap.parse_args()
     race(args) if args.command == "race" else report(args)
 

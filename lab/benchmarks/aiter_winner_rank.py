@@ -1,7 +1,8 @@
 """Where does aiter's shipped FlyDSL winner of a shape rank among its feasible configs, by a model
 trained on the other shapes' winners?
 
-    OMP_NUM_THREADS=1 python benchmarks/aiter_winner_rank.py --out benchmarks/results/aiter_winner_rank.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/aiter_winner_rank.py \
+        --out lab/benchmarks/results/aiter_winner_rank.md
 
 Data: the gfx950 (MI355X, 256 CUs) FlyDSL rows of aiter's tuned CSVs in ../shared/data/aiter (read
 from there). Each shape's winner parses into a config of the ``aiter_flydsl_hgemm`` space; its
@@ -19,7 +20,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402

@@ -1,7 +1,7 @@
 """aiter's Triton GEMM compiled for gfx942 and gfx950 on this CPU: resources, rejections and compile
 seconds of sampled configs, through the ``triton-amd-compile`` evaluator.
 
-    python benchmarks/amd_triton_resources.py --out benchmarks/results/amd_triton_resources.md
+    python lab/benchmarks/amd_triton_resources.py --out lab/benchmarks/results/amd_triton_resources.md
 
 Shapes: a Llama-style 4096 x 4096 projection (the hidden size of Llama 3 8B) at decode, M = 16,
 and at prefill, M = 4096: the two ends of aiter's M buckets (``M_LEQ_64`` and ``any``). Per (shape,
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit  # noqa: E402
@@ -137,7 +137,7 @@ def report(blocks: list[dict[str, Any]], argv: list[str], workers: int) -> str:
     lines = [
         f"# aiter's Triton GEMM compiled for AMD on a CPU: resources and compile seconds — "
         f"{dt.date.today().isoformat()}", "",
-        f"- command: `python benchmarks/amd_triton_resources.py {' '.join(argv)}`",
+        f"- command: `python lab/benchmarks/amd_triton_resources.py {' '.join(argv)}`",
         f"- commit: {code_commit(ROOT) or 'not a git checkout'}",
         f"- hardware: {platform.machine()} CPU ({cpu}, {os.cpu_count()} cores), no GPU; "
         f"{workers} compile worker processes",

@@ -1,8 +1,8 @@
 """How much of "the best anchor per table" is luck? The winner's curse of a per-table bar, measured.
 
-    python benchmarks/anchor_seeds.py benchmarks/results/compare/coldstart_test10/summary.csv \\
-        benchmarks/results/compare/coldstart_anchor_seeds/summary.csv \\
-        --out benchmarks/results/coldstart_anchor_seeds.md
+    python lab/benchmarks/anchor_seeds.py lab/benchmarks/results/compare/coldstart_test10/summary.csv \\
+        lab/benchmarks/results/compare/coldstart_anchor_seeds/summary.csv \\
+        --out lab/benchmarks/results/coldstart_anchor_seeds.md
 
 Issue 44's target sets a sampler against the best anchor of each table: the strategy whose median
 compiles to within 1% of the optimum came out lowest there. With twelve anchors and ten seeds each,
@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from _summary_report import is_anchor, require_files, summary_names, table_rows, write_report  # noqa: E402

@@ -16,7 +16,7 @@ machine, the first with an empty Triton cache):
                                               first), its top re-timed in rounds: DIR/*.table.json.gz
     final     --races DIR --runs RUNS --out final.json   the cold and warm winners and the race's top 3
                                               re-timed together in interleaved rounds
-    report    --races DIR --runs RUNS --out benchmarks/results/autotune_examples.md
+    report    --races DIR --runs RUNS --out lab/benchmarks/results/autotune_examples.md
 
 `report` runs anywhere (no GPU); the other phases need one. The device call that made the committed
 result is in the result file's provenance.
@@ -40,7 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -1,4 +1,4 @@
-"""The report of ``benchmarks/autotune_examples.py``: what the decorator found and what it cost,
+"""The report of ``lab/benchmarks/autotune_examples.py``: what the decorator found and what it cost,
 against the exhaustive race, from the files a device run brought back (no GPU needed).
 
 Reads RUNS/{cold,warm,dispatch,final,baseline_cold,baseline_warm}.json, RUNS/cold.db (the cold run's
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -77,7 +77,7 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
     lines = [
         "# flysearch.autotune on kernels flysearch does not ship",
         "",
-        "- command: `python benchmarks/autotune_examples.py report "
+        "- command: `python lab/benchmarks/autotune_examples.py report "
         f"--races {races} --runs {runs} --out {out}` over the files of the device run "
         "(`tune` cold and warm, `dispatch`, `baseline`, `race`, `final`:"
         " see the script's docstring)",

@@ -1,13 +1,13 @@
 """Which backend wins per shape on a Hopper GPU (the H200, or an H100) when split-K, TMA and cuBLAS
 are timed in the same rounds.
 
-    python benchmarks/backend_rounds.py run --splitk benchmarks/data/h200_stages5 \\
-        --splitk benchmarks/data/h200_stages5_holdout --tma benchmarks/data/h200_tma \\
-        --tma benchmarks/data/h200_tma_holdout --out /tmp/o/backend_rounds.json            # GPU
-    python benchmarks/backend_rounds.py run ... --dry-run                                  # CPU
-    python benchmarks/backend_rounds.py report \\
-        --json benchmarks/data/h200_backend_rounds/backend_rounds.json \\
-        --repeat benchmarks/data/h200_backend_rounds/backend_rounds_top5.json              # CPU
+    python lab/benchmarks/backend_rounds.py run --splitk lab/benchmarks/data/h200_stages5 \\
+        --splitk lab/benchmarks/data/h200_stages5_holdout --tma lab/benchmarks/data/h200_tma \\
+        --tma lab/benchmarks/data/h200_tma_holdout --out /tmp/o/backend_rounds.json            # GPU
+    python lab/benchmarks/backend_rounds.py run ... --dry-run                                  # CPU
+    python lab/benchmarks/backend_rounds.py report \\
+        --json lab/benchmarks/data/h200_backend_rounds/backend_rounds.json \\
+        --repeat lab/benchmarks/data/h200_backend_rounds/backend_rounds_top5.json              # CPU
 
 The committed races timed cuBLAS once per shape, before the first config, while the GPU had been
 idle; timed beside a Triton kernel in interleaved rounds, cuBLAS took 4-13% longer on compute-bound
@@ -39,9 +39,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))  # _family_race, also when imported as a module
+sys.path.insert(0, str(BENCHMARKS))  # _family_race, also when imported as a module
 
 from _family_race import graph_replays, load  # noqa: E402
 
@@ -403,7 +404,7 @@ def main() -> None:
     p.add_argument("--json", type=Path, required=True)
     p.add_argument("--repeat", type=Path, default=None,
                    help="JSON of a second run of the same shapes: its best / cuBLAS beside the first's")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "backend_rounds.md")
+    p.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "backend_rounds.md")
     args = ap.parse_args()
     run(args) if args.command == "run" else report(args)
 

@@ -7,7 +7,8 @@ at the optimum (``stop_at_optimum``), the start of the committed one, which neve
 digits), except what runs spent (compiles used, trials, ms per trial), which a stop changes. The runs
 themselves (``results.db``) are not committed: on a fresh clone only (2) is checked.
 
-Run it: OMP_NUM_THREADS=1 python benchmarks/check_reproducible.py studies/compare_hub_dedispersion_A100.toml \
+Run it: OMP_NUM_THREADS=1 python lab/benchmarks/check_reproducible.py \
+    studies/compare_hub_dedispersion_A100.toml \
     --samplers grid,random,qmc,cmaes,tpe
 """
 

@@ -1,8 +1,8 @@
 """How far ahead of the field can a cold start be? Every strategy's lead, table by table, over test runs.
 
-    python benchmarks/coldstart_leads.py benchmarks/results/compare/coldstart_test/summary.csv \\
-        benchmarks/results/compare/coldstart_test{2,3,4,5,6,7,8,9,10}/summary.csv \\
-        --base auto --gemm stochastic_cache_files/ --out benchmarks/results/coldstart_leads.md
+    python lab/benchmarks/coldstart_leads.py lab/benchmarks/results/compare/coldstart_test/summary.csv \\
+        lab/benchmarks/results/compare/coldstart_test{2,3,4,5,6,7,8,9,10}/summary.csv \\
+        --base auto --gemm stochastic_cache_files/ --out lab/benchmarks/results/coldstart_leads.md
 
 Issue 44 asks the default cold start (``--base``) to need at most half the best anchor's median
 compiles to within 1% of the optimum on every test table, to reach 1% within the budget on at least
@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from _summary_report import is_anchor, parse_summaries, summary_names, table_rows, write_report  # noqa: E402

@@ -1,17 +1,18 @@
 """Is ``flysearch compare`` faster than at an earlier commit, with the same summaries?
 
-Runs each named experiment file (``studies/<name>.toml``) twice on this machine, one after the
-other, into temporary folders: with the code of *--base* (a ``git worktree`` of that commit, its own
-``flysearch`` on ``PYTHONPATH``) and with the code of this checkout. Reports each run's wall time,
-their ratio, and how many summary cells differ in the columns both summaries have (the timing
-columns such as ``ms_per_trial`` excluded, since a trial's time always differs). A differing cell
-means the runs themselves differ: a sampler changed between the commits, not only the machinery around it.
+Runs each named experiment file (``lab/studies/<name>.toml``; ``studies/`` at a commit before the
+lab moved there) twice on this machine, one after the other, into temporary folders: with the code of
+*--base* (a ``git worktree`` of that commit, its own ``flysearch`` on ``PYTHONPATH``) and with the code
+of this checkout. Reports each run's wall time, their ratio, and how many summary cells differ in the
+columns both summaries have (the timing columns such as ``ms_per_trial`` excluded, since a trial's time
+always differs). A differing cell means the runs themselves differ: a sampler changed between the
+commits, not only the machinery around it.
 
 Run it (the five H200 regime experiments by default; about 25 minutes on 2 cores), with the commit to
 compare against:
 
-    OMP_NUM_THREADS=1 python benchmarks/compare_against_commit.py --base COMMIT \\
-        --out benchmarks/results/compare_against_commit.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/compare_against_commit.py --base COMMIT \\
+        --out lab/benchmarks/results/compare_against_commit.md
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from flysearch.compare import TIMING_COLUMNS, code_commit  # noqa: E402
@@ -77,17 +78,24 @@ def _has_out_flag(code: Path) -> bool:
     return "--out" in text
 
 
+def _study(checkout: Path, name: str) -> Path:
+    """The experiment file *name* of *checkout*: under ``lab/studies/``, or ``studies/`` in a checkout
+    from before the lab moved there."""
+    moved = checkout / "lab" / "studies" / f"{name}.toml"
+    return moved if moved.exists() else checkout / "studies" / f"{name}.toml"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the earlier commit")
     ap.add_argument("--experiments", default=",".join(f"compare_h200_{r}" for r in REGIMES),
-                    help="comma-separated experiment names (studies/<name>.toml)")
+                    help="comma-separated experiment names (lab/studies/<name>.toml)")
     ap.add_argument("--out", type=Path, help="write the markdown here too")
     args = ap.parse_args()
     names = [n.strip() for n in args.experiments.split(",") if n.strip()]
-    missing = [n for n in names if not (REPO / "studies" / f"{n}.toml").exists()]
+    missing = [n for n in names if not _study(REPO, n).exists()]
     if missing:
-        print(f"compare_against_commit: no studies/{missing[0]}.toml", file=sys.stderr)
+        print(f"compare_against_commit: no lab/studies/{missing[0]}.toml", file=sys.stderr)
         return 2
     known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}"], cwd=REPO,
                            capture_output=True, check=False).returncode == 0
@@ -98,15 +106,16 @@ def main() -> int:
     lines, total = [], [0.0, 0.0]
     with tempfile.TemporaryDirectory() as tmp:
         worktree = Path(tmp) / "base"
-        # Experiment files read the shared data as ../../shared from studies/: beside the worktree too.
+        # Experiment files read the shared data as ../../../shared from lab/studies/ (../../shared from
+        # studies/ before the move): beside the worktree too.
         (Path(tmp) / "shared").symlink_to(REPO.parent / "shared")
         subprocess.run(["git", "worktree", "add", "-q", "--detach", str(worktree), args.base], cwd=REPO,
                        check=True)
         try:
             out_flag = _has_out_flag(worktree)
             for name in names:
-                base_study = worktree / "studies" / f"{name}.toml"
-                head_study = REPO / "studies" / f"{name}.toml"
+                base_study = _study(worktree, name)
+                head_study = _study(REPO, name)
                 base_out = Path(tmp) / "base-out" / name if out_flag else _output_folder(base_study)
                 head_out = Path(tmp) / "head-out" / name
                 t_base = _run(worktree, base_study, base_out, out_flag=out_flag)
@@ -123,7 +132,7 @@ def main() -> int:
     text = "\n".join([
         "# compare against an earlier commit",
         "",
-        f"- command: `OMP_NUM_THREADS=1 python benchmarks/compare_against_commit.py --base {args.base} "
+        f"- command: `OMP_NUM_THREADS=1 python lab/benchmarks/compare_against_commit.py --base {args.base} "
         f"--experiments {','.join(names)}`",
         f"- commit: {head} against {args.base}",
         f"- hardware: {platform.machine()}, {os.cpu_count()} cores; load average at the end {load:.2f}",

@@ -11,8 +11,8 @@ own GP sampler (``gp``) is timed apart on ``--gp-seeds`` seeds of ``--gp-tables`
 of its runs takes minutes, and Optuna's plain TPE (``tpe``) on ``--tpe-seeds`` seeds of every
 table.
 
-Run it: OMP_NUM_THREADS=1 python benchmarks/compare_speed.py --seeds 20 \
-    --out benchmarks/results/compare_speed.md
+Run it: OMP_NUM_THREADS=1 python lab/benchmarks/compare_speed.py --seeds 20 \
+    --out lab/benchmarks/results/compare_speed.md
 """
 
 from __future__ import annotations
@@ -35,15 +35,16 @@ from flysearch.compare import (
     run_experiment,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "lab" / "benchmarks"
 HUB = REPO.parent / "shared" / "data" / "benchmark_hub"
 TABLES = [
     HUB / "convolution_milo" / "A100.json.gz",
     HUB / "convolution_milo" / "MI250X.json.gz",
     HUB / "dedispersion_milo" / "A100.json.gz",
     HUB / "dedispersion_milo" / "MI250X.json.gz",
-    REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz",
-    REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__4096x4096x4096.table.json.gz",
+    BENCHMARKS / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz",
+    BENCHMARKS / "data" / "h200" / "triton_gemm__H200__4096x4096x4096.table.json.gz",
 ]
 SAMPLERS = ["grid", "random", "qmc", "tpe-unseen", "cmaes", "fastgp", "costmodel", "surrogate"]
 TARGET_S = 600.0
@@ -105,7 +106,7 @@ def report(
         f"Python {platform.python_version()}; {n_tables} tables x {len(SAMPLERS)} samplers, budget "
         f"{args.budget}, {args.seeds} seeds, {args.workers} workers, "
         f"{'no stop' if args.no_stop else 'runs stop at the optimum'}. "
-        "Command: `OMP_NUM_THREADS=1 python benchmarks/compare_speed.py "
+        "Command: `OMP_NUM_THREADS=1 python lab/benchmarks/compare_speed.py "
         f"--seeds {args.seeds}{' --no-stop' if args.no_stop else ''}`.",
         "",
         f"**Measured wall time: {wall:.1f} s for {len(runs)} runs** (target for 960 runs: {TARGET_S:.0f} s); "
@@ -151,7 +152,7 @@ def report(
         lines.append(
             f"- Optuna's plain TPE (`tpe`) was timed on {n_tpe} runs ({args.tpe_seeds} seed(s) of every "
             "table); the 8 above use `tpe-unseen` (its quality against `tpe`: "
-            "`benchmarks/results/compare/compare_tpe_unseen/summary.md`)."
+            "`lab/benchmarks/results/compare/compare_tpe_unseen/summary.md`)."
         )
     lines += [f"- skipped: {s}" for s in skipped]
     if model_samplers_available():

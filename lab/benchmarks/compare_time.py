@@ -1,8 +1,8 @@
 """Where a ``compare`` run's time goes, and the most any change of flysearch's own code can save
 while the summaries stay identical.
 
-    OMP_NUM_THREADS=1 python benchmarks/compare_time.py \\
-        --out benchmarks/results/compare_time.md                                # 2-core machine, ~10 min
+    OMP_NUM_THREADS=1 python lab/benchmarks/compare_time.py \\
+        --out lab/benchmarks/results/compare_time.md                                # 2-core machine, ~10 min
 
 For each experiment file (default: the five H200 regime files), seed 0 is run by
 :func:`flysearch.compare.run_experiment` with one worker (in this process, one run after the other,
@@ -40,7 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+STUDIES = ROOT / "lab" / "studies"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, load_experiment, run_experiment  # noqa: E402
@@ -139,12 +140,12 @@ def _row(name: str, fit: float, sampler: float, whole: float, seeds: int | None)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--experiments", default=",".join(EXPERIMENTS), help="experiment names in studies/")
+    ap.add_argument("--experiments", default=",".join(EXPERIMENTS), help="experiment names in lab/studies/")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    missing = [n for n in args.experiments.split(",") if not (ROOT / "studies" / f"{n}.toml").is_file()]
+    missing = [n for n in args.experiments.split(",") if not (STUDIES / f"{n}.toml").is_file()]
     if missing:
-        ap.error(f"no experiment file studies/<name>.toml for: {', '.join(missing)}")
+        ap.error(f"no experiment file lab/studies/<name>.toml for: {', '.join(missing)}")
     if platform.machine() == "x86_64" and "OPENBLAS_CORETYPE" not in os.environ:
         # compare's own setting for its workers (flysearch.compare's portable BLAS kernel): with it
         # the runs execute in this process, where their time can be split.
@@ -161,7 +162,7 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.experiments.split(","):
-            results.append(measure(ROOT / "studies" / f"{name}.toml", clock, fits, Path(tmp)))
+            results.append(measure(STUDIES / f"{name}.toml", clock, fits, Path(tmp)))
             r = results[-1]
             print(f"{name}: prior fits {r['fit_s']:.1f} s; runs and fits "
                   f"{sum(s['total'] for s in r['samplers'].values()):.1f} s", flush=True)
@@ -169,7 +170,7 @@ def main() -> None:
     lines = [
         "# Where a compare run's time goes", "",
         f"- command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')} python "
-        f"{' '.join(['benchmarks/compare_time.py', *sys.argv[1:]])}`",
+        f"{' '.join(['lab/benchmarks/compare_time.py', *sys.argv[1:]])}`",
         f"- commit: {code_commit(ROOT)}",
         f"- hardware: {platform.machine()}, {os.cpu_count()} cores; load average at the end {load:.2f}",
         f"- versions: Python {platform.python_version()}, Optuna {optuna.__version__}",

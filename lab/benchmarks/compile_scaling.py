@@ -1,6 +1,6 @@
 """How Triton compile throughput grows with the number of compile processes on this host.
 
-    python benchmarks/compile_scaling.py --workers 4,8,16,30 --configs 300 --out scaling.json
+    python lab/benchmarks/compile_scaling.py --workers 4,8,16,30 --configs 300 --out scaling.json
 
 A live study whose compiles set the pace can only go as fast as the host compiles. This compiles
 the same *configs* feasible configs of the split-K Triton GEMM (256x1536x7168, sm_90) with pools of
@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from flysearch.evaluators import WorkerPool, compile_payload, compile_task, warm_triton  # noqa: E402

@@ -1,8 +1,8 @@
 """Leave-one-table-out evaluation of the cost model and its sampler; writes a markdown report.
 
-    OMP_NUM_THREADS=1 python benchmarks/costmodel_eval.py --out benchmarks/results/costmodel_eval.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/costmodel_eval.py --out lab/benchmarks/results/costmodel_eval.md
 
-Across shapes: the H200 Triton GEMM tables (benchmarks/data/h200, 27 shapes), each held out in
+Across shapes: the H200 Triton GEMM tables (lab/benchmarks/data/h200, 27 shapes), each held out in
 turn and ranked by a prior trained on the others. Across GPUs: the benchmark_hub tables
 (../shared/data/benchmark_hub), each held out and ranked by a prior trained on the same kernel's
 other GPU (only two GPUs per kernel are available there). The sampler runs 5 seeds per table.
@@ -11,34 +11,34 @@ other GPU (only two GPUs per kernel are available there). The sampler runs 5 see
 instead (``DIR`` = its ``cachefiles/``, six GPUs per kernel; only ``<GPU>.json.gz`` files are read),
 so each held-out GPU is ranked by a prior trained on the other five; ``--only hub`` skips the H200
 part. ``--holdout GLOB`` names the
-held-out shapes (default ``benchmarks/data/h200_holdout``, the shapes of
-``studies/shapes_h200_holdout.toml``, chosen and committed before they were raced): one prior is
+held-out shapes (default ``lab/benchmarks/data/h200_holdout``, the shapes of
+``lab/studies/shapes_h200_holdout.toml``, chosen and committed before they were raced): one prior is
 trained on every H200 table and ranks and searches each of them (``--only holdout`` runs that part
 alone). ``--extra GLOB`` adds training-only H200 tables to every H200 prior (never held out, never
-scored), e.g. the twelve of ``studies/shapes_h200_extra.toml``::
+scored), e.g. the twelve of ``lab/studies/shapes_h200_extra.toml``::
 
-    python benchmarks/costmodel_eval.py --extra 'benchmarks/data/h200_extra/*.table.json.gz'
+    python lab/benchmarks/costmodel_eval.py --extra 'lab/benchmarks/data/h200_extra/*.table.json.gz'
 
 ``--ensemble`` trains priors that average six boosters (not the default; see
 costmodel_eval_ensemble.md). ``--h200 GLOB`` (repeatable) reads other H200 tables, e.g. the 39
-of ``benchmarks/data/h200`` and ``h200_extra``, every one held out in turn::
+of ``lab/benchmarks/data/h200`` and ``h200_extra``, every one held out in turn::
 
-    python benchmarks/costmodel_eval.py --only h200 --h200 'benchmarks/data/h200/*.table.json.gz' \
-        --h200 'benchmarks/data/h200_extra/*.table.json.gz'
+    python lab/benchmarks/costmodel_eval.py --only h200 --h200 'lab/benchmarks/data/h200/*.table.json.gz' \
+        --h200 'lab/benchmarks/data/h200_extra/*.table.json.gz'
 
-``--retimed FILE`` (repeatable; ``benchmarks/retime_top.py`` result files) adds a column to the
+``--retimed FILE`` (repeatable; ``lab/benchmarks/retime_top.py`` result files) adds a column to the
 H200 sections: the sampler's compiles to first measure a config within 1% of the table's
 *re-timed* optimum (each config near the top timed in 10 rounds instead of once), for the tables
 those files cover::
 
-    python benchmarks/costmodel_eval.py --only h200 --retimed benchmarks/results/retime_top_h200.json
+    python lab/benchmarks/costmodel_eval.py --only h200 --retimed lab/benchmarks/results/retime_top_h200.json
 
 or the first 19 tables, as they were before the last eight shapes were added::
 
-    t=benchmarks/data/h200/triton_gemm__H200__32x28672x4096.table.json.gz   # one of the last eight
+    t=lab/benchmarks/data/h200/triton_gemm__H200__32x28672x4096.table.json.gz   # one of the last eight
     c=$(git log -1 --format=%H --diff-filter=A -- $t)
-    mkdir -p /tmp/t19 && git archive "$c^" benchmarks/data/h200 | tar -x -C /tmp/t19
-    python benchmarks/costmodel_eval.py --only h200 --h200 '/tmp/t19/benchmarks/data/h200/*.table.json.gz'
+    mkdir -p /tmp/t19 && git archive "$c^" lab/benchmarks/data/h200 | tar -x -C /tmp/t19
+    python lab/benchmarks/costmodel_eval.py --only h200 --h200 '/tmp/t19/benchmarks/data/h200/*.table.json.gz'
 
 """
 
@@ -55,7 +55,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
@@ -83,10 +84,10 @@ def hub_tables(hub: Path = HUB) -> list[GroundTruth]:
     return [store.load(n) for n in store.names()]
 
 
-H200 = ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"
-HOLDOUT = ROOT / "benchmarks" / "data" / "h200_holdout" / "*.table.json.gz"
-EXTRA = ROOT / "benchmarks" / "data" / "h200_extra" / "*.table.json.gz"
-# --ensemble: the booster settings benchmarks/prior_ensemble.py compares, averaged.
+H200 = BENCHMARKS / "data" / "h200" / "*.table.json.gz"
+HOLDOUT = BENCHMARKS / "data" / "h200_holdout" / "*.table.json.gz"
+EXTRA = BENCHMARKS / "data" / "h200_extra" / "*.table.json.gz"
+# --ensemble: the booster settings lab/benchmarks/prior_ensemble.py compares, averaged.
 ENSEMBLE_LEAVES, ENSEMBLE_L2 = (15, 31, 63), (0.0, 1.0)
 
 
@@ -110,7 +111,7 @@ def report(lines: list[str], out: str | None) -> None:
         Path(out).write_text(text + "\n")
 
 
-_fmt = format_compiles  # the name benchmarks/top_weight.py imports
+_fmt = format_compiles  # the name lab/benchmarks/top_weight.py imports
 
 
 def main() -> None:
@@ -120,10 +121,11 @@ def main() -> None:
     parser.add_argument("--hub", type=Path, default=HUB,
                         help="the folder of *_milo/<GPU>.json.gz (default ../shared/data/benchmark_hub)")
     parser.add_argument("--h200", action="append", default=None, metavar="GLOB",
-                        help="the H200 tables (default benchmarks/data/h200/*.table.json.gz); repeatable")
+                        help="the H200 tables (default lab/benchmarks/data/h200/*.table.json.gz); repeatable")
     parser.add_argument("--only", choices=("h200", "hub", "holdout"), default=None)
     parser.add_argument("--holdout", default=str(HOLDOUT), metavar="GLOB",
-                        help="held-out H200 tables (default benchmarks/data/h200_holdout/*.table.json.gz)")
+                        help="held-out H200 tables "
+                             "(default lab/benchmarks/data/h200_holdout/*.table.json.gz)")
     parser.add_argument("--extra", default=None, metavar="GLOB",
                         help="training-only H200 tables added to every H200 prior "
                              f"(e.g. {EXTRA.relative_to(ROOT)})")
@@ -150,7 +152,7 @@ def main() -> None:
             parser.error(f"--retimed {path}: not a readable retime_top.py result file ({exc!r})")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     lines = [f"# Cost-model evaluation — {dt.date.today()}, {platform.machine()} CPU, replayed", "",
-             "`python benchmarks/costmodel_eval.py " + shlex.join(sys.argv[1:]) + "`", ""]
+             "`python lab/benchmarks/costmodel_eval.py " + shlex.join(sys.argv[1:]) + "`", ""]
     parts = (("h200", "Across shapes: H200 Triton GEMM, leave-one-shape-out", 64),
              ("hub", "Across GPUs: benchmark_hub, leave-one-GPU-out", 200),
              ("holdout", "Held-out shapes: a prior trained on every H200 table, never on these", 64))

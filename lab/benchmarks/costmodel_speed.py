@@ -1,6 +1,6 @@
 """Speed of the cost model: training a prior, and the sampler's milliseconds per suggestion.
 
-    OMP_NUM_THREADS=1 python benchmarks/costmodel_speed.py
+    OMP_NUM_THREADS=1 python lab/benchmarks/costmodel_speed.py
 
 * **Suggestions**: replays dedispersion/MI250X (11,130 feasible configs) with a prior trained on
   dedispersion/A100 and times every suggestion of a 100-compile study (the forest is refitted and
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402

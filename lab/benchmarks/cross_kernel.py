@@ -1,6 +1,6 @@
 """Cross-kernel transfer: a prior trained on one Triton GEMM family's tables, used on the other's.
 
-    OMP_NUM_THREADS=1 python benchmarks/cross_kernel.py --out benchmarks/results/cross_kernel.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/cross_kernel.py --out lab/benchmarks/results/cross_kernel.md
 
 Two directions, each against a cold start on the same tables, seeds and budget:
 
@@ -23,15 +23,15 @@ the model sees its configs' parameters and the shape; a parameter only one famil
 tables) and the analytic expectation of random sampling without replacement. Counted: unique
 compiles until a config within 1% of the table's optimum is measured (5 seeds, budget 100).
 
-``benchmarks/results/cross_kernel.md`` is the first search of the held-out tables, by the prior as it
+``lab/benchmarks/results/cross_kernel.md`` is the first search of the held-out tables, by the prior as it
 was then (its commit in the file); ``cross_kernel_rerun.md`` searches them again with today's prior
 (a development number) and adds the fused family, searched there for the first time.
 
 With ``--exclude-feature NAME`` the split-K prior that searches the TMA family never sees that
 feature, and only the two split-K -> TMA sections run:
 
-    OMP_NUM_THREADS=1 python benchmarks/cross_kernel.py --exclude-feature g_split_fixed \
-        --out benchmarks/results/cross_kernel_exclude.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/cross_kernel.py --exclude-feature g_split_fixed \
+        --out lab/benchmarks/results/cross_kernel_exclude.md
 """
 
 from __future__ import annotations
@@ -48,13 +48,14 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, evaluate_test_set  # noqa: E402
 from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
 
-DATA = ROOT / "benchmarks" / "data"
+DATA = BENCHMARKS / "data"
 SPLITK_TRAINING = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
 SEEDS = (0, 1, 2, 3, 4)
 BUDGET = 100
@@ -115,7 +116,7 @@ def _section(title: str, train: list[GroundTruth], tests: list[GroundTruth],
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cross_kernel.md")
+    ap.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "cross_kernel.md")
     ap.add_argument("--exclude-feature", action="append", default=[],
                     help="a feature the split-K prior searching the TMA family leaves out (repeatable); "
                          "only the split-K -> TMA sections run")
@@ -135,7 +136,7 @@ def main() -> None:
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
         f"- date: {dt.date.today().isoformat()}",
         f"- {len(SEEDS)} seeds, budget {BUDGET}; the held-out shapes "
-        "(`studies/shapes_h200_kernels_holdout.toml`) were committed before they were raced",
+        "(`lab/studies/shapes_h200_kernels_holdout.toml`) were committed before they were raced",
         *([f"- **development numbers**: {args.development}"] if args.development else []), "",
     ]
     section, _ = _section("split-K -> TMA, held-out shapes (`h200_tma_holdout`)", splitk,

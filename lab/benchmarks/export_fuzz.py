@@ -21,12 +21,12 @@ docstring, ``import triton``, ``CONFIGS... = [triton.Config(<literal>, <option>=
 its literals must be the exported values, and running it (all of them in one subprocess, stdout and
 stderr captured at the descriptor) must print nothing and define only ``triton`` and its lists; a
 JSON file must parse as strict JSON and hold the string unchanged; a CSV must parse back into the
-cells written. Base data: the committed H200 tables ``benchmarks/data/h200/triton_gemm__H200__
-1x6144x4096`` and ``benchmarks/data/h200_aiter_triton/aiter_triton_gemm__H200__1x6144x4096`` (their
+cells written. Base data: the committed H200 tables ``lab/benchmarks/data/h200/triton_gemm__H200__
+1x6144x4096`` and ``lab/benchmarks/data/h200_aiter_triton/aiter_triton_gemm__H200__1x6144x4096`` (their
 fastest rows) and the FlyDSL row of aiter's shipped tuned CSV (``flysearch.export``'s example).
 Run from the repository root::
 
-    python benchmarks/export_fuzz.py --n 2000 --seed 0 --out benchmarks/results/export_fuzz.md
+    python lab/benchmarks/export_fuzz.py --n 2000 --seed 0 --out lab/benchmarks/results/export_fuzz.md
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "lab" / "benchmarks"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
@@ -81,8 +82,8 @@ from flysearch.tables import (  # noqa: E402
     read_tables,
 )
 
-TRITON_TABLE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz"
-AITER_TRITON_TABLE = (REPO / "benchmarks" / "data" / "h200_aiter_triton"
+TRITON_TABLE = BENCHMARKS / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz"
+AITER_TRITON_TABLE = (BENCHMARKS / "data" / "h200_aiter_triton"
                       / "aiter_triton_gemm__H200__1x6144x4096.table.json.gz")
 FLYDSL_KERNEL = ("flydsl_gemm5_abf16_wbf16_bf16_t16x64x128_split_k2_block_m_warp1_block_n_warp2"
                  "_block_k_warp1_async_copyTrue_b_to_ldsTrue_b_preshuffleFalse_c_to_ldsFalse_gfx950")

@@ -1,12 +1,14 @@
 """Users' own tables: race external-style Kernel Tuner caches on the H200, then reuse the cost model
 on them through the documented import path.
 
-    python benchmarks/external_h200.py race --out benchmarks/data/external_h200 --workers 15   # on a GPU
-    OMP_NUM_THREADS=1 python benchmarks/external_h200.py eval --out benchmarks/results/external_h200.md
-    OMP_NUM_THREADS=1 python benchmarks/external_h200.py loo --regime decode \
-        --out benchmarks/results/external_h200_dev.md                                     # development
+    python lab/benchmarks/external_h200.py race --out lab/benchmarks/data/external_h200 \
+        --workers 15                                                                    # on a GPU
+    OMP_NUM_THREADS=1 python lab/benchmarks/external_h200.py eval \
+        --out lab/benchmarks/results/external_h200.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/external_h200.py loo --regime decode \
+        --out lab/benchmarks/results/external_h200_dev.md                                     # development
 
-``race`` measures each shape of ``studies/external_h200.toml`` (a test set: committed before it was
+``race`` measures each shape of ``lab/studies/external_h200.toml`` (a test set: committed before it was
 raced, never trained on) as a user of another tuner would: flysearch's split-K Triton GEMM over
 another value grid (no 256-row or 256-deep tiles, no SPLIT_K 16, but num_stages up to 5, which
 flysearch's space lacks) with only the shared-memory limit applied, and writes each table as a
@@ -40,7 +42,8 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, evaluate_test_set  # noqa: E402
@@ -54,14 +57,14 @@ from flysearch.tables import (  # noqa: E402
     read_table_file,
 )
 
-SHAPES = ROOT / "studies" / "external_h200.toml"
-DATA = ROOT / "benchmarks" / "data" / "external_h200"
+SHAPES = ROOT / "lab" / "studies" / "external_h200.toml"
+DATA = BENCHMARKS / "data" / "external_h200"
 TRAINING = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
-# Development races over the unpruned value set (benchmarks/pruning_audit.py): the only tables that
+# Development races over the unpruned value set (lab/benchmarks/pruning_audit.py): the only tables that
 # measure what the family's rules once removed (8 warps on 16 x 64 and 16 x 128 tiles, num_stages 5).
 UNPRUNED = ("h200_unpruned", "h200_unpruned_decode")
 # External-style caches that train priors: the decode development races
-# (studies/external_h200_dev.toml) and the test sets already evaluated and reported (seen, so now
+# (lab/studies/external_h200_dev.toml) and the test sets already evaluated and reported (seen, so now
 # development data). The set being evaluated is never among them.
 EXTERNAL_TRAINING = ("external_h200", "external_h200_b", "external_h200_dev")
 # flysearch's names -> the external tables' names.
@@ -130,12 +133,12 @@ def _training(evaluated: Path | None = None) -> list[GroundTruth]:
     """Every committed H200 table of the split-K kernel but those of the *evaluated* folder."""
     tables = []
     for folder in (*TRAINING, *UNPRUNED):
-        for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / folder / "*.table.json.gz"))):
+        for path in sorted(glob.glob(str(BENCHMARKS / "data" / folder / "*.table.json.gz"))):
             meta, rows = read_table_file(path)
             meta.kernel = "triton_gemm"  # the unpruned races measured the same kernel
             tables.append(GroundTruth(meta, {r.key: r for r in rows}))
     for folder in EXTERNAL_TRAINING:
-        data = ROOT / "benchmarks" / "data" / folder
+        data = BENCHMARKS / "data" / folder
         if evaluated is not None and data.resolve() == evaluated.resolve():
             continue
         for table in _imported(sorted(glob.glob(str(data / "*.json.gz"))), DOCUMENTED):
@@ -314,7 +317,7 @@ def main() -> None:
     e = sub.add_parser("eval", help="import the caches the documented way and search them (CPU)")
     e.add_argument("--shapes", type=Path, default=SHAPES, help="the test set's shape file")
     e.add_argument("--data", type=Path, default=DATA)
-    e.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "external_h200.md")
+    e.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "external_h200.md")
     e.add_argument("--development", metavar="WHY", default=None,
                    help="label the result a development number (the test set was seen before), saying why")
     d = sub.add_parser("loo", help="development: leave out each table measuring num_stages=5 (CPU)")
@@ -322,7 +325,7 @@ def main() -> None:
                    help="only tables of this regime; repeatable")
     d.add_argument("--seeds", type=int, default=1)
     d.add_argument("--workers", type=int, default=2)
-    d.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "external_h200_dev.md")
+    d.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "external_h200_dev.md")
     args = ap.parse_args()
     {"race": race, "eval": evaluate, "loo": leave_one_out_dev}[args.command](args)
 

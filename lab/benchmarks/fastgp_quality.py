@@ -5,8 +5,8 @@ once they found the optimum: the metrics are those of the full budget) and print
 sampler, the median compiles to within 1% and 0% of the exhaustive optimum, the success rate within
 the budget and the sampler's cost per trial.
 
-Run it: OMP_NUM_THREADS=1 python benchmarks/fastgp_quality.py --seeds 10 --gp-seeds 3 \
-    --out benchmarks/results/fastgp_quality.md
+Run it: OMP_NUM_THREADS=1 python lab/benchmarks/fastgp_quality.py --seeds 10 --gp-seeds 3 \
+    --out lab/benchmarks/results/fastgp_quality.md
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ from flysearch.compare import (
     summary_rows,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "lab" / "benchmarks"
 HUB = REPO.parent / "shared" / "data" / "benchmark_hub"
 TABLES = [
     HUB / "dedispersion_milo" / "MI250X.json.gz",
     HUB / "convolution_milo" / "A100.json.gz",
-    REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__4096x4096x4096.table.json.gz",
+    BENCHMARKS / "data" / "h200" / "triton_gemm__H200__4096x4096x4096.table.json.gz",
 ]
 
 
@@ -63,7 +64,7 @@ def main() -> int:
         "",
         f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}; budget "
         f"{args.budget}; fastgp {args.seeds} seeds, gp {args.gp_seeds} seeds; {wall:.0f} s wall on "
-        f"{args.workers} workers. Regenerate: `OMP_NUM_THREADS=1 python benchmarks/fastgp_quality.py "
+        f"{args.workers} workers. Regenerate: `OMP_NUM_THREADS=1 python lab/benchmarks/fastgp_quality.py "
         f"--seeds {args.seeds} --gp-seeds {args.gp_seeds}`.",
         "",
         "| table | sampler | runs | compiles to 1%: median (IQR) | success | to 0%: median (success) "

@@ -1,6 +1,6 @@
 """Does one GPU slow down when its neighbour works? The hardware bound of a two-GPU study.
 
-    python benchmarks/gpu_pair.py --out benchmarks/results/gpu_pair_h200.json
+    python lab/benchmarks/gpu_pair.py --out lab/benchmarks/results/gpu_pair_h200.json
 
 A bf16 GEMM (cuBLAS, through ``torch.matmul``) of ``--shape`` is launched back to back for
 ``--seconds`` on GPU 0 alone, on GPU 1 alone, then on both at once (one process per GPU, started
@@ -89,7 +89,8 @@ def main() -> None:
     doc: dict = {"device": torch.cuda.get_device_name(0), "gpus": torch.cuda.device_count(),
                  "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "shape": args.shape,
                  "seconds_per_phase": args.seconds,
-                 "command": f"python benchmarks/gpu_pair.py --shape {args.shape} --seconds {args.seconds:g}"}
+                 "command": f"python lab/benchmarks/gpu_pair.py --shape {args.shape} "
+                            f"--seconds {args.seconds:g}"}
     doc["gpu0_alone"] = phase([0], shape, args.seconds)
     doc["gpu1_alone"] = phase([1], shape, args.seconds)
     doc["both"] = phase([0, 1], shape, args.seconds)

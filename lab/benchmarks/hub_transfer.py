@@ -1,7 +1,7 @@
 """How much another GPU's measurements say about a held-out GPU's optimum (benchmark_hub tables).
 
-    OMP_NUM_THREADS=1 python benchmarks/hub_transfer.py --out benchmarks/results/hub_transfer.md
-    OMP_NUM_THREADS=1 python benchmarks/hub_transfer.py --hub CLONE/cachefiles --out ...
+    OMP_NUM_THREADS=1 python lab/benchmarks/hub_transfer.py --out lab/benchmarks/results/hub_transfer.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/hub_transfer.py --hub CLONE/cachefiles --out ...
 
 For each kernel and each held-out GPU, the held-out table's configs are put in three orders and the
 rank (1-based) of the first config within 1% and 5% of its optimum is reported:
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from costmodel_eval import HUB, hub_tables, report  # noqa: E402  (this folder is on sys.path)
@@ -65,7 +65,7 @@ def main() -> None:
     tables = _by_kernel(hub_tables(hub))
     if not tables:
         parser.error(f"no <kernel>_milo/<GPU>.json.gz tables under {hub}")
-    command = "python benchmarks/hub_transfer.py" + (f" --hub {args.hub}" if args.hub else "")
+    command = "python lab/benchmarks/hub_transfer.py" + (f" --hub {args.hub}" if args.hub else "")
     lines = [f"# Transfer across GPUs — {dt.date.today()}, {platform.machine()} CPU", "",
              f"`{command}`; each cell: rank of the first "
              "config within 1% / within 5% of the held-out GPU's optimum, in that order (1 is the top).", ""]

@@ -1,6 +1,6 @@
 """How rugged is each table? Local minima and descent basins of the exhaustive tables.
 
-    python benchmarks/landscape.py --out benchmarks/results/landscape.md
+    python lab/benchmarks/landscape.py --out lab/benchmarks/results/landscape.md
 
 A fitness-landscape view of the ground-truth tables (in the spirit of Schoonhoven et al., 2022,
 "Benchmarking optimization algorithms for auto-tuning GPU kernels"): the configs that ran are the
@@ -17,7 +17,7 @@ value list (*adjacent*) or by any value (*Hamming*). For each table and each nei
 A table whose optimum sits in a small basin, with near-optimal traps beside it, needs a search that
 leaves good regions on purpose; a prior from another GPU that points at a trap does not help there.
 The benchmark_hub tables come from ``../shared/data/benchmark_hub`` (``--hub DIR``: a clone's
-``cachefiles/``, six GPUs per kernel), the H200 tables from ``benchmarks/data/h200``. The counting
+``cachefiles/``, six GPUs per kernel), the H200 tables from ``lab/benchmarks/data/h200``. The counting
 and the markdown sections are :func:`flysearch.compare.landscape_section`'s.
 """
 
@@ -31,9 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(BENCHMARKS))
 
 from costmodel_eval import H200, HUB, hub_tables, load_tables, report  # noqa: E402
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.monotonic()
     lines = [f"# Landscapes of the exhaustive tables — {dt.date.today()}, {platform.machine()} CPU", "",
-             f"`python benchmarks/landscape.py {shlex.join(sys.argv[1:] if argv is None else argv)}`", "",
+             f"`python lab/benchmarks/landscape.py {shlex.join(sys.argv[1:] if argv is None else argv)}`", "",
              "Per table: configs that ran, configs within 1% / 5% of the optimum, and per neighbourhood "
              "(one parameter one value step away: adjacent; one parameter any value away: Hamming) the "
              "local minima, the share of configs whose steepest descent ends within 1% of the optimum, "

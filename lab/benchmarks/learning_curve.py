@@ -1,11 +1,11 @@
 """How do the cost model's compiles fall as its prior trains on more shapes? A learning curve.
 
-    OMP_NUM_THREADS=1 python benchmarks/learning_curve.py --workers 2 \\
-        --out benchmarks/results/learning_curve.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/learning_curve.py --workers 2 \\
+        --out lab/benchmarks/results/learning_curve.md
 
 The 27 H200 tables are held out in turn (leave-one-shape-out, as in ``costmodel_eval.py``); each
 prior trains on the other 26 plus *k* of the 12 training-only tables of
-``benchmarks/data/h200_extra`` (``studies/shapes_h200_extra.toml``), for k in ``--sizes``. For each
+``lab/benchmarks/data/h200_extra`` (``lab/studies/shapes_h200_extra.toml``), for k in ``--sizes``. For each
 k below the whole set, ``--draws`` subsets are drawn at random (seeded; the same subsets on every
 machine), so a row is not one lucky pick of shapes. Per run: how many of the 27 tables the
 cost-model sampler gets within 1% of the optimum in at most 8 compiles (median over ``--seeds``
@@ -25,9 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(BENCHMARKS))
 
 import optuna  # noqa: E402
 from costmodel_eval import EXTRA, H200, load_tables, report  # noqa: E402
@@ -59,7 +60,7 @@ def main() -> None:
     tables = load_tables("h200", h200=str(H200))
     extra: dict[str, GroundTruth] = {t.name: t for t in load_tables("h200", h200=str(EXTRA))}
     if not tables or not extra:
-        ap.error("the H200 tables (benchmarks/data/h200, benchmarks/data/h200_extra) are missing")
+        ap.error("the H200 tables (lab/benchmarks/data/h200, lab/benchmarks/data/h200_extra) are missing")
     try:
         runs = training_subsets(sorted(extra), sizes, args.draws)
     except ValueError as exc:
@@ -82,7 +83,7 @@ def main() -> None:
 def _lines(rows: list[dict[str, object]], n_tables: int, n_extra: int, seeds: int) -> list[str]:
     """The markdown report of the runs in *rows*, under this run's title and command line."""
     title = f"# Learning curve of the cost model — {dt.date.today()}, {platform.machine()} CPU, replayed"
-    return [title, "", "`python benchmarks/learning_curve.py " + shlex.join(sys.argv[1:]) + "`", "",
+    return [title, "", "`python lab/benchmarks/learning_curve.py " + shlex.join(sys.argv[1:]) + "`", "",
             *learning_curve_lines(rows, n_tables=n_tables, n_extra=n_extra, seeds=seeds, budget=BUDGET)]
 
 

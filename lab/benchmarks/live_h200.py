@@ -1,11 +1,11 @@
 """Live studies on the H200 through the pipelined, claim-based runner (``flysearch.study``).
 
-    python benchmarks/live_h200.py --budget 48 --out benchmarks/results/live_h200.json     # one GPU
-    python benchmarks/live_h200.py --skip-part-one --two-gpu 256x1536x7168 --two-gpu-budget 1200 \
-        --two-gpu-sampler random --out benchmarks/results/live_h200_two_gpu.json           # two GPUs
+    python lab/benchmarks/live_h200.py --budget 48 --out lab/benchmarks/results/live_h200.json     # one GPU
+    python lab/benchmarks/live_h200.py --skip-part-one --two-gpu 256x1536x7168 --two-gpu-budget 1200 \
+        --two-gpu-sampler random --out lab/benchmarks/results/live_h200_two_gpu.json           # two GPUs
 
 Part 1 (``--shapes``, ``--budget`` and ``--samplers`` as comma-separated lists): for shapes with
-exhaustive tables in benchmarks/data/h200, a live study per budget and sampler (``tpe``;
+exhaustive tables in lab/benchmarks/data/h200, a live study per budget and sampler (``tpe``;
 ``costmodel`` with a prior trained on the *other* committed tables), cold Triton cache, SQLite
 storage: compiles, wall-clock seconds, the share of the worker's wall-clock during which no pool
 process ran a compile or a timing (the overhead; ``head_s`` of it before the first one started,
@@ -36,7 +36,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.costmodel import fit_prior  # noqa: E402
@@ -46,7 +47,7 @@ from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 def _tables() -> TableStore:
     store = TableStore(":memory:")
-    for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
+    for path in sorted(glob.glob(str(BENCHMARKS / "data" / "h200" / "*.table.json.gz"))):
         store.write(*read_table_file(path))
     return store
 

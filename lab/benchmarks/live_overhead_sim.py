@@ -1,6 +1,6 @@
 """The live study's own cost on this CPU, with an H200 table played back in real time.
 
-    python benchmarks/live_overhead_sim.py --out benchmarks/results/live_overhead_sim.json
+    python lab/benchmarks/live_overhead_sim.py --out lab/benchmarks/results/live_overhead_sim.json
 
 Compiles sleep their recorded H200 compile time and timings their recorded timing time (the
 ``simulated`` backend: the same pool processes, pipes, claims, SQLite study and table writes as a
@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
@@ -39,7 +40,7 @@ def main() -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    meta, rows = read_table_file(ROOT / "benchmarks" / "data" / "h200" / args.table)
+    meta, rows = read_table_file(BENCHMARKS / "data" / "h200" / args.table)
     results = []
     for sampler in args.samplers.split(","):
         with tempfile.TemporaryDirectory() as tmp:

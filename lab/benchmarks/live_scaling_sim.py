@@ -1,6 +1,6 @@
 """Does a live study scale from one worker to two, and on which database? Measured on this CPU.
 
-    python benchmarks/live_scaling_sim.py --out benchmarks/results/live_scaling_sim.json   # --scale 4
+    python lab/benchmarks/live_scaling_sim.py --out lab/benchmarks/results/live_scaling_sim.json   # --scale 4
 
 Plays an H200 table back in real time (the ``simulated`` backend: compiles and timings sleep their
 recorded seconds in the same pool processes a live Triton study uses), so the workers' own work
@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
@@ -59,7 +60,7 @@ def main() -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    meta, rows = read_table_file(ROOT / "benchmarks" / "data" / "h200" / args.table)
+    meta, rows = read_table_file(BENCHMARKS / "data" / "h200" / args.table)
     storages: list[tuple[str, str]] = [("sqlite", "")]
     server = None
     from tests.pgserver import PostgresServer

@@ -1,11 +1,11 @@
 """Several shapes, one study each: separate runs (pools started per study) against one sequence
 (`flysearch.study.run_sequence`: one compile pool and one GPU timer for all of them).
 
-    python benchmarks/live_sequence.py --out benchmarks/results/live_sequence_h200.json     # a GPU host
-    OMP_NUM_THREADS=1 python benchmarks/live_sequence.py --evaluator simulated --scale 0.2 \\
-        --out benchmarks/results/live_sequence_sim.json                                    # this CPU
+    python lab/benchmarks/live_sequence.py --out lab/benchmarks/results/live_sequence_h200.json   # a GPU host
+    OMP_NUM_THREADS=1 python lab/benchmarks/live_sequence.py --evaluator simulated --scale 0.2 \\
+        --out lab/benchmarks/results/live_sequence_sim.json                                    # this CPU
 
-For each shape (``--shapes``, exhaustive tables in benchmarks/data/h200) a live study of
+For each shape (``--shapes``, exhaustive tables in lab/benchmarks/data/h200) a live study of
 ``--budget`` compiles with ``--sampler``, from a cold Triton cache: first each in a run of its own,
 then all of them as one sequence. Reports per study the wall-clock, the overhead and when the GPU
 was ready, and the total wall-clock of both ways. With ``--evaluator simulated`` the tables are
@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.study import LiveSettings, StudySpec, run_sequence  # noqa: E402
@@ -84,7 +85,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = TableStore(f"{tmp}/tables.db")
         for shape in args.shapes.split(","):
-            path = ROOT / "benchmarks" / "data" / "h200" / f"triton_gemm__H200__{shape}.table.json.gz"
+            path = BENCHMARKS / "data" / "h200" / f"triton_gemm__H200__{shape}.table.json.gz"
             store.write(*read_table_file(path))
         store.close()
         start = time.perf_counter()

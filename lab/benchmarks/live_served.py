@@ -1,8 +1,8 @@
 """Live studies run as separate commands, with and without a worker server (``flysearch serve``).
 
-    python benchmarks/live_served.py --out benchmarks/results/live_served_h200.json        # H200
-    python benchmarks/live_served.py --report benchmarks/results/live_served_h200.json     # markdown
-    OMP_NUM_THREADS=1 python benchmarks/live_served.py --evaluator simulated --budget 24 \\
+    python lab/benchmarks/live_served.py --out lab/benchmarks/results/live_served_h200.json        # H200
+    python lab/benchmarks/live_served.py --report lab/benchmarks/results/live_served_h200.json     # markdown
+    OMP_NUM_THREADS=1 python lab/benchmarks/live_served.py --evaluator simulated --budget 24 \\
         --compile-workers 2 --out /tmp/live_served_sim.json                              # any CPU
 
 Each study is one ``flysearch study run --evaluator triton --shape S ...`` command in a fresh
@@ -38,7 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import served_report, served_summary  # noqa: E402
@@ -46,7 +47,7 @@ from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.evaluators import wait_warm  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
-TABLE_GLOB = str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz")
+TABLE_GLOB = str(BENCHMARKS / "data" / "h200" / "*.table.json.gz")
 
 
 def _tables(path: str) -> TableStore:
@@ -142,7 +143,7 @@ def main() -> None:
             priors[shape] = os.path.join(work, f"prior-{shape}.joblib")
             fit_prior([store.load(x) for x in store.names() if x != name]).save(priors[shape])
             serve += ["--prior", priors[shape]]
-    doc: dict = {"command": " ".join(["python", "benchmarks/live_served.py", *sys.argv[1:]]),
+    doc: dict = {"command": " ".join(["python", "lab/benchmarks/live_served.py", *sys.argv[1:]]),
                  "python": platform.python_version(), "cpus": os.cpu_count(),
                  "date": time.strftime("%Y-%m-%d"),
                  "evaluator": args.evaluator, "compile_workers": args.compile_workers}

@@ -1,8 +1,8 @@
 """A live study on the GPU: the sampler asks, configs are compiled and timed for real.
 
-    python benchmarks/live_study_h200.py --out benchmarks/results/live_study_h200.json
+    python lab/benchmarks/live_study_h200.py --out lab/benchmarks/results/live_study_h200.json
 
-On an NVIDIA H200 (sm_90), for three shapes that have exhaustive tables in benchmarks/data/h200,
+On an NVIDIA H200 (sm_90), for three shapes that have exhaustive tables in lab/benchmarks/data/h200,
 runs a TPE study and a cost-model study (prior trained on the *other* 13 committed tables) with the
 live Triton evaluator (compile in a worker process, validate and time in a GPU timer process; cold
 Triton cache per study), and reports unique compiles, wall-clock seconds, the winner's live time, and
@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
@@ -44,7 +45,7 @@ def main() -> None:
     import torch
 
     store = TableStore(":memory:")
-    for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
+    for path in sorted(glob.glob(str(BENCHMARKS / "data" / "h200" / "*.table.json.gz"))):
         store.write(*read_table_file(path))
     space, arch = get_space("triton_gemm_splitk"), get_arch("sm_90")
     results = []

@@ -12,9 +12,9 @@ best. The report sets the package's score beside ``compare``'s, per sampler, ave
 
 Run it on an experiment whose runs are stored (its ``results.db`` in the output folder):
 
-    python benchmarks/methodology_score.py studies/compare_h200_kernels_holdout.toml \\
-        --results benchmarks/results/compare/compare_h200_kernels_holdout \\
-        --out benchmarks/results/methodology_score.md
+    python lab/benchmarks/methodology_score.py lab/studies/compare_h200_kernels_holdout.toml \\
+        --results lab/benchmarks/results/compare/compare_h200_kernels_holdout \\
+        --out lab/benchmarks/results/methodology_score.md
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from flysearch.compare import (  # noqa: E402
@@ -150,7 +150,7 @@ def main() -> int:
     scores, budget = package_scores(args.study, args.results)
     own = _own_scores(args.results)
     order = sorted(scores, key=lambda s: -np.mean(list(scores[s].values())))
-    command = " ".join(["python", "benchmarks/methodology_score.py", *sys.argv[1:]])
+    command = " ".join(["python", "lab/benchmarks/methodology_score.py", *sys.argv[1:]])
     lines = [
         f"# Willemsen et al.'s score from the autotuning-methodology package: `{args.study.stem}`", "",
         f"- command: `{command}`",

@@ -1,6 +1,6 @@
 """How well does a table predict its own optimum from random measurements of itself?
 
-    OMP_NUM_THREADS=1 python benchmarks/needle_rank.py --out benchmarks/results/needle_rank.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/needle_rank.py --out lab/benchmarks/results/needle_rank.md
 
 For each benchmark_hub table (``--hub DIR``: a benchmark_hub ``cachefiles/`` folder for six GPUs per
 kernel), draw *n* feasible configs uniformly at random, fit a model on their measured log times
@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
 
 from costmodel_eval import HUB, hub_tables, report  # noqa: E402
 
@@ -85,7 +86,7 @@ def main() -> int:
     hub_arg = "" if args.hub == HUB else f" --hub {args.hub}"
     lines = [f"# A table's own evidence about its optimum — {dt.date.today().isoformat()}, "
              f"{platform.machine()} CPU", "",
-             f"`python benchmarks/needle_rank.py{hub_arg} --draws {args.draws}`; each cell: median over "
+             f"`python lab/benchmarks/needle_rank.py{hub_arg} --draws {args.draws}`; each cell: median over "
              f"{args.draws} draws of the compiles to reach within 1% of the optimum by measuring n random "
              "configs, then following a model fitted on them (n when the draw already holds one). "
              "`next / best`: the fastest config not within 1%, against the optimum.", ""]

@@ -1,7 +1,7 @@
 """How long a pool of spawned workers takes to answer its first task, with and without the parent's
 main module re-run in every worker.
 
-    OMP_NUM_THREADS=1 python benchmarks/pool_start.py > benchmarks/results/pool_start.txt
+    OMP_NUM_THREADS=1 python lab/benchmarks/pool_start.py > lab/benchmarks/results/pool_start.txt
 
 The parent imports what the ``flysearch`` CLI imports (scikit-learn through the cost model, Optuna,
 rich), as a live study started from the CLI or a benchmark does. A spawned child re-imports the
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import flysearch.cli  # noqa: E402  (the CLI's imports, as under `flysearch study run`)

@@ -1,14 +1,14 @@
 """The prior's booster settings, one at a time and as an ensemble; writes a markdown report.
 
-    OMP_NUM_THREADS=1 python benchmarks/prior_ensemble.py --out benchmarks/results/prior_ensemble.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/prior_ensemble.py --out lab/benchmarks/results/prior_ensemble.md
 
-Leave-one-shape-out on the H200 Triton GEMM tables (benchmarks/data/h200): each table is held out
+Leave-one-shape-out on the H200 Triton GEMM tables (lab/benchmarks/data/h200): each table is held out
 in turn and ranked by a prior (:func:`flysearch.costmodel.fit_prior`, rank objective) trained on
 the others. The report gives, per held-out table, the rank (1-based) of the first config within 1%
 of the optimum in the prior's order, for each single booster setting (``max_leaf_nodes`` x
 ``l2_regularization``; the default :class:`~flysearch.costmodel.CostModel` is 31 leaves, L2 0) and
 for the ensemble that averages the boosters of all six settings, each a plain model (no top
-weighting; ``benchmarks/top_weight.py`` compares that). No search runs here: this is the
+weighting; ``lab/benchmarks/top_weight.py`` compares that). No search runs here: this is the
 prior alone (the sampler's compiles: ``costmodel_eval.py --ensemble``). Two worker processes;
 about 10 minutes on 2 cores.
 """
@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from costmodel_eval import ENSEMBLE_L2 as L2S  # noqa: E402  (this folder is on sys.path)
@@ -58,7 +58,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=None)
     parser.add_argument("--h200", default=str(H200), metavar="GLOB",
-                        help="the H200 tables (default benchmarks/data/h200/*.table.json.gz)")
+                        help="the H200 tables (default lab/benchmarks/data/h200/*.table.json.gz)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     start = time.perf_counter()
@@ -66,7 +66,7 @@ def main() -> None:
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(_held_out, [(args.h200, n) for n in names]))
     lines = [f"# Prior booster settings — {dt.date.today()}, {platform.machine()} CPU", "",
-             "`python benchmarks/prior_ensemble.py " + " ".join(sys.argv[1:]) + "`", "",
+             "`python lab/benchmarks/prior_ensemble.py " + " ".join(sys.argv[1:]) + "`", "",
              "Leave-one-shape-out on the H200 tables: rank of the first config within 1% of the optimum "
              "in the prior's order (rank objective, 300 iterations).", "",
              "| held-out table | configs | " + " | ".join(label for label, _ in SETTINGS) + " |",

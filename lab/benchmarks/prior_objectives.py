@@ -1,13 +1,14 @@
 """The prior's training objective, and what a prior trained on one GPU knows of another.
 
-    OMP_NUM_THREADS=1 python benchmarks/prior_objectives.py --out benchmarks/results/prior_objectives.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/prior_objectives.py \
+        --out lab/benchmarks/results/prior_objectives.md
 
-Across shapes: each of the 27 H200 tables of ``benchmarks/data/h200`` is held out in turn and
+Across shapes: each of the 27 H200 tables of ``lab/benchmarks/data/h200`` is held out in turn and
 ranked by a prior trained on the other 26, once with the ``rank`` objective and once with
 ``log_ratio`` (one plain booster each: 150 iterations, 31 leaves, no top weighting, so that the
 objectives compare); the cells are the rank of the first config within 1% (and 5%) of the held-out
 table's optimum. Across GPUs: each benchmark_hub kernel's A100 table (``../shared/data``) ranked by
-the MI250X's measured times and by a prior trained on the MI250X table alone. ``paper/build.py``
+the MI250X's measured times and by a prior trained on the MI250X table alone. ``lab/paper/build.py``
 reads both tables from the file this writes (about two minutes on 2 cores).
 """
 
@@ -22,7 +23,8 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, prior_ranks, transfer_ranks  # noqa: E402
@@ -34,7 +36,7 @@ HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
 
 def _h200() -> list[GroundTruth]:
     store = TableStore(":memory:")
-    for path in sorted(glob.glob(str(ROOT / "benchmarks" / "data" / "h200" / "*.table.json.gz"))):
+    for path in sorted(glob.glob(str(BENCHMARKS / "data" / "h200" / "*.table.json.gz"))):
         store.write(*read_table_file(path))
     return [store.load(n) for n in store.names()]
 
@@ -71,7 +73,7 @@ def transfer_rows() -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "prior_objectives.md")
+    ap.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "prior_objectives.md")
     args = ap.parse_args()
     start = time.monotonic()
     shapes = objective_rows(_h200())
@@ -80,8 +82,8 @@ def main() -> None:
     lines = [
         "# The prior's objective, and transfer across GPUs",
         "",
-        "- command: `OMP_NUM_THREADS=1 python benchmarks/prior_objectives.py --out "
-        "benchmarks/results/prior_objectives.md`",
+        "- command: `OMP_NUM_THREADS=1 python lab/benchmarks/prior_objectives.py --out "
+        "lab/benchmarks/results/prior_objectives.md`",
         f"- commit: {code_commit(ROOT) or 'not recorded'}",
         f"- hardware: {platform.machine()} CPU, {len(__import__('os').sched_getaffinity(0))} cores",
         f"- versions: Python {platform.python_version()}, {versions}",

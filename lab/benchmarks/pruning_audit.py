@@ -1,13 +1,14 @@
 """What a Triton family's analytic pruning throws away: race the unpruned space, then charge each rule.
 
-    python benchmarks/pruning_audit.py race --out benchmarks/data/h200_unpruned --workers 15   # on a GPU
-    python benchmarks/pruning_audit.py race --shapes studies/shapes_h200_decode_dev.toml \
-        --out benchmarks/data/h200_unpruned_decode --workers 15                              # on a GPU
-    python benchmarks/pruning_audit.py race --family triton_gemm_splitk_fused \
-        --out benchmarks/data/h100_fused_unpruned --workers 15                               # on a GPU
-    python benchmarks/pruning_audit.py audit --out benchmarks/results/pruning_audit.md
-    python benchmarks/pruning_audit.py audit --data benchmarks/data/h100_fused_unpruned \
-        --out benchmarks/results/pruning_audit_fused.md
+    python lab/benchmarks/pruning_audit.py race --out lab/benchmarks/data/h200_unpruned \
+        --workers 15                                                                      # on a GPU
+    python lab/benchmarks/pruning_audit.py race --shapes lab/studies/shapes_h200_decode_dev.toml \
+        --out lab/benchmarks/data/h200_unpruned_decode --workers 15                              # on a GPU
+    python lab/benchmarks/pruning_audit.py race --family triton_gemm_splitk_fused \
+        --out lab/benchmarks/data/h100_fused_unpruned --workers 15                               # on a GPU
+    python lab/benchmarks/pruning_audit.py audit --out lab/benchmarks/results/pruning_audit.md
+    python lab/benchmarks/pruning_audit.py audit --data lab/benchmarks/data/h100_fused_unpruned \
+        --out lab/benchmarks/results/pruning_audit_fused.md
 
 ``race`` measures every config of the family's parameters (``--family``: the split-K family,
 ``triton_gemm_splitk``, by default, or the fused one, ``triton_gemm_splitk_fused``), with
@@ -38,7 +39,8 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit  # noqa: E402
@@ -46,8 +48,8 @@ from flysearch.kernels import get_space, table_kernel  # noqa: E402
 from flysearch.space import Config, Constraint, Param, Space, get_arch, load_corpus  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, dump_table_file, read_table_file  # noqa: E402
 
-DATA = ROOT / "benchmarks" / "data" / "h200_unpruned"
-DECODE_DATA = ROOT / "benchmarks" / "data" / "h200_unpruned_decode"
+DATA = BENCHMARKS / "data" / "h200_unpruned"
+DECODE_DATA = BENCHMARKS / "data" / "h200_unpruned_decode"
 # The default shapes of each family's race, all of studies/shapes_h200.toml.
 SHAPES = {
     "triton_gemm_splitk": ("l3-8b-qkv-m1", "l3-8b-qkv-m64", "l3-8b-qkv-m1024", "l3-8b-o-m4096"),
@@ -224,7 +226,7 @@ def main() -> None:
     r.add_argument("--db", default=None)
     a = sub.add_parser("audit", help="charge each rule (CPU)")
     a.add_argument("--data", type=Path, nargs="+", default=[DATA, DECODE_DATA])
-    a.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "pruning_audit.md")
+    a.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "pruning_audit.md")
     args = ap.parse_args()
     race(args) if args.command == "race" else audit(args)
 

@@ -9,7 +9,7 @@ of the race included).
 
 Run on a GPU machine::
 
-    python benchmarks/race_speed.py --shape 256x1536x7168 --serial 24 --out benchmarks/results/x.json
+    python lab/benchmarks/race_speed.py --shape 256x1536x7168 --serial 24 --out lab/benchmarks/results/x.json
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Re-time the top of each H200 ground-truth table in fresh interleaved rounds (needs a CUDA GPU).
 
-    python benchmarks/retime_top.py --out benchmarks/results/retime_top_h200.json
-    python benchmarks/retime_top.py --dry-run          # which configs, without a GPU
-    python benchmarks/retime_top.py --report benchmarks/results/retime_top_h200.json  # markdown
+    python lab/benchmarks/retime_top.py --out lab/benchmarks/results/retime_top_h200.json
+    python lab/benchmarks/retime_top.py --dry-run          # which configs, without a GPU
+    python lab/benchmarks/retime_top.py --report lab/benchmarks/results/retime_top_h200.json  # markdown
 
 An exhaustive race times each config once (the median of a few short batches), one config after the
 other. At the top of a table, where the configs differ by 1-3%, that single measurement decides
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, retime_top_report, retime_top_summary  # noqa: E402
@@ -83,13 +83,13 @@ def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, time
     return {"table": table.name, "configs": configs}
 
 
-summarize = retime_top_summary  # the name paper/build.py imports
+summarize = retime_top_summary  # the name lab/paper/build.py imports
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tables", default=str(ROOT / "benchmarks/data/h200/*.table.json.gz"))
+    parser.add_argument("--tables", default=str(ROOT / "lab/benchmarks/data/h200/*.table.json.gz"))
     parser.add_argument("--within", type=float, default=0.10)
     parser.add_argument("--min-k", type=int, default=16)
     parser.add_argument("--max-k", type=int, default=48)
@@ -136,7 +136,7 @@ def main() -> None:
         compiler.close()
         timer.close()
     commit = code_commit(ROOT)
-    doc = {"command": "python benchmarks/retime_top.py " + " ".join(sys.argv[1:]),
+    doc = {"command": "python lab/benchmarks/retime_top.py " + " ".join(sys.argv[1:]),
            "date": dt.date.today().isoformat(), "code_commit": commit, "device": info.value.get("device"),
            "versions": info.value.get("versions"), "within": args.within, "min_k": args.min_k,
            "max_k": args.max_k, "rounds": args.rounds, "seed": args.seed,

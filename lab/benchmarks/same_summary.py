@@ -1,10 +1,10 @@
 """Do two runs of a compare study file give the same summary? Compare summary.csv files cell by cell.
 
-    python benchmarks/same_summary.py benchmarks/results/compare/device_repro_2026-12-01
+    python lab/benchmarks/same_summary.py lab/benchmarks/results/compare/device_repro_2026-12-01
 
 Each ``<name>.csv`` in the folder (a ``summary.csv`` that another machine wrote for
-``studies/<name>.toml``) is compared with the committed
-``benchmarks/results/compare/<name>/summary.csv``. Prints, per file, the rows and cells compared and
+``lab/studies/<name>.toml``) is compared with the committed
+``lab/benchmarks/results/compare/<name>/summary.csv``. Prints, per file, the rows and cells compared and
 the columns whose cells differ: ``ms_per_trial`` (what a trial took on that machine) is expected to;
 any other column means the runs themselves differ (:func:`flysearch.compare.differing_columns`).
 Exit code 1 when any other column differs.
@@ -17,12 +17,13 @@ import csv
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import TIMING_COLUMNS, differing_columns  # noqa: E402
 
-COMPARE = ROOT / "benchmarks" / "results" / "compare"
+COMPARE = BENCHMARKS / "results" / "compare"
 
 
 def main() -> int:

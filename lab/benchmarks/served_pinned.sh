@@ -2,7 +2,7 @@
 # A worker server started without --gpu holds a timer whose GPU context is on the default GPU.
 # A study run with --gpus 0 (CUDA_VISIBLE_DEVICES=0 for its timer) must not get that timer, a
 # study without --gpus must. Run on a GPU host from the repository root:
-#   OUT=/tmp/out bash benchmarks/served_pinned.sh
+#   OUT=/tmp/out bash lab/benchmarks/served_pinned.sh
 set -e
 mkdir -p "$OUT"
 T=$(mktemp -d); S=$T/w.sock

@@ -3,7 +3,7 @@
 # worker must take its own GPU's timer warm (GPU ready at once) and its compile processes from the
 # server; then the same study as a command of its own, for comparison. Run on a host with two GPUs
 # from the repository root:
-#   OUT=/tmp/out bash benchmarks/served_two_gpus.sh
+#   OUT=/tmp/out bash lab/benchmarks/served_two_gpus.sh
 set -e
 mkdir -p "$OUT"
 T=$(mktemp -d); S=$T/w.sock

@@ -1,6 +1,6 @@
 """What the study machinery costs per trial and per compile, by storage and by sampler.
 
-    python benchmarks/study_overhead.py --postgres auto --out benchmarks/results/study_overhead.md
+    python lab/benchmarks/study_overhead.py --postgres auto --out lab/benchmarks/results/study_overhead.md
 
 Replays two benchmark_hub tables of Kernel Tuner caches (``../shared/data``): convolution/MI250X
 (10,240 configs, 4,362 feasible) and dedispersion/MI250X (22,272, 11,130 feasible). A replayed
@@ -14,12 +14,12 @@ included) and the storage.
   on loopback (``--postgres URL``, or ``auto`` to start a throwaway server with
   ``tests/pgserver.py`` where PostgreSQL is installed).
 * **Samplers** (the default SQLite storage): every sampler flysearch has but ``costmodel``, which
-  needs a prior (its speed is ``benchmarks/costmodel_speed.py``'s), at the same budget; ``gp`` at
+  needs a prior (its speed is ``lab/benchmarks/costmodel_speed.py``'s), at the same budget; ``gp`` at
   a fifth of it (its suggestions take seconds on these spaces).
 
 Each cell is the median over ``--repeat`` runs (seeds 0, 1, ...) of wall milliseconds per trial
 and per unique compile. For scale: one Triton compile of the split-K GEMM for the H200 costs about
-350 ms (``benchmarks/results/compile_scaling_h200x2.json``).
+350 ms (``lab/benchmarks/results/compile_scaling_h200x2.json``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
@@ -154,7 +154,7 @@ def main() -> None:
             server.start()
             postgres = server.create_database("overhead")
     lines = ["# Study machinery overhead per trial and per compile", "",
-             *provenance("python benchmarks/study_overhead.py " + " ".join(sys.argv[1:])), ""]
+             *provenance("python lab/benchmarks/study_overhead.py " + " ".join(sys.argv[1:])), ""]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             tables = {name: load(name) for name in TABLES}
@@ -175,7 +175,7 @@ def main() -> None:
             lines += ["", f"## Samplers (default SQLite storage, budget {args.budget}; gp: "
                       f"{max(args.budget // 5, 1)}; median of {args.repeat} seeds)", "",
                       "One Triton compile of the split-K GEMM for the H200 costs about 350 ms "
-                      "(`benchmarks/results/compile_scaling_h200x2.json`); a `kt:` sampler runs its "
+                      "(`lab/benchmarks/results/compile_scaling_h200x2.json`); a `kt:` sampler runs its "
                       "whole Kernel Tuner strategy before its first suggestion, so its cost is in the "
                       "set-up, not in ms/trial. Configs measured (the feasible space): "
                       + ", ".join(f"{labels[n]} {len(tables[n].rows):,}" for n in names) + ".", "",

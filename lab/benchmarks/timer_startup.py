@@ -1,6 +1,6 @@
 """What a live study's GPU timer spends before it can time a config, in a fresh process.
 
-    python benchmarks/timer_startup.py      # on a GPU host, with torch and Triton
+    python lab/benchmarks/timer_startup.py      # on a GPU host, with torch and Triton
 
 Importing torch, creating the CUDA context, importing Triton and asking ``nvidia-smi`` for the driver
 version (what ``flysearch.evaluators._gpu_bench.device_info`` did before it read

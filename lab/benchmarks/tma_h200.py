@@ -1,9 +1,9 @@
 """The persistent TMA GEMM family on the H200, beside the split-K family and cuBLAS: which backend
 wins per shape.
 
-    python benchmarks/tma_h200.py race --shapes studies/shapes_h200_kernels_holdout.toml \\
-        --out benchmarks/data/h200_tma_holdout --workers 15                                   # GPU
-    python benchmarks/tma_h200.py report --out benchmarks/results/tma_h200.md                 # CPU
+    python lab/benchmarks/tma_h200.py race --shapes lab/studies/shapes_h200_kernels_holdout.toml \\
+        --out lab/benchmarks/data/h200_tma_holdout --workers 15                                   # GPU
+    python lab/benchmarks/tma_h200.py report --out lab/benchmarks/results/tma_h200.md                 # CPU
 
 ``race`` races every config of ``triton_gemm_tma`` that the family's rules keep at each shape
 (``flysearch/kernels/_triton_tma.py``) with ``_family_race.py``: compiles in ``--workers``
@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from _family_race import Family, best, load, race_corpus, space_of  # noqa: E402
@@ -61,7 +62,7 @@ def _family() -> Family:
 
 def race(args: argparse.Namespace) -> None:
     corpus = [e for e in load_corpus(args.shapes) if not args.only or e.name in set(args.only)]
-    race_corpus(_family(), corpus, args.out, args.workers, "benchmarks/tma_h200.py race",
+    race_corpus(_family(), corpus, args.out, args.workers, "lab/benchmarks/tma_h200.py race",
                 cache_dir=args.cache_dir, deadline=args.deadline)
 
 
@@ -153,7 +154,7 @@ def main() -> None:
     p.add_argument("--data", type=Path, action="append", required=True, help="folders of TMA tables")
     p.add_argument("--splitk", type=Path, action="append", required=True,
                    help="folders of split-K tables (the first holding a shape wins); repeatable")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "tma_h200.md")
+    p.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "tma_h200.md")
     args = ap.parse_args()
     race(args) if args.command == "race" else report(args)
 

@@ -1,13 +1,13 @@
 """Does the program count of the persistent TMA GEMM pay? The same configs launched with three
 program counts on the H200, beside cuBLAS.
 
-    python benchmarks/tma_programs.py run --data benchmarks/data/h200_tma --top 3 \\
+    python lab/benchmarks/tma_programs.py run --data lab/benchmarks/data/h200_tma --top 3 \\
         --shapes 512x14336x4096 1024x6144x4096 2048x4096x14336 4096x4096x4096 4096x6144x4096 \\
         64x28672x4096 256x1536x7168 --out /tmp/o/tma_programs.json                        # GPU
-    python benchmarks/tma_programs.py run --data benchmarks/data/h200_tma --top 3 \\
+    python lab/benchmarks/tma_programs.py run --data lab/benchmarks/data/h200_tma --top 3 \\
         --shapes 512x14336x4096 --dry-run                                                  # CPU
-    python benchmarks/tma_programs.py report --json /tmp/o/tma_programs.json \\
-        --out benchmarks/results/tma_programs.md                                           # CPU
+    python lab/benchmarks/tma_programs.py report --json /tmp/o/tma_programs.json \\
+        --out lab/benchmarks/results/tma_programs.md                                           # CPU
 
 ``triton_gemm_tma`` (``flysearch/kernels/_triton_tma.py``) is persistent: its launcher starts
 ``min(SMs, tiles)`` programs and each walks the output tiles with a stride of ``NUM_SMS``. The
@@ -51,9 +51,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))  # _family_race, also when imported as a module
+sys.path.insert(0, str(BENCHMARKS))  # _family_race, also when imported as a module
 
 from _family_race import graph_replays, load  # noqa: E402
 
@@ -321,7 +322,7 @@ def _against_the_race(doc: dict[str, Any], per_shape: list[tuple[Any, ...]]) -> 
     by_regime: dict[str, list[tuple[float, float]]] = {}
     for s in doc["shapes"]:
         # a table named by its path from the repository's root, or (older runs) in the one --data
-        table = load(ROOT / s["table"] if "/" in s["table"] else ROOT / data / s["table"])
+        table = load(_from_root(s["table"]) if "/" in s["table"] else _from_root(data) / s["table"])
         race_vendor, here_vendor = vendor_ms(table.meta), s.get("cublas_ms")
         ranked = table.ranked()
         race_best = table.retimed_ms().get(ranked[0].key, ranked[0].time_ms) if ranked else None
@@ -340,6 +341,13 @@ def _against_the_race(doc: dict[str, Any], per_shape: list[tuple[Any, ...]]) -> 
         lines.append(f"| {regime} | {len(pairs)} | {statistics.median(p[0] for p in pairs):.3f} | "
                      f"{statistics.median(p[1] for p in pairs):.3f} |")
     return lines
+
+
+def _from_root(path: str) -> Path:
+    """A path a run recorded from the repository's root; one recorded before benchmarks/ moved under
+    lab/ lies there now."""
+    here = ROOT / path
+    return here if here.exists() or not (ROOT / "lab" / path).exists() else ROOT / "lab" / path
 
 
 def report(args: argparse.Namespace) -> None:
@@ -467,7 +475,7 @@ def main() -> None:
                    help=f"print the configs and program counts ({DRY_RUN_SMS} SMs) without CUDA")
     p = sub.add_parser("report", help="markdown from the JSON of run (CPU)")
     p.add_argument("--json", type=Path, required=True)
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "tma_programs.md")
+    p.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "tma_programs.md")
     args = ap.parse_args()
     run(args) if args.command == "run" else report(args)
 

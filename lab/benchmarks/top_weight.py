@@ -1,6 +1,6 @@
 """The prior's top weighting (``CostModel(top_boost=...)``): where it helps and where it does not.
 
-    OMP_NUM_THREADS=1 python benchmarks/top_weight.py --out benchmarks/results/top_weight.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/top_weight.py --out lab/benchmarks/results/top_weight.md
 
 Two parts, both on the committed data (two worker processes; about 15 minutes on 2 cores):
 
@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=None)
     parser.add_argument("--h200", action="append", metavar="GLOB",
-                        help="H200 tables held out in turn (repeatable; default benchmarks/data/h200)")
+                        help="H200 tables held out in turn (repeatable; default lab/benchmarks/data/h200)")
     parser.add_argument("--hub", default=str(HUB), metavar="DIR")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
@@ -87,7 +87,7 @@ def main() -> None:
         gpus = list(pool.map(_across_gpus, [(args.hub, n) for n in hub_names]))
     labels = [f"{b:g}, {s:g}" for b, s in SETTINGS]
     lines = [f"# The prior's top weighting — {dt.date.today()}, {platform.machine()} CPU", "",
-             "`python benchmarks/top_weight.py " + " ".join(sys.argv[1:]) + "`", "",
+             "`python lab/benchmarks/top_weight.py " + " ".join(sys.argv[1:]) + "`", "",
              f"## Across shapes: leave-one-shape-out on {len(names)} H200 tables", "",
              "Rank of the first config within 1% of the optimum in the prior's order, per weighting "
              "(`top_boost, top_scale`; `0, 30` is the plain model).", "",

@@ -1,6 +1,7 @@
 """Suggestions TPE and tpe-unseen need in a live study, simulated on this CPU.
 
-    OMP_NUM_THREADS=1 python benchmarks/tpe_unseen_live_sim.py > benchmarks/results/tpe_unseen_live_sim.txt
+    OMP_NUM_THREADS=1 python lab/benchmarks/tpe_unseen_live_sim.py \
+        > lab/benchmarks/results/tpe_unseen_live_sim.txt
 
 A live study (the claim-based pipeline of ``flysearch.study``, one worker, 2 compile processes)
 plays back the committed H200 table of ``--shape`` in real time (``--scale`` times its compile and
@@ -19,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
@@ -36,7 +38,7 @@ def main() -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    tables = ROOT / "benchmarks" / "data" / "h200"
+    tables = BENCHMARKS / "data" / "h200"
     meta, rows = read_table_file(tables / f"triton_gemm__H200__{args.shape}.table.json.gz")
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}; "
           f"table {meta.name}, budget {args.budget}, scale {args.scale}, seed 0, 2 compile processes")

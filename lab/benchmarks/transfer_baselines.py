@@ -1,8 +1,9 @@
 """Cheap transfer baselines against the cost model: how far down each order is a config within 1%?
 
-    OMP_NUM_THREADS=1 python benchmarks/transfer_baselines.py --out benchmarks/results/transfer_baselines.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/transfer_baselines.py \
+        --out lab/benchmarks/results/transfer_baselines.md
 
-Each of the 27 development tables of ``benchmarks/data/h200`` is held out in turn; its configs (rows)
+Each of the 27 development tables of ``lab/benchmarks/data/h200`` is held out in turn; its configs (rows)
 are ordered by a baseline computed from the *other* 26 tables only, and the rank (1-based) of the
 first config within 1% of the held-out table's optimum (``GroundTruth.best()``) is reported:
 
@@ -22,13 +23,14 @@ On a test set instead (``--test FOLDER``): every table of the folder is scored b
 from the ``--train`` tables alone (one prior fit), with ``--retimed`` against its re-timed optimum
 (``GroundTruth.with_retimed_times``), as the frozen method's test run counts it:
 
-    OMP_NUM_THREADS=1 python benchmarks/transfer_baselines.py \\
-        --test benchmarks/data/h200_kernels_holdout --retimed \\
-        --train 'benchmarks/data/h200/*.table.json.gz' --train 'benchmarks/data/h200_extra/*.table.json.gz' \\
-        --train 'benchmarks/data/h200_extra2/*.table.json.gz' \\
-        --train 'benchmarks/data/h200_holdout/*.table.json.gz' \\
-        --train 'benchmarks/data/h200_holdout2/*.table.json.gz' \\
-        --out benchmarks/results/transfer_baselines_test.md
+    OMP_NUM_THREADS=1 python lab/benchmarks/transfer_baselines.py \\
+        --test lab/benchmarks/data/h200_kernels_holdout --retimed \\
+        --train 'lab/benchmarks/data/h200/*.table.json.gz' \\
+        --train 'lab/benchmarks/data/h200_extra/*.table.json.gz' \\
+        --train 'lab/benchmarks/data/h200_extra2/*.table.json.gz' \\
+        --train 'lab/benchmarks/data/h200_holdout/*.table.json.gz' \\
+        --train 'lab/benchmarks/data/h200_holdout2/*.table.json.gz' \\
+        --out lab/benchmarks/results/transfer_baselines_test.md
 """
 
 from __future__ import annotations
@@ -47,14 +49,15 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
 
-DATA = ROOT / "benchmarks" / "data" / "h200"
+DATA = BENCHMARKS / "data" / "h200"
 EPS = 0.01
 HIT = 8
 BASELINES = ("mean rank", "nearest shape", "other winners", "prior")
@@ -132,7 +135,7 @@ def _fmt(r: int | None) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "transfer_baselines.md")
+    ap.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "transfer_baselines.md")
     ap.add_argument("--no-prior", action="store_true", help="skip the prior fits (the slow part)")
     ap.add_argument("--test", type=Path, help="score this folder's tables (a test set) instead")
     ap.add_argument("--train", action="append", default=[], help="with --test: the training tables (glob)")
@@ -146,7 +149,8 @@ def main() -> None:
     if args.test is None:
         tables = _tables()
         scored = tables
-        what = (f"{len(tables)} development tables (`benchmarks/data/h200`), each held out in turn; every "
+        what = (f"{len(tables)} development tables (`lab/benchmarks/data/h200`), each held out in turn; "
+                "every "
                 "baseline uses only the other tables")
         title = "H200 split-K, leave one shape out"
     else:

@@ -3,8 +3,8 @@ the run: the lowest mean over tables of the median compiles to 1% (a median that
 the seeds reached counts as the budget plus one), ties to the lower mean 90th percentile, then to
 the variant with fewer options.
 
-    python benchmarks/tuned_choice.py benchmarks/results/compare/tune_optuna \\
-        --out benchmarks/results/tune_optuna_choice.md
+    python lab/benchmarks/tuned_choice.py lab/benchmarks/results/compare/tune_optuna \\
+        --out lab/benchmarks/results/tune_optuna_choice.md
 
 Variants are the ``[[sampler]]`` entries of one name with different options (labels such as
 ``tpe-unseen[n_ei_candidates=96]``, the sampler at its defaults labelled by its name alone). Two
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from flysearch.compare import code_commit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _value(text: str, censored: float) -> float:

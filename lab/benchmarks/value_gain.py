@@ -2,9 +2,9 @@
 best without it, both from the same race (same session, same cuBLAS), re-timed where the race
 re-timed its top.
 
-    python benchmarks/value_gain.py --data benchmarks/data/h200_stages5 \\
-        --data benchmarks/data/h200_stages5_holdout --param num_stages --value 5 \\
-        --out benchmarks/results/splitk_stages5.md
+    python lab/benchmarks/value_gain.py --data lab/benchmarks/data/h200_stages5 \\
+        --data lab/benchmarks/data/h200_stages5_holdout --param num_stages --value 5 \\
+        --out lab/benchmarks/results/splitk_stages5.md
 
 A value earns its place in a family's value set when the best without it is measurably slower on
 some shapes; comparing within one table, rather than against a table raced without the value in
@@ -26,7 +26,7 @@ from flysearch.compare import code_commit
 from flysearch.race import vendor_ms
 from flysearch.tables import GroundTruth, Row, read_table_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _value(text: str) -> Any:

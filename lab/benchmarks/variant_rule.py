@@ -1,7 +1,7 @@
 """Does a variant of a sampler beat it on a comparison's tables? The rule a development run states.
 
-    python benchmarks/variant_rule.py benchmarks/results/compare/coldstart_startup/summary.csv \\
-        --base auto --gemm GEMM --gemm gemm/ --out benchmarks/results/coldstart_startup_rule.md
+    python lab/benchmarks/variant_rule.py lab/benchmarks/results/compare/coldstart_startup/summary.csv \\
+        --base auto --gemm GEMM --gemm gemm/ --out lab/benchmarks/results/coldstart_startup_rule.md
 
 Reads one or more ``flysearch compare`` runs' ``summary.csv`` (their tables pooled: a rule over
 tables that need different budgets) and sets each other sampler of them (a variant)
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from scipy.stats import binomtest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from _summary_report import parse_summaries, summary_names, table_rows, write_report  # noqa: E402

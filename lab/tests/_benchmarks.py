@@ -1,4 +1,4 @@
-"""The benchmarks/ folder for tests: a committed results file as git's HEAD holds it, and a
+"""The lab/benchmarks/ folder for tests: a committed results file as git's HEAD holds it, and a
 benchmark script imported as a module."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def benchmark_script(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` imported as a module (the scripts are not a package), with
-    ``benchmarks/`` on ``sys.path`` as when Python runs a script there, so that it finds the helper
+    """``lab/benchmarks/<name>.py`` imported as a module (the scripts are not a package), with
+    ``lab/benchmarks/`` on ``sys.path`` as when Python runs a script there, so that it finds the helper
     modules beside it (``_summary_report``, ``_family_race``), and registered in ``sys.modules``."""
     if str(BENCHMARKS) not in sys.path:
         sys.path.append(str(BENCHMARKS))

@@ -1,4 +1,4 @@
-"""benchmarks/backend_rounds.py on the CPU: which tables and configs it times, and its report."""
+"""lab/benchmarks/backend_rounds.py on the CPU: which tables and configs it times, and its report."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
 
 DATA = BENCHMARKS / "data"
 
@@ -70,7 +70,7 @@ def _shape(name: str, regime: str, cublas: float, splitk: list[float], tma: list
 
 def _report(tmp_path: Path, shapes: list[dict], versions: dict) -> tuple[str, dict[str, list[str]]]:
     """backend_rounds' report of *shapes*: its text, and each shape's table row split into cells."""
-    doc = {"provenance": {"command": "python benchmarks/backend_rounds.py run", "date": "2026-12-05",
+    doc = {"provenance": {"command": "python lab/benchmarks/backend_rounds.py run", "date": "2026-12-05",
                           "device": "NVIDIA H200", "versions": versions, "rounds": 10, "top": 2},
            "shapes": shapes}
     (tmp_path / "r.json").write_text(json.dumps(doc))

@@ -1,4 +1,4 @@
-"""benchmarks/coldstart_leads.py: how often the default cold start, or any anchor, leads the field."""
+"""lab/benchmarks/coldstart_leads.py: how often the default cold start, or any anchor, leads the field."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
 
 HEAD = ("level,where,group,sampler,runs,compiles_1pct_median,compiles_1pct_success,"
         "fraction_mean_at_50,fraction_mean_at_200\n")

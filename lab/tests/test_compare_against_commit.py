@@ -1,4 +1,4 @@
-"""benchmarks/compare_against_commit.py: its summary comparison and its bad input."""
+"""lab/benchmarks/compare_against_commit.py: its summary comparison and its bad input."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests._benchmarks import BENCHMARKS, benchmark_script
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script
 
 SCRIPT = BENCHMARKS / "compare_against_commit.py"
 
@@ -30,7 +30,7 @@ def test_an_unknown_experiment_is_one_line_and_exit_2() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--base", "HEAD", "--experiments", "no_such"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 2
-    assert done.stderr.strip() == "compare_against_commit: no studies/no_such.toml"
+    assert done.stderr.strip() == "compare_against_commit: no lab/studies/no_such.toml"
 
 
 def test_an_unknown_base_commit_is_one_line_and_exit_2() -> None:

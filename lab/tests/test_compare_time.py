@@ -1,10 +1,10 @@
-"""benchmarks/compare_time.py: its sampler clock and its bound, without running a comparison."""
+"""lab/benchmarks/compare_time.py: its sampler clock and its bound, without running a comparison."""
 
 from __future__ import annotations
 
 import optuna
 
-from tests._benchmarks import benchmark_script
+from lab.tests._benchmarks import benchmark_script
 
 
 def test_the_clock_counts_a_sampler_that_calls_another_once() -> None:

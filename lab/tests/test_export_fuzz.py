@@ -1,6 +1,6 @@
 """No file flysearch writes carries code from its inputs (issue 72, "an export runs code"): hostile
 names are refused where a table is stored, and every exporter writes them as data whatever a
-database holds. The checks and the planting are ``benchmarks/export_fuzz.py``'s, which runs the
+database holds. The checks and the planting are ``lab/benchmarks/export_fuzz.py``'s, which runs the
 same over thousands of random strings."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from flysearch.cli import main
 from flysearch.errors import InputFormatError
 from flysearch.export import export_json, export_triton, triton_configs_source, write_kernel_tuner_cache
 from flysearch.tables import GroundTruth, Row, TableStore, import_tables, read_table_file
-from tests._benchmarks import benchmark_script
+from lab.tests._benchmarks import benchmark_script
 
 fuzz = benchmark_script("export_fuzz")
 

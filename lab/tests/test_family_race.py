@@ -1,4 +1,4 @@
-"""benchmarks/_family_race.py's loop over shapes on the CPU (the race of one shape faked): a table
+"""lab/benchmarks/_family_race.py's loop over shapes on the CPU (the race of one shape faked): a table
 per shape, a report, and a rerun that resumes."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from flysearch.space import Shape
 from flysearch.tables import GroundTruth, Row, TableMeta
-from tests._benchmarks import benchmark_script
+from lab.tests._benchmarks import benchmark_script
 
 SHAPES = [SimpleNamespace(name="a", shape=Shape(1, 64, 128)),
           SimpleNamespace(name="b", shape=Shape(4, 64, 128))]
@@ -20,7 +20,7 @@ SHAPES = [SimpleNamespace(name="a", shape=Shape(1, 64, 128)),
 
 @pytest.fixture
 def family_race(monkeypatch: pytest.MonkeyPatch):
-    benchmark_script("backend_rounds")  # puts benchmarks/ on the path and imports _family_race
+    benchmark_script("backend_rounds")  # puts lab/benchmarks/ on the path and imports _family_race
     fr = sys.modules["_family_race"]
     raced: list[str] = []
 

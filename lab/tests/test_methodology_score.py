@@ -1,4 +1,4 @@
-"""benchmarks/methodology_score.py: the autotuning-methodology package scores compare's runs as
+"""lab/benchmarks/methodology_score.py: the autotuning-methodology package scores compare's runs as
 compare itself does, and bad input is one line and exit 2."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flysearch.compare import load_experiment, report_experiment, run_experiment
-from tests._benchmarks import BENCHMARKS, benchmark_script
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script
 from tests.conftest import hub_file
 
 SCRIPT = BENCHMARKS / "methodology_score.py"

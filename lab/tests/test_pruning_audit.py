@@ -1,4 +1,4 @@
-"""benchmarks/pruning_audit.py on the CPU: each family's unpruned space and its audit of the races."""
+"""lab/benchmarks/pruning_audit.py on the CPU: each family's unpruned space and its audit of the races."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._benchmarks import BENCHMARKS, benchmark_script
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script
 
 DATA = BENCHMARKS / "data"
 

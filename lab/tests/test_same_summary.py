@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from flysearch.compare import TIMING_COLUMNS, differing_columns
-from tests._benchmarks import committed_file
+from lab.tests._benchmarks import BENCHMARKS, committed_file
 
-COMPARE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "compare"
+COMPARE = BENCHMARKS / "results" / "compare"
 
 
 def _write(path: Path, rows: list[list[str]]) -> Path:

@@ -1,4 +1,4 @@
-"""benchmarks/tma_programs.py on the CPU: program counts, and the report of a committed run."""
+"""lab/benchmarks/tma_programs.py on the CPU: program counts, and the report of a committed run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from flysearch.space import Shape
-from tests._benchmarks import BENCHMARKS, benchmark_script
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script
 
 
 def test_program_counts_and_the_variants_that_repeat_a_launch() -> None:

@@ -1,10 +1,10 @@
-"""benchmarks/tuned_choice.py: the rule that picks each sampler's tuned variant."""
+"""lab/benchmarks/tuned_choice.py: the rule that picks each sampler's tuned variant."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests._benchmarks import BENCHMARKS, benchmark_script
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script
 
 HEADER = ("level,where,sampler,compiles_1pct_median,compiles_1pct_p90,ms_per_trial,score\n")
 

@@ -1,8 +1,8 @@
-"""benchmarks/value_gain.py: what one value of a parameter buys, within one race."""
+"""lab/benchmarks/value_gain.py: what one value of a parameter buys, within one race."""
 
 from __future__ import annotations
 
-from tests._benchmarks import BENCHMARKS, benchmark_script
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script
 
 
 def test_the_gain_is_the_best_without_the_value_against_the_best_of_the_same_table() -> None:

@@ -1,4 +1,4 @@
-"""benchmarks/variant_rule.py: a variant set against its base, table by table, on a committed run."""
+"""lab/benchmarks/variant_rule.py: a variant set against its base, table by table, on a committed run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
+from lab.tests._benchmarks import BENCHMARKS, benchmark_script, committed_file
 
 
 def test_the_local_step_s_development_run_counts_as_its_docs_say(tmp_path: Path) -> None:

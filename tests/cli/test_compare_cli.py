@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 from flysearch.cli import main
 from tests.conftest import REPO, hub_file
 
-RESULTS = REPO / "benchmarks" / "results" / "compare"
+RESULTS = REPO / "lab" / "benchmarks" / "results" / "compare"
 PROGRESS = re.compile(r"^(\S+): (\d+)/(\d+) runs, \d+ s$")
 
 

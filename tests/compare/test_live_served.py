@@ -27,8 +27,8 @@ def test_summarize_pairs_each_served_study_with_its_own_twin() -> None:
 
 
 def test_committed_report_is_the_report_of_the_committed_result() -> None:
-    result = ROOT / "benchmarks" / "results" / "live_served_h200.json"
+    result = ROOT / "lab" / "benchmarks" / "results" / "live_served_h200.json"
     if not result.exists():
-        pytest.skip("benchmarks/results/live_served_h200.json is not in this checkout")
+        pytest.skip("lab/benchmarks/results/live_served_h200.json is not in this checkout")
     text = served_report(json.loads(result.read_text()))
-    assert text == (ROOT / "benchmarks" / "results" / "live_served_h200.md").read_text()
+    assert text == (ROOT / "lab" / "benchmarks" / "results" / "live_served_h200.md").read_text()

@@ -10,7 +10,7 @@ from flysearch.evaluators import with_rounds
 from flysearch.tables import GroundTruth, Row, TableMeta
 
 ROOT = Path(__file__).resolve().parents[2]
-# The table sets under benchmarks/data that benchmarks/results/retime_agreement.md covers.
+# The table sets under lab/benchmarks/data that lab/benchmarks/results/retime_agreement.md covers.
 SETS = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
 
 
@@ -36,7 +36,7 @@ def test_a_lucky_race_best_and_a_disagreeing_earlier_retiming() -> None:
 
 
 def test_committed_report_is_what_the_committed_tables_give() -> None:
-    rows = retime_agreement_rows(ROOT / "benchmarks" / "data", ROOT / "benchmarks" / "results", SETS)
+    rows = retime_agreement_rows(ROOT / "lab/benchmarks/data", ROOT / "lab/benchmarks/results", SETS)
     out = retime_agreement_report(rows, "cmd")
-    committed = (ROOT / "benchmarks/results/retime_agreement.md").read_text()
+    committed = (ROOT / "lab/benchmarks/results/retime_agreement.md").read_text()
     assert out.split("\n", 3)[3] == committed.split("\n", 3)[3]  # all but the command line

@@ -30,11 +30,11 @@ def test_within_retimed_takes_the_configs_within_1_percent_of_the_retimed_best()
 @pytest.mark.parametrize("name", ["retime_top_h200", "retime_top_h200_holdout", "retime_top_h200_extra",
                                   "retime_top_h200_extra2", "retime_top_h200_holdout2"])
 def test_committed_summary_is_the_report_of_the_committed_result(name: str) -> None:
-    result = ROOT / "benchmarks" / "results" / f"{name}.json"
+    result = ROOT / "lab" / "benchmarks" / "results" / f"{name}.json"
     if not result.exists():
-        pytest.skip(f"benchmarks/results/{name}.json is not in this checkout")
+        pytest.skip(f"lab/benchmarks/results/{name}.json is not in this checkout")
     text = retime_top_report(json.loads(result.read_text()))
-    assert text == (ROOT / "benchmarks" / "results" / f"{name}.md").read_text()
+    assert text == (ROOT / "lab" / "benchmarks" / "results" / f"{name}.md").read_text()
 
 
 def test_the_commit_it_names_says_when_the_tree_is_not_that_commit(tmp_path: Path) -> None:
@@ -50,14 +50,14 @@ def test_the_commit_it_names_says_when_the_tree_is_not_that_commit(tmp_path: Pat
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tmp_path, capture_output=True,
                             text=True).stdout.strip()
     assert code_commit(tmp_path) == commit
-    (tmp_path / "benchmarks" / "results" / "new").mkdir(parents=True)
-    (tmp_path / "benchmarks" / "results" / "new" / "summary.md").write_text("x")  # a result being written
+    (tmp_path / "lab/benchmarks/results/new").mkdir(parents=True)
+    (tmp_path / "lab/benchmarks/results/new/summary.md").write_text("x")  # a result being written
     assert code_commit(tmp_path) == commit
-    git("add", "benchmarks")
+    git("add", "lab")
     git("commit", "-qm", "b")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tmp_path, capture_output=True,
                             text=True).stdout.strip()
-    (tmp_path / "benchmarks" / "results" / "new" / "summary.md").write_text("y")  # a result rewritten
+    (tmp_path / "lab/benchmarks/results/new/summary.md").write_text("y")  # a result rewritten
     assert code_commit(tmp_path) == commit
     (tmp_path / "new.toml").write_text("x")  # a file the commit does not have (a stale HEAD's copy)
     assert code_commit(tmp_path) == f"{commit}+changes"

@@ -15,7 +15,7 @@ from flysearch.tables import space_for_table
 from tests.conftest import REPO, hub_file
 from tests.samplers._drive import proposals
 
-_GEMM = REPO / "benchmarks/data/h100_splitk/triton_gemm__H100__1x6144x4096.table.json.gz"
+_GEMM = REPO / "lab/benchmarks/data/h100_splitk/triton_gemm__H100__1x6144x4096.table.json.gz"
 
 
 @pytest.fixture(scope="module")

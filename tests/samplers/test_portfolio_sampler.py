@@ -98,7 +98,7 @@ def test_turns_repeat_an_order_of_the_members() -> None:
 
 
 def test_auto_gives_the_forest_more_turns_only_where_it_reads_gemm_features(dedisp) -> None:  # type: ignore[no-untyped-def]
-    path = REPO / "benchmarks/data/h100_fused/triton_gemm_fused__H100__4x576x7168.table.json.gz"
+    path = REPO / "lab/benchmarks/data/h100_fused/triton_gemm_fused__H100__4x576x7168.table.json.gz"
     gemm = load_table(TableSpec(str(path)), "")
     gemm_space, shape, arch = space_for_table(gemm), gemm.meta.shape(), get_arch("sm_90")
     feasible = gemm_space.enumerate(shape, arch).shuffled(0)

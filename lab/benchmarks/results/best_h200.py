@@ -1,7 +1,7 @@
 """Best configs exported by flysearch on 2026-12-02.
 
 Provenance:
-    command: python -m flysearch export triton --db h200.db --prefix triton_gemm/H200 --out benchmarks/results/best_h200.py --json benchmarks/results/best_h200.json
+    command: python -m flysearch export triton --db h200.db --prefix triton_gemm/H200 --out lab/benchmarks/results/best_h200.py --json lab/benchmarks/results/best_h200.json
     commit: b1c7407 (the commit that adds this version; the run's own commit not recorded)
     hardware: an export from the race tables (measured on NVIDIA H200); the export itself needs no GPU
     versions: tables measured with driver 580.159.04, CUDA 13.0, torch 2.11.0+cu130, Triton 3.6.0, Python 3.12.3; export not recorded
