@@ -31,7 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from flysearch.compare import TIMING_COLUMNS, code_commit  # noqa: E402
+from _same_summary import TIMING_COLUMNS  # noqa: E402
+
+from flysearch.compare import code_commit  # noqa: E402
 
 REGIMES = ("decode", "small_m", "k_heavy", "prefill", "square")
 

@@ -60,14 +60,10 @@ BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
+from _costmodel_report import format_compiles, held_out_section  # noqa: E402
+from _retime_top import retime_top_keys  # noqa: E402
 
-from flysearch.compare import (  # noqa: E402
-    evaluate_test_set,
-    format_compiles,
-    held_out_section,
-    leave_one_out,
-    retime_top_keys,
-)
+from flysearch.compare import evaluate_test_set, leave_one_out  # noqa: E402
 from flysearch.costmodel import OCCUPANCY_WAVES  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache, read_table_file  # noqa: E402
 

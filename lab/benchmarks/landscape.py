@@ -36,9 +36,8 @@ BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCHMARKS))
 
+from _landscape import landscape_section  # noqa: E402
 from costmodel_eval import H200, HUB, hub_tables, load_tables, report  # noqa: E402
-
-from flysearch.compare import landscape_section  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -31,14 +31,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCHMARKS))
 
 import optuna  # noqa: E402
+from _learning_curve import learning_curve_lines, learning_curve_row, training_subsets  # noqa: E402
 from costmodel_eval import EXTRA, H200, load_tables, report  # noqa: E402
 
-from flysearch.compare import (  # noqa: E402
-    learning_curve_lines,
-    learning_curve_row,
-    leave_one_out,
-    training_subsets,
-)
+from flysearch.compare import leave_one_out  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
 BUDGET = 64

@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import served_report, served_summary  # noqa: E402
+from _live_served import served_report, served_summary  # noqa: E402
+
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.evaluators import wait_warm  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402

@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
+from _needle_rank import needle_row  # noqa: E402
 from costmodel_eval import HUB, hub_tables, report  # noqa: E402
 
 from flysearch import space_for_table  # noqa: E402
-from flysearch.compare import needle_row  # noqa: E402
 from flysearch.costmodel import table_arch  # noqa: E402
 from flysearch.samplers import SearchContext, candidate_features  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import retime_agreement_report, retime_agreement_rows  # noqa: E402
+from _retime_agreement import retime_agreement_report, retime_agreement_rows  # noqa: E402
 
 SETS = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
 

@@ -35,7 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import code_commit, retime_top_report, retime_top_summary  # noqa: E402
+from _retime_top import retime_top_report, retime_top_summary  # noqa: E402
+
+from flysearch.compare import code_commit  # noqa: E402
 from flysearch.evaluators import WorkerPool, compile_task, interleaved_rounds, timer_task, top_rows  # noqa: E402
 from flysearch.kernels import spec_key  # noqa: E402
 from flysearch.space import Shape  # noqa: E402

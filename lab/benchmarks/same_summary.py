@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import TIMING_COLUMNS, differing_columns  # noqa: E402
+from _same_summary import TIMING_COLUMNS, differing_columns  # noqa: E402
 
 COMPARE = BENCHMARKS / "results" / "compare"
 

@@ -1,4 +1,4 @@
-"""flysearch.compare's comparison of two summary.csv files: which columns differ."""
+"""The lab's comparison (``_same_summary``) of two summary.csv files: which columns differ."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _same_summary import TIMING_COLUMNS, differing_columns
 
-from flysearch.compare import TIMING_COLUMNS, differing_columns
 from lab.tests._benchmarks import BENCHMARKS, committed_file
 
 COMPARE = BENCHMARKS / "results" / "compare"

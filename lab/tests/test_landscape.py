@@ -1,12 +1,12 @@
-"""flysearch.compare's landscapes: local minima and steepest-descent basins of a table."""
+"""The lab's landscapes (``_landscape``): local minima and steepest-descent basins of a table."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
+from _landscape import NEIGHBOURHOODS, descent_ends, landscape_row, landscape_section, value_indices
 
-from flysearch.compare import NEIGHBOURHOODS, descent_ends, landscape_row, landscape_section, value_indices
 from flysearch.tables import GroundTruth, Row, TableMeta
 
 

@@ -2,7 +2,7 @@
 
 A table raced by ``flysearch race run`` carries the rounds its top was re-timed with
 (:meth:`flysearch.tables.GroundTruth.retimed_ms`). Another, earlier re-timing of the same top (a
-``retime_top`` result file, :mod:`flysearch.compare._retime_top`) may exist beside it. Per table,
+``retime_top`` result file, ``lab/benchmarks/_retime_top.py``) may exist beside it. Per table,
 :func:`retime_agreement` says where the race's best lands once re-timed, whether the two re-timings
 name the same best config, how far each one's best sits in the other's medians, and the size and
 overlap of their 1% sets; :func:`retime_agreement_report` writes the rows of many tables as
@@ -16,7 +16,8 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from flysearch.compare._retime_top import retime_top_medians
+from _retime_top import retime_top_medians
+
 from flysearch.tables import GroundTruth, read_table_file
 
 __all__ = ["retime_agreement", "retime_agreement_report", "retime_agreement_rows"]

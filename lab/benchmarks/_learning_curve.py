@@ -17,7 +17,7 @@ import random
 import statistics
 from collections.abc import Sequence
 
-from flysearch.compare._costmodel_eval import HeldOut
+from flysearch.compare import HeldOut
 
 __all__ = ["learning_curve_lines", "learning_curve_row", "training_subsets"]
 

@@ -1,4 +1,4 @@
-"""flysearch.compare's leave-one-table-out report, with and without the re-timed column, and the
+"""The lab's leave-one-table-out report (``_costmodel_report``), with and without the re-timed column, and the
 keys it reads from a re-timing's result file."""
 
 from __future__ import annotations
@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flysearch.compare import HeldOut, held_out_section, retime_top_keys
+from _costmodel_report import held_out_section
+from _retime_top import retime_top_keys
+
+from flysearch.compare import HeldOut
 
 
 def _held(name: str, race: list[int | None], retimed: list[int | None]) -> HeldOut:

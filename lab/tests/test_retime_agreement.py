@@ -1,11 +1,12 @@
-"""flysearch.compare's re-timing agreement: the race's best against the tables' own rounds and an
-earlier re-timing's medians."""
+"""The lab's re-timing agreement (``_retime_agreement``): the race's best against the tables' own
+rounds and an earlier re-timing's medians."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from flysearch.compare import retime_agreement, retime_agreement_report, retime_agreement_rows
+from _retime_agreement import retime_agreement, retime_agreement_report, retime_agreement_rows
+
 from flysearch.evaluators import with_rounds
 from flysearch.tables import GroundTruth, Row, TableMeta
 

@@ -1,10 +1,12 @@
-"""flysearch.compare's learning curve: the subsets of training-only tables, and one run's summary."""
+"""The lab's learning curve (``_learning_curve``): the subsets of training-only tables, and one run's
+summary."""
 
 from __future__ import annotations
 
 import pytest
+from _learning_curve import learning_curve_lines, learning_curve_row, training_subsets
 
-from flysearch.compare import HeldOut, learning_curve_lines, learning_curve_row, training_subsets
+from flysearch.compare import HeldOut
 
 BUDGET = 64
 

@@ -1,11 +1,10 @@
-"""flysearch.compare's needle ranks: compiles to 1% by random draws, then a model's order."""
+"""The lab's needle ranks (``_needle_rank``): compiles to 1% by random draws, then a model's order."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from flysearch.compare import needle_compiles, needle_row
+from _needle_rank import needle_compiles, needle_row
 
 
 @pytest.mark.parametrize("model", ["forest", "boosting"])

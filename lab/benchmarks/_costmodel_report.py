@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flysearch.compare._costmodel_eval import HeldOut
+from flysearch.compare import HeldOut
 
 __all__ = ["format_compiles", "held_out_section"]
 

@@ -1,4 +1,4 @@
-"""flysearch.compare's summary of served and own live studies, and the committed report."""
+"""The lab's summary (``_live_served``) of served and own live studies, and the committed report."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from flysearch.compare import served_report, served_summary
+from _live_served import served_report, served_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 
