@@ -1,13 +1,13 @@
 """flysearch: search GPU kernel configs with Bayesian optimization, counting compiles.
 
 The library behind the ``flysearch`` command. Its four jobs, each runnable as it stands here (the
-examples replay the H200 tables committed in ``benchmarks/data/h200``):
+examples replay the H200 tables committed in ``lab/benchmarks/data/h200``):
 
 >>> import tempfile
 >>> from pathlib import Path
 >>> import flysearch
 >>> tmp = Path(tempfile.mkdtemp())
->>> h200 = Path(flysearch.__file__).resolve().parents[1] / "benchmarks" / "data" / "h200"
+>>> h200 = Path(flysearch.__file__).resolve().parents[1] / "lab" / "benchmarks" / "data" / "h200"
 >>> tables = sorted(h200.glob("*.table.json.gz"))[:4]
 
 **Launch a study.** A :class:`StudySpec` says what is searched, how and where it is stored; here it

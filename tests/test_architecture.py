@@ -1,7 +1,8 @@
 """The package's import graph, read with ``ast``: no import cycles, no import against the order of
 the stages that ``docs/architecture.md`` lists, and no module takes another module's private names
-(nor a private module of another package); the benchmark scripts and the paper's build import
-flysearch's public names only; and only ``flysearch/_optuna.py`` touches Optuna's private names.
+(nor a private module of another package); the lab (``lab/``: the benchmark scripts, the paper's
+build, their tests) imports flysearch's public names only; and only ``flysearch/_optuna.py``
+touches Optuna's private names.
 
 Every import counts, inside functions and under ``if TYPE_CHECKING:`` too: a cycle closed at call
 time, or by a type annotation, is still a cycle in the design.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "flysearch"
-SCRIPTS = (ROOT / "benchmarks", ROOT / "paper")  # thin callers of the public API
+SCRIPTS = (ROOT / "lab",)  # benchmarks, paper, their tests: thin callers of the public API
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 OPTUNA_ADAPTER = "flysearch._optuna"  # the one module that may use Optuna's private names
 

@@ -96,7 +96,7 @@ def tables_import(files: tuple[str, ...], name: str | None, replace: bool, aiter
 
     \b
       flysearch tables import ../shared/data/benchmark_hub/convolution_milo/MI250X.json.gz
-      flysearch tables import --db h200.db benchmarks/data/h200/*.table.json.gz
+      flysearch tables import --db h200.db lab/benchmarks/data/h200/*.table.json.gz
       flysearch tables import ../shared/data/aiter/bf16_tuned_gemm.csv
       flysearch tables import my_gemm_64.json --shape 64x4096x4096 --kernel triton_gemm_splitk \\
           --arch sm_90 --rename BM=BLOCK_M,BN=BLOCK_N,BK=BLOCK_K,SK=SPLIT_K,GM=GROUP_M

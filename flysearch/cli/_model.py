@@ -88,7 +88,7 @@ def model_train(db: str, names: tuple[str, ...], files: tuple[str, ...], objecti
 
     Example:
 
-        flysearch model train --file 'benchmarks/data/h200/*.table.json.gz' --out h200.prior
+        flysearch model train --file 'lab/benchmarks/data/h200/*.table.json.gz' --out h200.prior
     """
     from flysearch.costmodel import fit_prior
 
@@ -130,8 +130,8 @@ def model_eval_cmd(db: str, names: tuple[str, ...], files: tuple[str, ...], samp
 
     Example:
 
-        flysearch model eval --file 'benchmarks/data/h200/*.table.json.gz' --seeds 5 \
-            --extra-file 'benchmarks/data/h200_extra/*.table.json.gz'
+        flysearch model eval --file 'lab/benchmarks/data/h200/*.table.json.gz' --seeds 5 \
+            --extra-file 'lab/benchmarks/data/h200_extra/*.table.json.gz'
     """
     from flysearch.compare import leave_one_out
 

@@ -88,7 +88,7 @@ def race_run(shape_file: str | None, shape_texts: tuple[str, ...], only: tuple[s
 
     Example:
 
-        flysearch race run --shapes studies/shapes_h200.toml --db h200.db --dump benchmarks/data/h200
+        flysearch race run --shapes studies/shapes_h200.toml --db h200.db --dump lab/benchmarks/data/h200
     """
     from flysearch.evaluators import RetimeSettings
     from flysearch.kernels import get_space, triton_families
@@ -177,7 +177,7 @@ def race_dump(db: str, prefix: str, out_dir: str) -> None:
 
     Example:
 
-        flysearch race dump --db h200.db --prefix triton_gemm/H200 benchmarks/data/h200
+        flysearch race dump --db h200.db --prefix triton_gemm/H200 lab/benchmarks/data/h200
     """
     store = TableStore(db, create=False)
     names = [n for n in store.names() if n.startswith(prefix)]

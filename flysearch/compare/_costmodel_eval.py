@@ -11,12 +11,12 @@ held-out one) and
   when the budget ran out first);
 * **against re-timed tops** (optional): a race times each config once, so which configs lie within
   1% of the optimum is itself measured with noise; given the keys of the configs within 1% of a
-  table's *re-timed* optimum (``benchmarks/retime_top.py``), the compiles until the search first
+  table's *re-timed* optimum (``lab/benchmarks/retime_top.py``), the compiles until the search first
   measures one of them are recorded too.
 
 Example::
 
-    flysearch model eval --table-dir benchmarks/data/h200 --seeds 5 --budget 64
+    flysearch model eval --table-dir lab/benchmarks/data/h200 --seeds 5 --budget 64
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ An experiment file::
     budget = 200                             # unique compiles per run
     seeds = 20                               # 0..19, or an explicit list [0, 1, 2]
     workers = 2                              # worker processes
-    output = "../benchmarks/results/compare/hub-convolution-MI250X"   # where its committed results are
+    output = "../lab/benchmarks/results/compare/hub-convolution-MI250X"   # where its committed results are
     db = "../flysearch.db"                   # table database, for tables given by name
     stop_at_optimum = true                   # end a run once it found the space's optimum (default)
     times = "race"                           # or "retimed": count against re-timed medians
@@ -31,7 +31,7 @@ sampler; it is always trained leave-one-table-out: on the ``[[prior_table]]`` en
 experiment's other tables, or on the ``[[prior_table]]`` entries alone with ``prior_on_tables =
 false`` (test tables that must never train a prior). Relative paths are read from the file's folder.
 A ``[[table]]`` or ``[[prior_table]]`` source may be a glob
-(``"../benchmarks/data/h200/*.table.json.gz"``): one table per file it matches, sorted. A
+(``"../lab/benchmarks/data/h200/*.table.json.gz"``): one table per file it matches, sorted. A
 sampler may run fewer seeds than the experiment (``seeds = 2`` on a slow one, such as ``gp``).
 Unknown keys are rejected with the list of allowed ones.
 

@@ -19,7 +19,7 @@ __all__ = ["code_commit", "host_description"]
 def code_commit(root: Path) -> str:
     """The commit of the checkout at *root* that ran this, ``"<commit>+changes"`` when its files
     differ from that commit (a copy whose git HEAD is older than its tree; result files under
-    ``benchmarks/results/`` aside), ``""`` without a .git of its own (a snapshot must not name an
+    ``lab/benchmarks/results/`` aside), ``""`` without a .git of its own (a snapshot must not name an
     outer checkout's commit)."""
     if not (root / ".git").exists():
         return ""
@@ -35,7 +35,7 @@ def code_commit(root: Path) -> str:
 
 
 # A file here, new or rewritten, is a result (perhaps the one the asking command writes), not code.
-_OUTPUTS = "benchmarks/results/"
+_OUTPUTS = "lab/benchmarks/results/"
 
 
 def host_description() -> str:

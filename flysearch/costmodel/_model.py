@@ -102,7 +102,7 @@ class CostModel(RegressorMixin, BaseEstimator):
         predictions are averaged: a hyperparameter ensemble. It is not the default: on the H200
         tables it ranks a few more shapes' best configs near the top, but its worst case is worse
         and the cost-model sampler needs more compiles with it on the benchmark_hub GPUs
-        (``benchmarks/prior_ensemble.py``, ``benchmarks/results/costmodel_eval_ensemble.md``).
+        (``lab/benchmarks/prior_ensemble.py``, ``lab/benchmarks/results/costmodel_eval_ensemble.md``).
     top_boost : float, default=0.0
         Extra weight of each group's fastest row in the loss; a row of rank r (0: fastest) weighs
         ``1 + top_boost * exp(-r / top_scale)``. 0 weighs every row alike.
@@ -314,7 +314,7 @@ class Prior:
         Leave-one-shape-out on the 27 H200 tables, the sharp model put the first config within 1%
         of the optimum at rank <= 8 on all 27 (sum of the ranks 66), the plain one on 24 (sum
         114); leave-one-GPU-out on benchmark_hub, where a shape's top does not transfer, the sharp
-        one needed more compiles on every table (``benchmarks/results/top_weight.md``).
+        one needed more compiles on every table (``lab/benchmarks/results/top_weight.md``).
         """
         if self.sharp is None or target not in self.provenance.get("targets", ()):
             return self
@@ -406,7 +406,7 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
 
     The default objective is ``"rank"``: left out one shape at a time, it ranks each H200 table's
     best configs nearer the top than ``"log_ratio"`` does, and its worst case is far better (the
-    numbers: ``flysearch model eval --file 'benchmarks/data/h200/*.table.json.gz' --sampler none
+    numbers: ``flysearch model eval --file 'lab/benchmarks/data/h200/*.table.json.gz' --sampler none
     --objective rank|log_ratio --top-boost 0``, the plain model a study on another arch scores
     with; :attr:`Prior.sharp` does better on its own arch).
 
@@ -419,7 +419,7 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     (:attr:`Prior.sharp`; *top_boost* and *top_scale* as :class:`CostModel` takes them);
     *exclude_features* are features the prior never sees: e.g. ``g_split_fixed`` (split-K's fixed
     cost) for a prior trained on split-K tables to rank a family without split-K, which it ranks
-    worse with that feature (``benchmarks/results/cross_kernel_exclude.md``). *params* go to
+    worse with that feature (``lab/benchmarks/results/cross_kernel_exclude.md``). *params* go to
     :class:`CostModel`.
     """
     exclude_features = tuple(exclude_features)
@@ -470,7 +470,7 @@ def occupancy_views(schema: Sequence[str], occupancy_waves: str = "average"
     (``"average"``), by one of two boosters whose predictions are averaged. Leave-one-shape-out on
     the 27 H200 tables the average ordered the configs better than either alone: a config within 1%
     of the optimum at rank <= 8 on 24 tables, against 21 without and 23 with
-    (``benchmarks/costmodel_eval.py --occupancy-waves``). A schema without them has one view.
+    (``lab/benchmarks/costmodel_eval.py --occupancy-waves``). A schema without them has one view.
 
     Example:
         >>> occupancy_views(["g_occ_waves", "g_tiles", "p_BLOCK_M"])

@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 # NOTE(flysearch): aiter's GEMM compiles for AMD in 0.1-2.7 s on one CPU core (median 0.2-0.5 s,
-# benchmarks/amd_triton_resources.py); a minute means LLVM is stuck (the other evaluators' limit).
+# lab/benchmarks/amd_triton_resources.py); a minute means LLVM is stuck (the other evaluators' limit).
 AMD_COMPILE_TIMEOUT_S = 120.0
 KERNEL_MODULE = "ops.triton._triton_kernels.gemm_a16w16"
 KERNEL_NAME = "_gemm_a16_w16_kernel"

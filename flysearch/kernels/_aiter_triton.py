@@ -163,7 +163,7 @@ _KPACK_FIXED = {"gfx950": 1}
 # NOTE(flysearch): registers a lane besides the accumulator, the prefetch and one MFMA's operands
 # (loop state, base offsets, masks): the largest multiple of 4 that rejected no config compiled
 # without spills in a calibration sample (1,085 compiles of random configs at every waves_per_eu
-# budget, both archs, triton 3.6); benchmarks/aiter_triton_coverage.py re-checks it on a fresh one.
+# budget, both archs, triton 3.6); lab/benchmarks/aiter_triton_coverage.py re-checks it on a fresh one.
 _RESERVE_REGS = 8
 # NOTE(flysearch): buffer loads (Triton's AMD default) keep one 32-bit offset a lane per 16-byte
 # load besides its 4 data registers.

@@ -70,7 +70,7 @@ TILE_PARAMS: tuple[str, ...] = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPL
 
 # NOTE(flysearch): 16 is the smallest M tile of Hopper's wgmma; 256 x 256 is the largest tile whose
 # accumulator fits in the registers of 8 warps. Stages 2..5: the unpruned races of the pruning
-# audit (benchmarks/results/pruning_audit.md) put the optimum at 5 stages on 6 of 10 development
+# audit (lab/benchmarks/results/pruning_audit.md) put the optimum at 5 stages on 6 of 10 development
 # shapes, 2.5-6.2% ahead of the best with 4 on three of them. Tables raced while the set stopped at
 # 4 keep their own value sets in replay (flysearch.tables.space_for_table).
 PARAMS: tuple[Param, ...] = (

@@ -37,7 +37,7 @@ from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
 
-from flysearch.samplers._history import CandidateHistory, CandidateSampler, candidate_ordinals, steps_from
+from flysearch.samplers._history import CandidateHistory, CandidateSampler
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -121,14 +121,10 @@ class FeasibleGPSampler(CandidateSampler):
         refit_growth: Refit the hyperparameters once the measurements grew by this factor.
         max_iter: L-BFGS-B iterations per refit.
         max_candidates: Spaces with more feasible configs are scored on a seeded subset this large.
-        local: Every second suggestion after the start-up draws takes the highest expected
-            improvement among the configs one value step from the best measured one (all of them
-            when none is left).
     """
 
     def __init__(self, context: SearchContext, *, seed: int | None = None, n_startup: int = 10,
-                 refit_growth: float = 1.5, max_iter: int = 50, max_candidates: int = 50_000,
-                 local: bool = False) -> None:
+                 refit_growth: float = 1.5, max_iter: int = 50, max_candidates: int = 50_000) -> None:
         super().__init__(context, seed)
         self._n_startup = n_startup
         self._refit_growth = refit_growth
@@ -151,8 +147,6 @@ class FeasibleGPSampler(CandidateSampler):
         self._L = np.zeros((0, 0))
         self._V = np.zeros((0, len(self._scored)))  # rows of L^-1 K(X, candidates), grown by doubling
         self._vsq = np.zeros(len(self._scored))      # column sums of V**2
-        self._ordinal = candidate_ordinals(context) if local else None
-        self._turns = 0
 
     # -- Optuna's sampler interface ---------------------------------------------------------------
 
@@ -162,9 +156,6 @@ class FeasibleGPSampler(CandidateSampler):
         if len(self._observed) < max(self._n_startup, 2):
             pick = int(self._rng.choice(np.flatnonzero(free_mask)))
         else:
-            turn, self._turns = self._turns, self._turns + 1
-            if self._ordinal is not None and turn % 2 == 1:
-                free_mask = self._near_best(free_mask)
             pick = self._best_ei(free_mask)
         return self._context.space.encode(self._context.feasible[pick], self._context.encoding)
 
@@ -173,14 +164,6 @@ class FeasibleGPSampler(CandidateSampler):
     def _read_history(self, study: Study) -> set[int]:
         """Fold newly finished trials in; return the candidates that running trials hold."""
         return self._history.update(study)
-
-    def _near_best(self, free_mask: np.ndarray) -> np.ndarray:
-        """*free_mask* less every config more than one value step from the best measured one (kept
-        whole when that leaves none)."""
-        assert self._ordinal is not None
-        idx, y = self._targets()
-        near = free_mask & (steps_from(self._ordinal, idx[int(np.argmin(y))]) == 1)
-        return near if near.any() else free_mask
 
     # -- the model --------------------------------------------------------------------------------
 

@@ -284,33 +284,19 @@ def _fastgp(r: SamplerRequest) -> BaseSampler:
 @register_sampler("auto", AutoOptions, frozenset())
 def _auto(r: SamplerRequest) -> BaseSampler:
     from flysearch.samplers._costmodel import CostModelOptions, CostModelSampler
-    from flysearch.samplers._elite import EliteGaussianSampler
     from flysearch.samplers._gp import FeasibleGPSampler
     from flysearch.samplers._history import candidate_feature_columns
-    from flysearch.samplers._opening import AnalyticOpeningSampler, analytic_bound
 
     # The default cold start: the exact GP and the feature forest propose in turn.
     context = r.needs_context()
-    forest_seed = None if r.seed is None else r.seed + 1
     options = AutoOptions(**r.options)
-    forest = CostModelOptions(local=options.local, local_every=options.local_every,
-                              hamming=options.hamming, local_radius=options.local_radius,
-                              local_grow=options.local_grow, local_within=options.local_within,
-                              n_startup=options.forest_startup)
+    forest = CostModelOptions(local=options.local, n_startup=options.forest_startup)
     # The GEMM features (g_*: tiles, waves, bytes) are what the forest reads and the GP does not.
-    columns = candidate_feature_columns(context)
-    gemm = options.forest_turns > 1 and any(n.startswith("g_") for n in columns)
-    bound = analytic_bound(columns) if options.analytic_start else None
-    opening = None if bound is None else AnalyticOpeningSampler(context, bound, seed=forest_seed)
+    gemm = options.forest_turns > 1 and any(n.startswith("g_") for n in candidate_feature_columns(context))
     members: list[BaseSampler] = [
-        FeasibleGPSampler(context, seed=r.seed, local=options.gp_local, n_startup=options.gp_startup),
-        CostModelSampler(context, None, seed=forest_seed, options=forest)]
-    turns = (0,) + (1,) * options.forest_turns if gemm else (0, 1)
-    if options.elite_every:
-        members.append(EliteGaussianSampler(context, seed=None if r.seed is None else r.seed + 2))
-        turns = turns * options.elite_every + (2,)
-    return PortfolioSampler(members, winner_stays=options.winner_stays, turns=turns,
-                            opening=opening, n_opening=options.analytic_start)
+        FeasibleGPSampler(context, seed=r.seed, n_startup=options.gp_startup),
+        CostModelSampler(context, None, seed=None if r.seed is None else r.seed + 1, options=forest)]
+    return PortfolioSampler(members, turns=(0,) + (1,) * options.forest_turns if gemm else (0, 1))
 
 
 @register_sampler("cmaes")

@@ -3,7 +3,7 @@
 On a discrete space TPE's best candidate is often a config the study already holds: its Parzen
 estimator of the good trials peaks there. Replayed, such a suggestion costs no compile but one more
 suggestion, and a suggestion costs time linear in the trials so far; on the H200 tables TPE made
-about 900 suggestions for 160 compiles (``benchmarks/results/compare_speed.md``), and live studies
+about 900 suggestions for 160 compiles (``lab/benchmarks/results/compare_speed.md``), and live studies
 on small spaces spent most of their time asking it.
 
 :class:`UnseenTPESampler` is :class:`optuna.samplers.TPESampler` with one change: among the

@@ -30,7 +30,7 @@ from flysearch.tables._aiter_csv import (
 )
 from tests.conftest import DATA, REPO
 
-TABLE_FILE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
+TABLE_FILE = REPO / "lab" / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
 TABLE = "triton_gemm/H200/256x1536x7168"
 
 

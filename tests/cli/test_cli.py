@@ -48,7 +48,7 @@ def test_tables_import_takes_every_format_in_one_call(tmp_path: Path, conv_mi250
     aiter_csv = DATA / "aiter" / "bf16_tuned_gemm.csv"
     if not aiter_csv.is_file():
         pytest.skip(f"{aiter_csv} is absent (../shared/data)")
-    table_file = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
+    table_file = REPO / "lab/benchmarks/data/h200/triton_gemm__H200__256x1536x7168.table.json.gz"
     db = str(tmp_path / "t.db")
     files = [str(table_file), str(conv_mi250x_path), str(aiter_csv)]
     code, out = run("tables", "import", *files, "--db", db)
@@ -136,7 +136,7 @@ def test_quickstart_study_file_resolves_paths() -> None:
     assert spec.import_path is not None and spec.sampler == "tpe" and spec.budget == 200
     # Committed data: the quickstart runs on any clone, shared/ beside it or not.
     assert Path(spec.import_path).resolve() == (
-        REPO / "benchmarks/data/h200/triton_gemm__H200__256x1536x7168.table.json.gz"
+        REPO / "lab/benchmarks/data/h200/triton_gemm__H200__256x1536x7168.table.json.gz"
     ).resolve()
     assert Path(spec.import_path).is_file()
 

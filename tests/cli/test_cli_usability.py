@@ -16,7 +16,7 @@ from flysearch.tables import TableStore, read_table_file
 from tests.conftest import REPO
 
 QUICKSTART = REPO / "studies" / "quickstart.toml"
-H200 = REPO / "benchmarks" / "data" / "h200"
+H200 = REPO / "lab" / "benchmarks" / "data" / "h200"
 TABLE_FILES = [H200 / f"triton_gemm__H200__{s}.table.json.gz" for s in ("256x1536x7168", "1x6144x4096")]
 
 

@@ -24,7 +24,7 @@ from flysearch.cli import main
 from tests.conftest import REPO, hub_file
 from tests.processes import PROC, descendants, gone_within, kill_all, spawned, survivors
 
-RESULTS = REPO / "benchmarks" / "results" / "compare"
+RESULTS = REPO / "lab" / "benchmarks" / "results" / "compare"
 PROGRESS = re.compile(r"^(\S+): (\d+)/(\d+) runs, \d+ s$")
 
 

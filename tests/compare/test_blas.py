@@ -52,7 +52,7 @@ def test_a_spawned_worker_runs_the_portable_kernel() -> None:
 
 
 TABLE = (Path(__file__).resolve().parents[2]
-         / "benchmarks/data/h200/triton_gemm__H200__1x6144x4096.table.json.gz")
+         / "lab/benchmarks/data/h200/triton_gemm__H200__1x6144x4096.table.json.gz")
 
 
 def test_compare_runs_record_the_kernel_they_ran(tmp_path: Path) -> None:

@@ -308,7 +308,7 @@ def test_leave_one_table_out_prior(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         pytest.skip("flysearch.costmodel is not there yet")
     import flysearch.costmodel as costmodel
 
-    h200 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+    h200 = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data" / "h200"
     paths = [
         h200 / "triton_gemm__H200__1x6144x4096.table.json.gz",
         h200 / "triton_gemm__H200__8x8192x8192.table.json.gz",
@@ -350,7 +350,7 @@ def test_leave_one_table_out_prior(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_retimed_times_are_the_ground_truth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """times = "retimed": a re-timed config answers with its median over the rounds, to the runs and
     to the report; the optimum is the re-timed best, and the runs are another setting."""
-    path = (Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+    path = (Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data" / "h200"
             / "triton_gemm__H200__1x6144x4096.table.json.gz")
     if not path.is_file():
         pytest.skip("the H200 tables are not committed here")
@@ -500,7 +500,7 @@ name = "qmc"
 def test_key_mistake_matrix_and_one_table_per_kernel(tmp_path: Path) -> None:
     from flysearch.tables import read_table_file
 
-    h200 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+    h200 = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data" / "h200"
     files = [h200 / f"triton_gemm__H200__{s}.table.json.gz" for s in ("1x6144x4096", "4096x4096x4096")]
     head = '[experiment]\nkind = "key_mistake"\noutput = "out"\n'
     path = _write(tmp_path, head + "".join(f'[[table]]\nsource = "{f}"\n' for f in files))

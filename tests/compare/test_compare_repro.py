@@ -115,7 +115,7 @@ def test_stop_at_optimum_in_experiment_files(tmp_path: Path) -> None:
 def test_costmodel_in_workers_matches_one_process(tmp_path: Path) -> None:
     """The workers' costmodel runs use priors fitted once in the pool and passed along: the same
     trajectories as one process fitting each prior itself (and as many runs as asked)."""
-    h200 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+    h200 = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data" / "h200"
     names = ("1x6144x4096", "4096x4096x4096", "64x1536x7168")
     kw: dict[str, Any] = {
         "tables": tuple(TableSpec(str(h200 / f"triton_gemm__H200__{n}.table.json.gz")) for n in names),

@@ -28,13 +28,13 @@ from flysearch.space import get_arch
 from flysearch.tables import GroundTruth, TableStore, read_table_file
 from tests.conftest import REPO
 
-H200 = sorted(glob.glob(str(REPO / "benchmarks" / "data" / "h200" / "*.table.json.gz")))
+H200 = sorted(glob.glob(str(REPO / "lab" / "benchmarks" / "data" / "h200" / "*.table.json.gz")))
 
 
 @pytest.fixture(scope="module")
 def h200_tables() -> list[GroundTruth]:
     if not H200:
-        pytest.skip("the committed H200 tables are missing from benchmarks/data/h200")
+        pytest.skip("the committed H200 tables are missing from lab/benchmarks/data/h200")
     store = TableStore(":memory:")
     out = []
     for path in H200:

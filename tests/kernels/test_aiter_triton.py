@@ -38,7 +38,7 @@ from flysearch.kernels._aiter_triton import (
 )
 from flysearch.space import Config, Shape, get_arch
 
-RESULT = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "aiter_triton_coverage.md"
+RESULT = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "results" / "aiter_triton_coverage.md"
 # aiter's MI300X default config for M > 2048: fits gfx942's LDS exactly.
 BASE: dict[str, Any] = dict(BLOCK_SIZE_M=256, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=4, NUM_KSPLIT=1,
                             num_warps=8, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1,

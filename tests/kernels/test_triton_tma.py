@@ -155,7 +155,7 @@ def test_cpu_compile_for_sm90(config: dict, spec: str, tmp_path, monkeypatch) ->
 
 
 def test_committed_tma_tables_hold_exactly_the_feasible_set() -> None:
-    """The H200 races of this family (benchmarks/data/h200_tma*) measured every config the rules keep
+    """The H200 races of this family (lab/benchmarks/data/h200_tma*) measured every config the rules keep
     at their shape, and nothing else: a rule change that would make them stale fails here."""
     from pathlib import Path
 
@@ -163,7 +163,7 @@ def test_committed_tma_tables_hold_exactly_the_feasible_set() -> None:
     from flysearch.space import get_arch
     from flysearch.tables import read_table_file
 
-    files = sorted(Path(__file__).resolve().parents[2].glob("benchmarks/data/h200_tma*/*.table.json.gz"))
+    files = sorted(Path(__file__).resolve().parents[2].glob("lab/benchmarks/data/h200_tma*/*.table.json.gz"))
     assert files, "the committed TMA races are missing"
     space = get_space("triton_gemm_tma")
     for path in files:

@@ -176,7 +176,7 @@ def test_committed_h200_tables_cover_the_whole_feasible_space() -> None:
     from flysearch.race import race_summary
     from flysearch.space import get_arch
 
-    files = sorted(Path(__file__).resolve().parents[2].glob("benchmarks/data/h200/*.table.json.gz"))
+    files = sorted(Path(__file__).resolve().parents[2].glob("lab/benchmarks/data/h200/*.table.json.gz"))
     assert len(files) >= 12
     store = TableStore(":memory:")
     regimes = set()
@@ -210,7 +210,7 @@ def test_fastest_backend_per_shape_across_families(tmp_path) -> None:
     from flysearch.cli import main
     from flysearch.race import fastest_backends
 
-    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    data = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data"
     db = str(tmp_path / "both.db")
     store = TableStore(db)
     files = [data / "h200_kernels_holdout" / "triton_gemm__H200__64x12800x4096.table.json.gz",
@@ -241,7 +241,7 @@ def test_triton_export_names_the_fastest_backend_of_each_shape(tmp_path) -> None
 
     from flysearch.export import export_triton
 
-    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    data = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data"
     db = str(tmp_path / "both.db")
     store = TableStore(db)
     for path in (data / "h200_kernels_holdout" / "triton_gemm__H200__5120x5120x5120.table.json.gz",

@@ -19,7 +19,8 @@ from flysearch.study import StudySpec, StudySummary, run_study, trial_records
 from flysearch.tables import GroundTruth, read_any_table, space_for_table
 
 H200_DECODE = (
-    Path(__file__).resolve().parents[2] / "benchmarks/data/h200/triton_gemm__H200__1x6144x4096.table.json.gz"
+    Path(__file__).resolve().parents[2]
+    / "lab/benchmarks/data/h200/triton_gemm__H200__1x6144x4096.table.json.gz"
 )
 
 

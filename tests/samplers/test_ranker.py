@@ -12,7 +12,7 @@ from flysearch.space import table_profile
 from flysearch.study import StudySpec, StudySummary, run_study, trial_records
 from flysearch.tables import GroundTruth, read_any_table, space_for_table
 
-H200 = (Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+H200 = (Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data" / "h200"
         / "triton_gemm__H200__1024x6144x4096.table.json.gz")
 
 

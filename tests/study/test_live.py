@@ -28,7 +28,7 @@ from flysearch.study._live_pipeline import LiveSettings, busy_seconds
 from flysearch.tables import TableStore, read_table_file, space_for_table
 
 REPO = Path(__file__).resolve().parents[2]
-TABLE_FILE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz"
+TABLE_FILE = REPO / "lab" / "benchmarks" / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz"
 TABLE = "triton_gemm/H200/1x6144x4096"
 LIVE_TABLE = "live/" + TABLE
 
@@ -368,7 +368,7 @@ def test_a_claim_taken_over_while_this_worker_measured_it_is_left_to_its_new_own
     assert sorted(i for i in indices if i is not None) == list(range(1, 21))  # one trial per compile
 
 
-SECOND_FILE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__4096x4096x4096.table.json.gz"
+SECOND_FILE = REPO / "lab/benchmarks/data/h200/triton_gemm__H200__4096x4096x4096.table.json.gz"
 SECOND = "triton_gemm/H200/4096x4096x4096"
 
 

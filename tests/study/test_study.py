@@ -227,7 +227,7 @@ def test_a_replay_never_proposes_a_config_its_table_lacks() -> None:
     rejected by ``listed_in_table``, counted, and never reach the evaluator."""
     from flysearch.tables import TableStore, read_table_file
 
-    h200 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+    h200 = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data" / "h200"
     path = sorted(h200.glob("*.table.json.gz"))[0]
     meta, rows = read_table_file(path)
     store = TableStore(":memory:")
@@ -266,7 +266,7 @@ def h200_table() -> GroundTruth:
     """The first committed H200 race of flysearch's Triton split-K GEMM (a registered space)."""
     from flysearch.tables import TableStore, read_table_file
 
-    h200 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
+    h200 = Path(__file__).resolve().parents[2] / "lab" / "benchmarks" / "data" / "h200"
     meta, rows = read_table_file(sorted(h200.glob("*.table.json.gz"))[0])
     store = TableStore(":memory:")
     store.write(meta, rows)

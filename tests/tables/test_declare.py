@@ -31,7 +31,7 @@ from flysearch.tables import (
 )
 from tests.conftest import REPO
 
-H200 = REPO / "benchmarks" / "data" / "h200"
+H200 = REPO / "lab" / "benchmarks" / "data" / "h200"
 HELD = H200 / "triton_gemm__H200__1x6144x4096.table.json.gz"
 OUTSIDE = {"BLOCK_M": "BM", "BLOCK_N": "BN", "BLOCK_K": "BK", "GROUP_M": "GM", "SPLIT_K": "SK"}
 BACK = ",".join(f"{new}={old}" for old, new in OUTSIDE.items())
@@ -195,11 +195,11 @@ def test_the_cli_imports_a_declared_cache_and_refuses_a_bad_rename_in_one_line(o
                                     "external_h200_c"])
 def test_each_committed_external_cache_imports_as_the_shape_its_study_file_names(
         folder: str, tmp_path: Path) -> None:
-    # The documented path of benchmarks/external_h200.py: the shape from problem_size, the family,
+    # The documented path of lab/benchmarks/external_h200.py: the shape from problem_size, the family,
     # the arch and the names back. Each cache must carry the shape its studies/ entry committed.
     suffix = folder.removeprefix("external_h200")
-    shapes = {e.name: e.shape for e in load_corpus(REPO / "studies" / f"external_h200{suffix}.toml")}
-    caches = sorted((REPO / "benchmarks" / "data" / folder).glob("*.json.gz"))
+    shapes = {e.name: e.shape for e in load_corpus(REPO / "lab" / "studies" / f"external_h200{suffix}.toml")}
+    caches = sorted((REPO / "lab" / "benchmarks" / "data" / folder).glob("*.json.gz"))
     assert sorted(p.name.removesuffix(".json.gz") for p in caches) == sorted(shapes)
     declaration = Declaration(shape_from="MNK", kernel="triton_gemm_splitk", arch="sm_90",
                               rename=parse_renames(BACK))

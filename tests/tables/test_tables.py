@@ -173,7 +173,8 @@ def test_space_of_an_imported_table(conv_mi250x: GroundTruth) -> None:
 def test_a_raced_table_replays_over_the_value_sets_of_its_race() -> None:
     """A family that gained a value after a table was raced (split-K's num_stages = 5) does not
     offer it in that table's replay: the space, and so every search of the table, is the race's."""
-    path = sorted((Path(__file__).resolve().parents[2] / "benchmarks/data/h200").glob("*.table.json.gz"))[0]
+    h200 = Path(__file__).resolve().parents[2] / "lab/benchmarks/data/h200"
+    path = sorted(h200.glob("*.table.json.gz"))[0]
     meta, rows = read_table_file(path)
     table = GroundTruth(meta, {r.key: r for r in rows})
     family = get_space(meta.space["name"])
