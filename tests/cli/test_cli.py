@@ -248,7 +248,7 @@ def test_a_users_evaluator_runs_through_study_run_unchanged(tmp_path: Path,
     def _h200(r: EvaluatorRequest) -> EvaluatorSetup:
         assert r.shape is not None
         name = f"triton_gemm__H200__{r.shape.M}x{r.shape.N}x{r.shape.K}.table.json.gz"
-        meta, rows = read_table_file(REPO / "benchmarks" / "data" / "h200" / name)
+        meta, rows = read_table_file(REPO / "lab" / "benchmarks" / "data" / "h200" / name)
         table = GroundTruth(meta, {row.key: row for row in rows})
         return EvaluatorSetup(space_for_table(table), evaluator=ReplayEvaluator(table), shape=r.shape)
 

@@ -232,8 +232,8 @@ def _compare_process(path: Path, args: list[str]) -> Iterator[tuple[subprocess.P
         kill_all(children)
 
 
-# A committed table (benchmarks/data), so that the stopping tests run wherever the repository is.
-COMMITTED_TABLE = REPO / "benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
+# A committed table (lab/benchmarks/data), so that the stopping tests run wherever the repository is.
+COMMITTED_TABLE = REPO / "lab/benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
 
 
 @pytest.mark.skipif(not PROC, reason="reads processes from /proc")
@@ -289,7 +289,7 @@ def test_a_signal_stops_the_command_and_its_workers(tmp_path: Path, signum: int,
     assert "1 runs done" in again.output and f"{len(seeds)} already stored" in again.output
 
 
-H200_TABLE = REPO / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
+H200_TABLE = REPO / "lab" / "benchmarks" / "data" / "h200" / "triton_gemm__H200__256x1536x7168.table.json.gz"
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from flysearch.space import Config, parse_shape
 from flysearch.tables import GroundTruth, read_table_file, space_for_table
 from tests.conftest import REPO
 
-H200 = REPO / "benchmarks" / "data" / "h200"
+H200 = REPO / "lab" / "benchmarks" / "data" / "h200"
 
 
 def _h200_table(shape: str) -> GroundTruth:

@@ -24,7 +24,7 @@ from flysearch.tables import GroundTruth, TableStore, read_any_table, space_for_
 from tests.conftest import REPO
 from tests.pgserver import PostgresServer
 
-TABLE_FILE = REPO / "benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
+TABLE_FILE = REPO / "lab/benchmarks/data/h100_coldstart8/triton_gemm__H100__128x2048x8192.table.json.gz"
 BUDGET = 150
 
 

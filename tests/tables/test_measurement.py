@@ -5,7 +5,7 @@ from __future__ import annotations
 from flysearch.tables import Measurement, Outcome, Row, read_table_file
 from tests.conftest import REPO
 
-RACED = (REPO / "benchmarks" / "data" / "h100_fused_unpruned"
+RACED = (REPO / "lab" / "benchmarks" / "data" / "h100_fused_unpruned"
          / "triton_gemm_fused_unpruned__H100__1x6144x4096.table.json.gz")
 
 
