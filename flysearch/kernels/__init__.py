@@ -1,12 +1,11 @@
 """Kernel families: each registers its space by name; flysearch's own Triton and FlyDSL GEMMs,
-aiter's FlyDSL HGEMM space, its kernel-name codec and how its constraints cut it, aiter's Triton
+aiter's FlyDSL HGEMM space and its kernel-name codec, aiter's Triton
 GEMM space with the configs aiter ships for it (and the tile constexprs its launch passes), the
 launchers of the TMA and fused split-K families, and the port of configs to ``flydsl.Config``.
 """
 
 from __future__ import annotations
 
-from flysearch.kernels._aiter_cut import RegimeCut, format_cuts, shape_cut, shape_free_survivors, space_cuts
 from flysearch.kernels._aiter_hgemm import SHAPE_FREE_CONSTRAINTS, SPACE_NAME, aiter_hgemm_space
 from flysearch.kernels._aiter_names import build_kernel_name, parse_kernel_name
 from flysearch.kernels._aiter_package import (
@@ -59,7 +58,6 @@ __all__ = [
     "AiterTritonCoverage",
     "ConfigMappingError",
     "FlydslConfigSpec",
-    "RegimeCut",
     "aiter_hgemm_space",
     "aiter_root",
     "aiter_triton_coverage",
@@ -74,15 +72,11 @@ __all__ = [
     "check_reaches_kernel",
     "compile_config",
     "compiled_resources",
-    "format_cuts",
     "fused_gemm_launcher",
     "get_space",
     "import_aiter_module",
     "parse_kernel_name",
     "register_space",
-    "shape_cut",
-    "shape_free_survivors",
-    "space_cuts",
     "space_names",
     "spec_key",
     "table_kernel",
