@@ -63,7 +63,7 @@ def compare(study_file: str, out: str | None, seeds: str | None, budget: int | N
     Examples: a quick look at a committed file; regenerating its committed results.
 
     \b
-        flysearch compare lab/studies/compare_hub_gp.toml --seeds 0 --budget 50 --samplers random
+        flysearch compare studies/compare_hub_dedispersion_A100.toml --seeds 0 --budget 50 --samplers random
         flysearch compare lab/studies/compare_hub_gp.toml --out lab/benchmarks/results/compare/compare_hub_gp
     """
     from flysearch.compare import (

@@ -1,12 +1,11 @@
 """Kernel families: each registers its space by name; flysearch's own Triton and FlyDSL GEMMs,
-aiter's FlyDSL HGEMM space, its kernel-name codec and how its constraints cut it, aiter's Triton
-GEMM space with the configs aiter ships for it (and the tile constexprs its launch passes), the
+aiter's FlyDSL HGEMM space and its kernel-name codec, aiter's Triton
+GEMM space (and the tile constexprs its launch passes), the
 launchers of the TMA and fused split-K families, and the port of configs to ``flydsl.Config``.
 """
 
 from __future__ import annotations
 
-from flysearch.kernels._aiter_cut import RegimeCut, format_cuts, shape_cut, shape_free_survivors, space_cuts
 from flysearch.kernels._aiter_hgemm import SHAPE_FREE_CONSTRAINTS, SPACE_NAME, aiter_hgemm_space
 from flysearch.kernels._aiter_names import build_kernel_name, parse_kernel_name
 from flysearch.kernels._aiter_package import (
@@ -18,16 +17,11 @@ from flysearch.kernels._aiter_package import (
     import_aiter_module,
     triton_configs_dir,
 )
-from flysearch.kernels._aiter_triton import ANY_M as AITER_TRITON_ANY_M
 from flysearch.kernels._aiter_triton import SPACE_NAME as AITER_TRITON_SPACE
-from flysearch.kernels._aiter_triton import Coverage as AiterTritonCoverage
-from flysearch.kernels._aiter_triton import ShippedConfig as AiterShippedConfig
-from flysearch.kernels._aiter_triton import coverage as aiter_triton_coverage
 from flysearch.kernels._aiter_triton import launch_constexprs as aiter_triton_launch_constexprs
 from flysearch.kernels._aiter_triton import lds_bytes as aiter_triton_lds_bytes
 from flysearch.kernels._aiter_triton import make_space as aiter_triton_space
 from flysearch.kernels._aiter_triton import register_demand as aiter_triton_register_demand
-from flysearch.kernels._aiter_triton import shipped_configs as aiter_triton_shipped
 from flysearch.kernels._aiter_triton import vgpr_budget as aiter_triton_vgpr_budget
 from flysearch.kernels._flydsl_config import (
     ConfigMappingError,
@@ -50,23 +44,17 @@ from flysearch.kernels._triton_tma import gemm_launcher as tma_gemm_launcher
 
 __all__ = [
     "AITER_DISTRIBUTION",
-    "AITER_TRITON_ANY_M",
     "AITER_TRITON_SPACE",
     "SHAPE_FREE_CONSTRAINTS",
     "SPACE_NAME",
     "TILE_PARAMS",
-    "AiterShippedConfig",
-    "AiterTritonCoverage",
     "ConfigMappingError",
     "FlydslConfigSpec",
-    "RegimeCut",
     "aiter_hgemm_space",
     "aiter_root",
-    "aiter_triton_coverage",
     "aiter_triton_launch_constexprs",
     "aiter_triton_lds_bytes",
     "aiter_triton_register_demand",
-    "aiter_triton_shipped",
     "aiter_triton_space",
     "aiter_triton_vgpr_budget",
     "aiter_version",
@@ -74,15 +62,11 @@ __all__ = [
     "check_reaches_kernel",
     "compile_config",
     "compiled_resources",
-    "format_cuts",
     "fused_gemm_launcher",
     "get_space",
     "import_aiter_module",
     "parse_kernel_name",
     "register_space",
-    "shape_cut",
-    "shape_free_survivors",
-    "space_cuts",
     "space_names",
     "spec_key",
     "table_kernel",

@@ -107,21 +107,11 @@ class CostModelOptions:
         n_trees: Trees of the correcting forest.
         prior_weight: The prior's rank weighs ``prior_weight / (n + prior_weight)`` against the
             forest's after n measurements.
-        local_every: With *local*, every this many-th suggestion is the local step (2: every second).
-        hamming: The local step's neighbours are the configs that differ from the best measured one
-            in one parameter, by any value, instead of by one value step.
-        local_radius: The local step chooses among the configs 1 to this many steps (or, with
-            *hamming*, parameters) from the best measured one.
-        local_grow: When every config within *local_radius* has been taken, the local step
-            chooses among the nearest ring that has a free config instead of the whole space.
-        local_within: The local step's centres are every measured config within this fraction
-            of the best measured time (0: the best alone), so that a near-twin measured a little
-            faster does not move the whole local search next to it.
         patience: After this many measurements without a better time, the prior's region is
             taken as exhausted: the prior is set aside, and each suggestion is the unevaluated
             config of lowest forest bound in the whole space, with no local, random or top-region
             step, until a measurement improves again.
-        local: Every *local_every*-th suggestion (counted over this sampler's own suggestions) is
+        local: Every second suggestion (counted over this sampler's own suggestions) is
             restricted to the unevaluated configs one parameter step from the best measured one (a
             local refinement), when any is left; a walked prior takes :func:`prior_kriging`'s best
             instead.
@@ -164,11 +154,6 @@ class CostModelOptions:
     n_trees: int = 32
     prior_weight: float = 32.0
     local: bool = True
-    local_every: int = 2
-    hamming: bool = False
-    local_radius: int = 1
-    local_grow: bool = False
-    local_within: float = 0.0
     patience: int = 16
     n_diverse: int = 6
     diverse_distance: int = 3
@@ -205,9 +190,7 @@ class CostModelSampler(CandidateSampler):
         self._n_startup = o.n_startup if prior is None else 0
         self._n_trees = o.n_trees
         self._prior_weight = o.prior_weight
-        self._local, self._local_every, self._hamming = o.local, o.local_every, o.hamming
-        self._local_radius, self._local_grow = o.local_radius, o.local_grow
-        self._local_within = o.local_within
+        self._local = o.local
         self._turns = 0  # suggestions made so far: what "every second suggestion" counts
         self._patience = o.patience
         self._n_diverse, self._diverse_distance = o.n_diverse, o.diverse_distance
@@ -371,19 +354,13 @@ class CostModelSampler(CandidateSampler):
         new = (self._ordinal[order][:, None, :] != used[None, :, :]).all(axis=1).any(axis=1)
         return int(order[int(np.argmax(new))]) if new.any() else int(order[0])
 
-    def _near_best(self, free: np.ndarray, radius: int, *, hamming: bool = False,
-                   grow: bool = False, within: float = 0.0) -> np.ndarray:
+    def _near_best(self, free: np.ndarray, radius: int) -> np.ndarray:
         """The configs of *free* 1 to *radius* value steps (L1 distance of the value indices) from
-        the best measured config (from the nearest of those within *within* of its time), or with
-        *hamming* 1 to *radius* parameters different; when none is (or *radius* < 1), all of
-        *free*, or with *grow* those of the nearest ring that has one."""
+        the best measured config (the first of tied bests, as argmin picks); all of *free* when
+        none is (or *radius* < 1)."""
         idx, y = self._targets()
-        best = int(np.argmin(y))  # with *within* 0, the first of tied bests alone, as argmin picks
-        centres = idx[y <= y[best] + math.log1p(within)] if within > 0 else idx[best:best + 1]
-        steps = np.min([steps_from(self._ordinal, int(c), hamming=hamming)[free] for c in centres], axis=0)
+        steps = steps_from(self._ordinal, int(idx[int(np.argmin(y))]))[free]
         ring = (steps >= 1) & (steps <= radius)
-        if grow and radius >= 1 and not ring.any() and (steps >= 1).any():
-            ring = steps == steps[steps >= 1].min()
         return free[ring] if ring.any() else free
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
@@ -429,9 +406,8 @@ class CostModelSampler(CandidateSampler):
                                                     length_scale=self._length_scale))
         # Alternate by this sampler's own turns, not by the study's measurements: in a portfolio
         # taking turns by trial number, the measurements' parity would be the same at every turn.
-        if self._local and n >= 2 and turn % self._local_every == 0:
-            free = self._near_best(free, self._local_radius, hamming=self._hamming,
-                                   grow=self._local_grow, within=self._local_within)
+        if self._local and n >= 2 and turn % 2 == 0:
+            free = self._near_best(free, 1)
         elif self._trusted(n):
             top = free[self._prior_rank[free] < self._top_region * (n + 1)]
             free = top if top.size else free

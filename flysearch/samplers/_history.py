@@ -144,12 +144,9 @@ def candidate_ordinals(context: SearchContext) -> np.ndarray:
     return np.array(ordinal, dtype=np.int32).reshape(len(context.feasible), len(params))
 
 
-def steps_from(ordinal: np.ndarray, centre: int, *, hamming: bool = False) -> np.ndarray:
+def steps_from(ordinal: np.ndarray, centre: int) -> np.ndarray:
     """Each candidate's distance from candidate *centre* in value steps (the L1 distance of their
-    :func:`candidate_ordinals`): 1 for the configs one parameter step away, the local moves. With
-    *hamming*, the number of parameters that differ, by any value."""
-    if hamming:
-        return (ordinal != ordinal[centre]).sum(axis=1)
+    :func:`candidate_ordinals`): 1 for the configs one parameter step away, the local moves."""
     return np.abs(ordinal - ordinal[centre]).sum(axis=1)
 
 

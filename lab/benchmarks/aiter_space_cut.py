@@ -13,7 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from flysearch.kernels import aiter_hgemm_space, format_cuts, parse_kernel_name, space_cuts
+from _aiter_cut import format_cuts, space_cuts
+
+from flysearch.kernels import aiter_hgemm_space, parse_kernel_name
 from flysearch.space import Shape, get_arch
 from flysearch.tables import read_aiter_csv
 

@@ -5,8 +5,8 @@
 
 Data: every config of ``_gemm_a16_w16_kernel`` in the installed amd-aiter's Triton GEMM configs
 (``{MI300X,MI350X}-GEMM-A16W16[-N=..-K=..].json``), read by
-:func:`flysearch.kernels.aiter_triton_shipped`. For each: is every value inside the space's value
-sets, and which rules reject it at its own M bucket (:func:`flysearch.kernels.aiter_triton_coverage`;
+``_aiter_shipped.shipped_configs``. For each: is every value inside the space's value
+sets, and which rules reject it at its own M bucket (``_aiter_shipped.coverage``;
 a bucket is checked at its bound, ``any`` at M=16384; configs of the default file, which serves every
 N and K, only against the rules that read neither). Then the space's size and feasible counts at a
 few shapes.
@@ -37,16 +37,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from _aiter_shipped import ANY_M as AITER_TRITON_ANY_M  # noqa: E402
+from _aiter_shipped import Coverage as AiterTritonCoverage  # noqa: E402
+from _aiter_shipped import ShippedConfig as AiterShippedConfig  # noqa: E402
+from _aiter_shipped import coverage as aiter_triton_coverage  # noqa: E402
+from _aiter_shipped import shipped_configs as aiter_triton_shipped  # noqa: E402
+
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.evaluators import TritonAmdCompileEvaluator  # noqa: E402
 from flysearch.kernels import (  # noqa: E402
-    AITER_TRITON_ANY_M,
-    AiterShippedConfig,
-    AiterTritonCoverage,
-    aiter_triton_coverage,
     aiter_triton_lds_bytes,
     aiter_triton_register_demand,
-    aiter_triton_shipped,
     aiter_triton_space,
     aiter_triton_vgpr_budget,
     aiter_version,

@@ -32,9 +32,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from _aiter_shipped import shipped_configs as aiter_triton_shipped  # noqa: E402
+
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.evaluators import TritonAmdCompileEvaluator  # noqa: E402
-from flysearch.kernels import aiter_triton_shipped, get_space  # noqa: E402
+from flysearch.kernels import get_space  # noqa: E402
 from flysearch.space import Config, Shape, get_arch  # noqa: E402
 from flysearch.tables import Outcome  # noqa: E402
 

@@ -18,7 +18,7 @@ A table whose optimum sits in a small basin, with near-optimal traps beside it, 
 leaves good regions on purpose; a prior from another GPU that points at a trap does not help there.
 The benchmark_hub tables come from ``../shared/data/benchmark_hub`` (``--hub DIR``: a clone's
 ``cachefiles/``, six GPUs per kernel), the H200 tables from ``lab/benchmarks/data/h200``. The counting
-and the markdown sections are :func:`flysearch.compare.landscape_section`'s.
+and the markdown sections are ``_landscape.landscape_section``'s.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ measured it), when the GPU was ready, the processes taken from the server, and t
 against the exhaustive table's optimum. The server's own environment points Triton's cache at a
 directory of its own; the benchmark checks that nothing was compiled there, so the served
 processes compiled into each study's cache, as the study's own would have. The summary and the
-``--report`` markdown are :func:`flysearch.compare.served_summary`'s and ``served_report``'s.
+``--report`` markdown are ``_live_served.served_summary``'s and ``served_report``'s.
 """
 
 from __future__ import annotations

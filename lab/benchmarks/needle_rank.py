@@ -13,7 +13,7 @@ spreadforest samplers refit at each suggestion (32 trees, mean prediction), and 
 ``HistGradientBoostingRegressor`` (defaults: with 20 samples per leaf at least, it cannot split
 fewer than 40 measurements and then predicts one value). No model here sees another table: this is the table's
 own evidence about where its optimum lies, against which a prior from other GPUs can be weighed.
-The draws, the fits and the cells are :func:`flysearch.compare.needle_row`'s; this script reads the
+The draws, the fits and the cells are ``_needle_rank.needle_row``'s; this script reads the
 tables and their features.
 """
 

@@ -9,7 +9,7 @@ tables had been re-timed once already by ``lab/benchmarks/retime_top.py`` (the c
 least 16, at most 48, 10 rounds, in another session: ``lab/benchmarks/results/retime_top_<set>.json``).
 Per table this prints where the race's best lands once re-timed, whether the two re-timings name
 the same best config, how far each one's best sits in the other's medians, and the size and
-overlap of their 1% sets (:func:`flysearch.compare.retime_agreement`). Reads only committed files;
+overlap of their 1% sets (``_retime_agreement.retime_agreement``). Reads only committed files;
 no GPU.
 """
 
@@ -29,7 +29,7 @@ SETS = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
 
 
 def agreement_rows(data: Path = BENCHMARKS / "data") -> list[dict[str, object]]:
-    """:func:`flysearch.compare.retime_agreement` of every table of the five sets under *data*,
+    """``_retime_agreement.retime_agreement`` of every table of the five sets under *data*,
     against the committed ``retime_top_<set>.json`` of its set (lab/paper/build.py reads these rows).
 
     Raises:

@@ -6,7 +6,7 @@ Each ``<name>.csv`` in the folder (a ``summary.csv`` that another machine wrote 
 ``lab/studies/<name>.toml``) is compared with the committed
 ``lab/benchmarks/results/compare/<name>/summary.csv``. Prints, per file, the rows and cells compared and
 the columns whose cells differ: ``ms_per_trial`` (what a trial took on that machine) is expected to;
-any other column means the runs themselves differ (:func:`flysearch.compare.differing_columns`).
+any other column means the runs themselves differ (``_same_summary.differing_columns``).
 Exit code 1 when any other column differs.
 """
 

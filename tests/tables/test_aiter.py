@@ -11,7 +11,6 @@ import pytest
 from flysearch.errors import InputFormatError
 from flysearch.export import export_tuned_csv, write_aiter_csv
 from flysearch.kernels import build_kernel_name, get_space, parse_kernel_name
-from flysearch.kernels._aiter_cut import shape_cut, space_cuts
 from flysearch.kernels._aiter_hgemm import SPACE_NAME, aiter_hgemm_space, lds_estimate_bytes
 from flysearch.space import Shape, get_arch
 from flysearch.tables import TableStore
@@ -95,18 +94,6 @@ def test_large_gemm_keeps_only_aiters_config_on_gfx950_and_nothing_on_gfx942() -
     feasible = space.enumerate(big, get_arch("gfx950")).feasible
     assert [(c["tile_m"], c["tile_n"], c["tile_k"], c["stages"]) for c in feasible] == [(256, 256, 64, 2)]
     assert space.enumerate(big, get_arch("gfx942"), allow_empty=True).feasible == []
-
-
-def test_fast_cut_report_agrees_with_space_enumerate() -> None:
-    space = aiter_hgemm_space()
-    shape = Shape(64, 2048, 7168)
-    enum = space.enumerate(shape, get_arch("gfx942"))
-    cut = space_cuts([shape], "gfx942")[0]
-    assert (cut.total, cut.feasible) == (enum.total, len(enum.feasible))
-    assert cut.removed == enum.removed
-    assert cut.summary() == enum.summary()
-    survivors = enum.feasible
-    assert shape_cut(space, survivors, shape, "gfx942")["feasible"] == len(survivors)
 
 
 # -- names -----------------------------------------------------------------------------------------

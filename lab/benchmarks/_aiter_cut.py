@@ -6,8 +6,8 @@ every shape-free constraint comes before every shape constraint, the first const
 each config (what :meth:`flysearch.space.Space.enumerate` charges) is the same; the tests check
 the two agree.
 
-Example:
-    >>> from flysearch.kernels import space_cuts
+Example (``lab/tests/test_aiter_cut.py`` checks it):
+    >>> from _aiter_cut import space_cuts
     >>> from flysearch.space import Shape
     >>> cut = space_cuts([Shape(1, 6144, 2048)], "gfx950")[0]
     >>> cut.regime, cut.shapes, cut.feasible
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from flysearch.kernels._aiter_hgemm import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space
+from flysearch.kernels import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space
 from flysearch.space import REGIMES, Config, Shape, Space, get_arch
 
 __all__ = ["RegimeCut", "format_cuts", "shape_cut", "shape_free_survivors", "space_cuts"]
