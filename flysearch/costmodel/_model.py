@@ -49,6 +49,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
+from flysearch._atomicfile import atomic_write
 from flysearch.costmodel._features import (
     OCCUPANCY_WAVE_FEATURES,
     Columns,
@@ -331,12 +332,15 @@ class Prior:
         return self.model.predict(columns_matrix(columns, self.schema, n))
 
     def save(self, path: str | Path) -> None:
+        """Write the prior to *path* whole or not at all (:func:`~flysearch._atomicfile.atomic_write`):
+        a process killed while saving leaves the file that was there."""
         import joblib
 
-        joblib.dump({"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
-                     "provenance": self.provenance,
-                     "sources": [(src.model, src.schema, src.provenance) for src in self.sources],
-                     "sharp": self.sharp}, path)
+        with atomic_write(path, "wb") as fh:
+            joblib.dump({"format": "flysearch-prior/1", "model": self.model, "schema": self.schema,
+                         "provenance": self.provenance,
+                         "sources": [(src.model, src.schema, src.provenance) for src in self.sources],
+                         "sharp": self.sharp}, fh)
 
 
 # Priors this process loaded with reuse=True: resolved path -> ((size, mtime), prior).
