@@ -28,9 +28,11 @@ __all__ = ["database_failure", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# What SQLite says of a file it cannot create, open or write (a folder, a read-only file or place):
-# the database may be sound, so it is not called damaged.
-_NOT_WRITABLE = ("unable to open database file", "attempt to write a readonly database")
+# What SQLite says of a file it cannot create, open or write (a folder, a read-only file or place, a
+# full disk, a write the system refused, such as one past a file size limit): the database may be
+# sound, so it is not called damaged.
+_NOT_WRITABLE = ("unable to open database file", "attempt to write a readonly database",
+                 "database or disk is full", "disk I/O error")
 
 
 def user_errors(func: F) -> F:
@@ -50,7 +52,10 @@ def user_errors(func: F) -> F:
             # SQLite's own error comes from a table database; SQLAlchemy's from the study storage.
             first = ("db", "storage") if isinstance(exc, sqlite3.DatabaseError) else ("storage", "db")
             where = next((str(kwargs[k]) for k in first if kwargs.get(k)), None)
-            reason = str(getattr(exc, "orig", None) or exc.__cause__ or exc).splitlines()[0]
+            # SQLite's own words: SQLAlchemy's error holds them, or its cause of Optuna's error.
+            cause = exc.__cause__
+            said = getattr(exc, "orig", None) or getattr(cause, "orig", None) or cause or exc
+            reason = str(said).splitlines()[0]
             if any(words in reason for words in _NOT_WRITABLE):  # a place, not a damaged file
                 raise click.ClickException(f"{where or 'a database'} cannot be written: {reason}") from None
             raise click.ClickException(
