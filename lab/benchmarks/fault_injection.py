@@ -54,6 +54,7 @@ Temporary files left by a SIGKILL (``.<name>.*.tmp`` of :mod:`flysearch._atomicf
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ast
 import csv
 import datetime as dt
@@ -763,7 +764,7 @@ def _until_written(folder: Path, outputs: tuple[str, ...], procs: list[Proc], li
         for entry in os.scandir(folder):
             if any(entry.name == o or (entry.name.startswith(f".{o}.") and entry.name.endswith(".tmp"))
                    for o in outputs):
-                with _quiet():
+                with contextlib.suppress(FileNotFoundError):  # a temporary file renamed away meanwhile
                     out[entry.name] = entry.stat().st_mtime_ns
         return out
 
