@@ -54,8 +54,8 @@ Temporary files left by a SIGKILL (``.<name>.*.tmp`` of :mod:`flysearch._atomicf
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ast
+import contextlib
 import csv
 import datetime as dt
 import io
