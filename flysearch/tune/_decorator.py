@@ -39,7 +39,7 @@ from flysearch.tables import GroundTruth, dump_table_file
 from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, python_function, source_hash
 from flysearch.tune._measure import CallLauncher, KernelEvaluator, TritonLauncher
 from flysearch.tune._store import TuneStore, store_url
-from flysearch.tune._tuner import Tuner, TuneResult, TuneSettings
+from flysearch.tune._tuner import Tuner, TuneSettings
 from flysearch.tune._workload import Workload
 
 __all__ = ["Autotuned", "autotune", "make_space", "racing"]
@@ -192,7 +192,6 @@ class Autotuned:
         self.fn, self.tuner, self.args, self.check = fn, tuner, args, check
         self.space, self.store = tuner.space, tuner.store
         functools.update_wrapper(self, python_function(fn), updated=())
-        self.last_tune: TuneResult | None = None
 
     # -- what a subclass supplies -----------------------------------------------------------------
 
