@@ -8,7 +8,8 @@ one config's, as a dict.
 
 * **config**: each parameter; positive numbers as log2 (a power-of-two tile becomes its log2
   ordinal), bools as 0/1, strings one-hot.
-* **problem**: log2 of M, N, K for a GEMM, of each problem size otherwise.
+* **problem**: log2 of M, N, K for a GEMM, of each ``problem_size`` (a Kernel Tuner cache), or of
+  each named size otherwise (an autotuned kernel's key values, e.g. ``n_cols``).
 * **arch**: compute units, LDS KiB per CU, wave size, vendor.
 * **GEMM analytics** (when the space names tiles; names are matched through :data:`GEMM_ROLES`):
   output tiles, blocks launched (tiles x split-K), waves over the CUs and wave-quantization
@@ -51,9 +52,9 @@ __all__ = ["GEMM_ROLES", "OCCUPANCY_WAVE_FEATURES", "RESOURCE_FIELDS", "Columns"
            "config_features", "feature_columns", "feature_matrix", "gemm_roles"]
 
 GEMM_ROLES: dict[str, tuple[str, ...]] = {
-    "tile_m": ("BLOCK_M", "BLOCK_SIZE_M", "tile_m"),
-    "tile_n": ("BLOCK_N", "BLOCK_SIZE_N", "tile_n"),
-    "tile_k": ("BLOCK_K", "BLOCK_SIZE_K", "tile_k"),
+    "tile_m": ("BLOCK_M", "BLOCK_SIZE_M", "TILE_M", "tile_m"),
+    "tile_n": ("BLOCK_N", "BLOCK_SIZE_N", "TILE_N", "tile_n"),
+    "tile_k": ("BLOCK_K", "BLOCK_SIZE_K", "TILE_K", "tile_k"),
     "split_k": ("SPLIT_K", "split_k"),
     "stages": ("num_stages", "stages", "STAGES"),
     "warps": ("num_warps",),
@@ -126,8 +127,11 @@ def _param_columns(params: Sequence[Mapping[str, Any]]) -> Columns:
 def _problem_features(problem: Mapping[str, Any]) -> dict[str, float]:
     if all(k in problem for k in ("M", "N", "K")):
         return {f"s_log2_{k}": _log2_scalar(problem[k]) for k in ("M", "N", "K")}
-    sizes = problem.get("problem_size") or []
-    return {f"s_log2_size{i}": _log2_scalar(v) for i, v in enumerate(sizes) if _is_number(v)}
+    if "problem_size" in problem:
+        sizes = problem.get("problem_size") or []
+        return {f"s_log2_size{i}": _log2_scalar(v) for i, v in enumerate(sizes) if _is_number(v)}
+    # an autotuned kernel's key values, by name
+    return {f"s_log2_{name}": _log2_scalar(v) for name, v in sorted(problem.items()) if _plain_number(v)}
 
 
 def _arch_features(arch: ArchProfile | None) -> dict[str, float]:

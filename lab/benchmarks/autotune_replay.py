@@ -2,7 +2,8 @@
 spends per key, and how close its winner comes, when the "GPU" answers from a raced table.
 
 Each committed H200 race of the split-K GEMM (``lab/benchmarks/data/h200``) is one key (M, N, K) of one
-kernel; the keys are tuned in a seeded order by :class:`flysearch.tune.Tuner`, exactly as the
+kernel, each H100 race of the softmax example (``lab/benchmarks/data/autotune_h100/races``) one key
+(n_cols, n_rows) of another; the keys are tuned in a seeded order by :class:`flysearch.tune.Tuner`, exactly
 decorator tunes them (the default cold start, then a prior from the kernel's earlier keys), with
 each compile and timing answered from the key's table and each finalist's re-timing from its
 re-timed median. This replays the policy, not the measurement: the live figures are
@@ -33,7 +34,13 @@ from flysearch.space import Constraint, Space, get_arch  # noqa: E402
 from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
 from flysearch.tune import KeyValues, Tuner, TuneSettings, TuneStore, store_url  # noqa: E402
 
-TABLES = sorted((ROOT / "lab" / "benchmarks" / "data" / "h200").glob("triton_gemm__H200__*.table.json.gz"))
+DATA = ROOT / "lab" / "benchmarks" / "data"
+# kernel: (its races, the device they ran on)
+KERNELS = {
+    "splitk": (sorted((DATA / "h200").glob("triton_gemm__H200__*.table.json.gz")), "NVIDIA H200"),
+    "softmax": (sorted((DATA / "autotune_h100" / "races").glob("softmax__*.table.json.gz")),
+                "NVIDIA H100 80GB HBM3"),
+}
 
 
 class GemmKey(KeyValues):
@@ -60,43 +67,54 @@ class _Replayed(ReplayEvaluator):
         return self.table.retimed_ms().get(key, row.time_ms) if row.ok else None
 
 
-def _load() -> dict[GemmKey, GroundTruth]:
+def _load(kernel: str) -> dict[KeyValues, GroundTruth]:
     out = {}
-    for path in TABLES:
+    for path in KERNELS[kernel][0]:
         meta, rows = read_table_file(path)
         p = meta.problem
-        out[GemmKey((("M", int(p["M"])), ("N", int(p["N"])), ("K", int(p["K"]))))] = GroundTruth(
-            meta, {r.key: r for r in rows})
+        key_type = GemmKey if kernel == "splitk" else KeyValues
+        key = key_type(tuple(sorted((k, int(v)) for k, v in p.items())))
+        out[key] = GroundTruth(meta, {r.key: r for r in rows})
     return out
 
 
-def run(orders: int, keys_per_order: int) -> list[dict[str, Any]]:
-    tables = _load()
+def _family(kernel: str) -> Space:
+    if kernel == "splitk":
+        return get_space("triton_gemm_splitk")
+    from examples.softmax import SPACE
+
+    return SPACE
+
+
+def run(kernel: str, orders: int, keys_per_order: int) -> list[dict[str, Any]]:
+    tables = _load(kernel)
+    device = KERNELS[kernel][1]
     by_text = {k.key: t for k, t in tables.items()}
-    family = get_space("triton_gemm_splitk")
+    family = _family(kernel)
 
     def raced(config: Any, key: Any, arch: Any) -> bool:
         return config.key in by_text[key.key].rows
 
     constraints = [*family.constraints, Constraint("raced", raced)]
-    space = Space("triton_gemm_splitk", list(family.params), constraints)
+    space = Space(family.name, list(family.params), constraints)
     arch = get_arch("sm_90")
     results = []
     for order in range(orders):
-        keys = random.Random(order).sample(sorted(tables, key=lambda k: k.key), keys_per_order)
+        n = min(keys_per_order, len(tables))
+        keys = random.Random(order).sample(sorted(tables, key=lambda k: k.key), n)
         with tempfile.TemporaryDirectory() as tmp:
-            tuner = Tuner("splitk", space, TuneSettings(seed=order), TuneStore(store_url(f"{tmp}/s.db")),
+            tuner = Tuner(kernel, space, TuneSettings(seed=order), TuneStore(store_url(f"{tmp}/s.db")),
                           source="replay")
             for i, key in enumerate(keys):
                 table = tables[key]
                 times = {r.key: table.retimed_ms().get(r.key, r.time_ms) for r in table.ok_rows()}
                 best = min(times.values())
                 t0 = time.perf_counter()
-                result = tuner.tune(key, "NVIDIA H200", arch, _Replayed(table))
-                identity = tuner.identity("NVIDIA H200")
+                result = tuner.tune(key, device, arch, _Replayed(table))
+                identity = tuner.identity(device)
                 tuner.store.acquire(identity, key.key, name=tuner.name)
                 tuner.store.finish(identity, key.key, result.config, result.as_dict())
-                first = _first_within(tuner, key, times, best)
+                first = _first_within(tuner, device, key, times, best)
                 results.append({
                     "order": order, "position": i + 1, "key": key.key, "sampler": result.sampler,
                     "compiles": result.compiles, "feasible": result.n_feasible,
@@ -106,12 +124,13 @@ def run(orders: int, keys_per_order: int) -> list[dict[str, Any]]:
     return results
 
 
-def _first_within(tuner: Tuner, key: GemmKey, times: dict[str, float], best: float) -> int | None:
+def _first_within(tuner: Tuner, device: str, key: KeyValues, times: dict[str, float],
+                  best: float) -> int | None:
     import optuna
 
     from flysearch.study import trial_records
 
-    study = optuna.load_study(study_name=Tuner.study_name(tuner.identity("NVIDIA H200"), key.key),
+    study = optuna.load_study(study_name=Tuner.study_name(tuner.identity(device), key.key),
                               storage=tuner.store.optuna)
     for _t, r in sorted(trial_records(study), key=lambda tr: tr[1].compile_index or 0):
         if r.compile_index and r.key in times and times[r.key] <= best * 1.01:
@@ -119,9 +138,7 @@ def _first_within(tuner: Tuner, key: GemmKey, times: dict[str, float], best: flo
     return None
 
 
-def report(results: list[dict[str, Any]], out: Path, command: str) -> None:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=ROOT).stdout.strip()
+def _summary(kernel: str, results: list[dict[str, Any]]) -> list[str]:
     cold = [r for r in results if r["sampler"] != "costmodel"]
     warm = [r for r in results if r["sampler"] == "costmodel"]
 
@@ -129,30 +146,42 @@ def report(results: list[dict[str, Any]], out: Path, command: str) -> None:
         found = [r["to_1pct"] if r["to_1pct"] is not None else float("inf") for r in rows]
         return statistics.median(found) if found else None
 
+    return [
+        f"- **{kernel}** ({len(KERNELS[kernel][0])} races, {KERNELS[kernel][1]}): keys tuned cold: "
+        f"{len(cold)}; compiles to within 1% of the race's optimum: median {med(cold)}; winner within 1%: "
+        f"{sum(r['winner_ratio'] <= 1.01 for r in cold)} of {len(cold)}",
+        f"- **{kernel}**: keys tuned with a prior of the kernel's earlier keys: {len(warm)}; compiles to "
+        f"within 1%: median {med(warm)}; winner within 1%: {sum(r['winner_ratio'] <= 1.01 for r in warm)} "
+        f"of {len(warm)}, within 3%: {sum(r['winner_ratio'] <= 1.03 for r in warm)}",
+    ]
+
+
+def report(results: dict[str, list[dict[str, Any]]], out: Path, command: str) -> None:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
     lines = [
-        "# The decorator's policy replayed on committed H200 races",
+        "# The decorator's policy replayed on committed races",
         "",
         f"- command: `{command}`",
         f"- commit: {commit}",
         "- hardware: the CPU this ran on (a replay: every compile and timing answered from a committed "
-        "H200 race of the split-K GEMM, `lab/benchmarks/data/h200`)",
+        "race: the H200 split-K GEMM races of `lab/benchmarks/data/h200`, the H100 softmax races of "
+        "`lab/benchmarks/data/autotune_h100/races`)",
         f"- date: {time.strftime('%Y-%m-%d')}",
         "",
-        "Development numbers: these tables were studied by earlier work of this project. They check that "
-        "the decorator's policy (the default cold start on a kernel's first three keys, then a prior "
-        "trained on its earlier keys) does what it should; the live figures are in "
+        "Development numbers: these tables were studied by earlier work of this project (the softmax "
+        "races are the ones the live softmax run was judged against). They check that the decorator's "
+        "policy (the default cold start on a kernel's first three keys, then a prior trained on its "
+        "earlier keys) does what it should; the live figures are in "
         "[autotune_examples.md](autotune_examples.md).",
         "",
-        f"- keys tuned cold: {len(cold)}; compiles to within 1% of the race's optimum: median {med(cold)}; "
-        f"winner within 1%: {sum(r['winner_ratio'] <= 1.01 for r in cold)} of {len(cold)}",
-        f"- keys tuned with a prior of the kernel's earlier keys: {len(warm)}; compiles to within 1%: "
-        f"median {med(warm)}; winner within 1%: {sum(r['winner_ratio'] <= 1.01 for r in warm)} of "
-        f"{len(warm)}, within 3%: {sum(r['winner_ratio'] <= 1.03 for r in warm)}",
+        *[line for kernel, rows in results.items() for line in _summary(kernel, rows)],
         "",
-        "| order | position | key | sampler | compiles | feasible | to 1% | winner / optimum |",
-        "|---|---|---|---|---|---|---|---|",
-        *[f"| {r['order']} | {r['position']} | {r['key']} | {r['sampler']} | {r['compiles']} | "
-          f"{r['feasible']} | {r['to_1pct']} | {r['winner_ratio']:.4f} |" for r in results],
+        "| kernel | order | position | key | sampler | compiles | feasible | to 1% | winner / optimum |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *[f"| {kernel} | {r['order']} | {r['position']} | {r['key']} | {r['sampler']} | {r['compiles']} | "
+          f"{r['feasible']} | {r['to_1pct']} | {r['winner_ratio']:.4f} |"
+          for kernel, rows in results.items() for r in rows],
     ]
     tmp = out.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n")
@@ -161,11 +190,12 @@ def report(results: list[dict[str, Any]], out: Path, command: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", default="splitk,softmax")
     parser.add_argument("--orders", type=int, default=3)
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--out", type=Path, required=True)
     a = parser.parse_args()
-    results = run(a.orders, a.keys)
+    results = {kernel: run(kernel, a.orders, a.keys) for kernel in a.kernels.split(",")}
     report(results, a.out, "python lab/benchmarks/autotune_replay.py " + " ".join(sys.argv[1:]))
 
 

@@ -836,3 +836,15 @@ def test_split_k_fixed_cost_weighs_more_on_smaller_problems() -> None:
     assert whole["g_split_fixed"] == 0.0
     assert split_small["g_split_fixed"] == pytest.approx(1 / math.log2((1536 + 1536 * 1536 + 1536) * 2))
     assert split_small["g_split_fixed"] > split_large["g_split_fixed"] > 0.0
+
+
+def test_an_autotuned_kernels_key_values_are_features() -> None:
+    # A key (n_cols, n_rows) is neither a GEMM's M, N, K nor a Kernel Tuner problem_size: each named
+    # size is a feature, so a prior can tell the keys apart.
+    f = config_features({"BLOCK_N": 4096, "ONE_PASS": True}, {"n_cols": 4096, "n_rows": 16384}, None)
+    assert f["s_log2_n_cols"] == 12.0 and f["s_log2_n_rows"] == 14.0
+    assert config_features({"BLOCK_N": 4096}, {"n_cols": 50257}, None)["s_log2_n_cols"] == pytest.approx(
+        math.log2(50257))
+    # a GEMM under other tile names gets the GEMM analytics
+    assert gemm_roles({"TILE_M": 64, "TILE_N": 128, "TILE_K": 32}) == {"tile_m": 64, "tile_n": 128,
+                                                                     "tile_k": 32}
