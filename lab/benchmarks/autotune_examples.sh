@@ -5,7 +5,7 @@
 # triton.autotune on a subset; each phase stops at its deadline (seconds after the start) so that
 # the results are packed before the call's limit. Usage: lab/benchmarks/autotune_examples.sh OUT [PHASES]
 set -u
-OUT=$1; PHASES=${2:-"cold dispatch race final baseline"}
+OUT=$1; PHASES=${2:-"cold warm dispatch race final baseline"}
 B="lab/benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul} --keys ${KEYS:-8}"; R=$OUT/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
@@ -18,20 +18,24 @@ if [[ $PHASES == *race* ]]; then  # compile every race config on 12 cores, into 
   TRITON_CACHE_DIR=/tmp/rc nohup python3 $B race $X --step compile --workers 12 --out /tmp/races > /tmp/pool.log 2>&1 &
   POOL=$!
 fi
-if [[ $PHASES == *cold* ]]; then
-  phase cold; TRITON_CACHE_DIR=/tmp/tc timeout "$(left 300)" python3 $B tune $X --store "$R/cold.db" --out "$R/cold.json" 2>&1 | tee -a "$L"
+if [[ $PHASES == *cold* ]]; then  # an empty Triton cache
+  phase cold; TRITON_CACHE_DIR=/tmp/tc timeout "$(left 200)" python3 $B tune $X --store "$R/cold.db" --out "$R/cold.json" 2>&1 | tee -a "$L"
+fi
+if [[ $PHASES == *warm* ]]; then  # a fresh store, the cache the cold run filled
+  phase warm; TRITON_CACHE_DIR=/tmp/tc timeout "$(left 260)" python3 $B tune $X --store "$R/warm.db" --out "$R/warm.json" 2>&1 | tee -a "$L"
 fi
 if [[ $PHASES == *dispatch* ]]; then
-  phase dispatch; TRITON_CACHE_DIR=/tmp/tc timeout "$(left 330)" python3 $B dispatch $X --store "$R/cold.db" --out "$R/dispatch.json" 2>&1 | tail -5 | tee -a "$L"
+  phase dispatch; TRITON_CACHE_DIR=/tmp/tc timeout "$(left 290)" python3 $B dispatch $X --store "$R/cold.db" --out "$R/dispatch.json" 2>&1 | tail -5 | tee -a "$L"
 fi
 if [[ $PHASES == *race* ]]; then
-  phase "race (waiting for the compiles)"; timeout "$(left 380)" tail --pid=$POOL -f /dev/null; cat /tmp/pool.log >> "$L"
-  phase race; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 500)" python3 $B race $X --step time --out /tmp/races 2>&1 | tee -a "$L"
+  phase "race (waiting for the compiles)"; timeout "$(left 340)" tail --pid=$POOL -f /dev/null; cat /tmp/pool.log >> "$L"
+  phase race; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 480)" python3 $B race $X --step time --out /tmp/races 2>&1 | tee -a "$L"
 fi
 if [[ $PHASES == *final* ]]; then
-  phase final; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 540)" python3 $B final $X --races /tmp/races --runs "$R" --out "$R/final.json" 2>&1 | tee -a "$L"
+  phase final; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 515)" python3 $B final $X --races /tmp/races --runs "$R" --out "$R/final.json" 2>&1 | tee -a "$L"
 fi
-if [[ $PHASES == *baseline* ]]; then
-  phase baseline; rm -rf /tmp/tb; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 585)" python3 $B baseline $X --subset 12 --out "$R/baseline_cold.json" 2>&1 | tail -5 | tee -a "$L"
+if [[ $PHASES == *baseline* ]]; then  # triton.autotune over a random subset: an empty cache, then the cache it filled
+  phase baseline; rm -rf /tmp/tb; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 560)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_cold.json" 2>&1 | tail -5 | tee -a "$L"
+  phase "baseline warm"; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 585)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_warm.json" 2>&1 | tail -5 | tee -a "$L"
 fi
 phase pack; tar czf "$OUT/races.tgz" -C /tmp/races --exclude='race-store.db*' . ; ls -la "$R" "$OUT" | tee -a "$L"
