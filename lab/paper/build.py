@@ -1,9 +1,14 @@
-"""Build the paper: lab/paper/paper.md, lab/paper/paper.html and the figures lab/paper/fig_*.svg, every number
-and figure computed here from committed data.
+"""Build the paper: lab/paper/paper.md, lab/paper/paper.html, lab/paper/paper.pdf and the figures
+lab/paper/fig_*.svg, every number and figure computed here from committed data.
 
 Run from the repository root::
 
-    python lab/paper/build.py            # about ten seconds on 2 cores
+    pip install -e '.[paper]'            # markdown, pypandoc-binary and typst, all from PyPI
+    python lab/paper/build.py            # 15-20 CPU seconds on 2 cores (about 5 of them the PDF)
+
+It prints the abstract's and the body's words and the PDF's pages (the body to the references, the
+references, the artifact appendix). paper.pdf (about 3 MB) is not committed; the build writes it
+byte-identically.
 
 It builds from stored results and never reruns a search or trains a model: the H200 ground-truth
 tables in ``lab/benchmarks/data`` (measured by ``flysearch race``), and the results files under
@@ -15,7 +20,8 @@ history. Two builds of one checkout are byte-identical: the paper is dated by it
 (2026-12-04 as of this writing), not by the day it is built, and the build asserts that the text
 names no commit hash and no clock time.
 
-``paper.html`` needs the ``markdown`` package (python-markdown; mkdocs, of the docs extra, brings it).
+``paper.html`` needs the ``markdown`` package and ``paper.pdf`` pypandoc-binary and typst (the paper
+extra); without them the build writes the rest and says what it skipped.
 """
 
 from __future__ import annotations
