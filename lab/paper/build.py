@@ -1,9 +1,14 @@
-"""Build the paper: lab/paper/paper.md, lab/paper/paper.html and the figures lab/paper/fig_*.svg, every number
-and figure computed here from committed data.
+"""Build the paper: lab/paper/paper.md, lab/paper/paper.html, lab/paper/paper.pdf and the figures
+lab/paper/fig_*.svg, every number and figure computed here from committed data.
 
 Run from the repository root::
 
-    python lab/paper/build.py            # about ten seconds on 2 cores
+    pip install -e '.[paper]'            # markdown, pypandoc-binary and typst, all from PyPI
+    python lab/paper/build.py            # 15-20 CPU seconds on 2 cores (about 5 of them the PDF)
+
+It prints the abstract's and the body's words and the PDF's pages (the body to the references, the
+references, the artifact appendix). paper.pdf (about 3 MB) is not committed; the build writes it
+byte-identically.
 
 It builds from stored results and never reruns a search or trains a model: the H200 ground-truth
 tables in ``lab/benchmarks/data`` (measured by ``flysearch race``), and the results files under
@@ -15,7 +20,8 @@ history. Two builds of one checkout are byte-identical: the paper is dated by it
 (2026-12-04 as of this writing), not by the day it is built, and the build asserts that the text
 names no commit hash and no clock time.
 
-``paper.html`` needs the ``markdown`` package (python-markdown; mkdocs, of the docs extra, brings it).
+``paper.html`` needs the ``markdown`` package and ``paper.pdf`` pypandoc-binary and typst (the paper
+extra); without them the build writes the rest and says what it skipped.
 """
 
 from __future__ import annotations
@@ -1242,7 +1248,6 @@ def coldstart_statistics() -> tuple[dict[str, str], dict[str, Any]]:
 
 
 FROZEN = "compare_h200_kernels_holdout"  # the frozen method's test run (lab/studies/<name>.toml)
-FROZEN_TAG = "method-2026-12-04"
 REGRET_KS = (1, 2, 4, 8, 16, 32)
 
 
@@ -1378,7 +1383,7 @@ def frozen_test_facts() -> tuple[dict[str, str], str, str, dict[str, Any]]:
     noise = re.search(r"Noise-aware times: (\d+) of (\d+) tables were re-timed \((\d+) configs\)", summary)
     best_med = [med(best[t], t) for t in tables]
     facts = {
-        "FZ_N": str(len(tables)), "FZ_TAG": FROZEN_TAG, "FZ_BUDGET": str(budget),
+        "FZ_N": str(len(tables)), "FZ_BUDGET": str(budget),
         "FZ_SEEDS": re.search(r"(\d+) seeds per sampler", summary).group(1),
         "FZ_REPLAYED": re.search(r"Replayed ([^;]*);", summary).group(1),
         "FZ_RETIMED_TABLES": noise.group(1), "FZ_RETIMED_CONFIGS": noise.group(3),
@@ -1818,6 +1823,48 @@ def data_date() -> str:
     return max(dates)
 
 
+# Results the paper awaits: each fact is the first table of a committed results file, or a line that
+# says it has not been run (never a number the build did not read).
+PENDING = {
+    "STRONGEST_RESULTS": ("transfer_strongest.md",
+                          "the prior, its correction steps ablated, against the strongest uses of the same "
+                          "races (a fixed top-k list, winners first, nearest shape, a pre-trained ranker, "
+                          "warm-started Bayesian optimization, nvMatmulHeuristics, a decision tree over the "
+                          "shape) on the test tables"),
+    "HARD_RESULTS": ("hard_test.md",
+                     "a hard test set (other GPUs, the TMA and fused families with a prior trained on "
+                     "split-K only, out-of-distribution shapes, tables whose frequent winners are not "
+                     "optimal) with each table's effective number of distinct optima, raced after a "
+                     "committed freeze"),
+    "CACHE_RESULTS": ("search_cost.md",
+                      "the cost of a search and of an exhaustive race in compiles and in wall clock, with "
+                      "cold and warm compile caches"),
+}
+
+
+def pending_facts() -> dict[str, str]:
+    """Each of PENDING's facts: the results file's first markdown table and where it comes from, or
+    "not yet run"."""
+    facts = {}
+    for key, (name, what) in PENDING.items():
+        rel = f"lab/benchmarks/results/{name}"
+        if rel not in _tracked():
+            facts[key] = f"*Not yet run: {what} (`{rel}`).*"
+            continue
+        lines = (ROOT / rel).read_text().splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+        if start is None:
+            raise SystemExit(f"{rel} holds no markdown table")
+        table = []
+        for line in lines[start:]:
+            if not line.startswith("|"):
+                break
+            table.append(line)
+        source = f"*{what[0].upper()}{what[1:]}; from `{rel}`, which says how it ran.*"
+        facts[key] = "\n".join(table) + "\n\n" + source
+    return facts
+
+
 # -- figures ---------------------------------------------------------------------------------------
 
 
@@ -2023,6 +2070,64 @@ def write_html(text: str) -> None:
                         f"<title>{title}</title>\n<style>{style}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
+PDF_OUT = PAPER / "paper.pdf"
+# The page, set in Typst's own fonts only (no system font), so that two machines build the same bytes.
+TYPST_PREAMBLE = """#set document(title: [{title}], date: none)
+#set page(paper: "us-letter", margin: (x: 0.7in, y: 0.75in), numbering: "1")
+#set text(font: "Libertinus Serif", size: 10pt)
+#set par(justify: true, leading: 0.5em, spacing: 0.8em)
+#set heading(numbering: none)
+#show heading.where(level: 1): set text(size: 14pt)
+#show heading.where(level: 2): set text(size: 11.5pt)
+#show heading.where(level: 3): set text(size: 10pt)
+#show heading: set block(above: 1.1em, below: 0.6em)
+#show raw: set text(font: "DejaVu Sans Mono", size: 8pt)
+#show table: set text(size: 7pt)
+#set table(inset: (x: 3pt, y: 2pt), stroke: 0.3pt + gray)
+#show figure: set block(above: 0.6em, below: 0.6em)
+#show image: it => align(center, block(width: 82%, it))
+#let horizontalrule = line(length: 100%, stroke: 0.3pt)
+"""
+
+
+def write_pdf(text: str) -> dict[str, int] | None:
+    """paper.pdf from the built text (pandoc's Markdown-to-Typst writer, then Typst), the artifact
+    appendix on pages of its own; the pages of the body (to the references), the references and the
+    appendix. None when the paper extra is not installed."""
+    try:
+        import pypandoc
+        import typst
+    except ImportError:
+        print("paper.pdf not written: pip install -e '.[paper]' (pypandoc-binary and typst)")
+        return None
+    body = pypandoc.convert_text(text, "typst", format="gfm")
+    # the pages where the references and the appendix start (the appendix on a page of its own) and the
+    # last page, as metadata in that order
+    marks = {"== References": "", "= Artifact appendix": "#pagebreak()\n"}
+    lines = body.splitlines()
+    for i, line in enumerate(lines):
+        if line in marks:
+            lines[i] = f"{marks.pop(line)}{line}\n#context [#metadata(here().page())]"
+    assert not marks, f"headings not found in the Typst text: {sorted(marks)}"
+    title = text.splitlines()[0].lstrip("# ").strip()
+    last = "#context [#metadata(counter(page).final().first())]"
+    source = TYPST_PREAMBLE.format(title=title) + "\n".join(lines) + f"\n{last}\n"
+    options = {"root": str(PAPER), "ignore_system_fonts": True}
+    PDF_OUT.write_bytes(typst.compile(source.encode(), **options))
+
+    refs, appendix, last = (int(v) for v in json.loads(typst.query(source.encode(), "metadata", field="value",
+                                                                    **options)))
+    return {"body": refs, "references": appendix - refs, "appendix": last - appendix + 1, "all": last}
+
+
+def word_counts(text: str) -> dict[str, int]:
+    """Words of the abstract and of the body (the sections from the introduction to the conclusion,
+    tables and figure captions included), as ``wc -w`` counts them."""
+    abstract = text.split("## Abstract", 1)[1].split("\n## ", 1)[0]
+    body = text.split("## 1. Introduction", 1)[1].split("## References", 1)[0]
+    return {"abstract": len(abstract.split()), "body": len(body.split())}
+
+
 class _Facts(dict):
     """The template's facts: each key computed once (two sections naming one key is a bug)."""
 
@@ -2113,6 +2218,7 @@ def main() -> None:
     facts["TABLES_KERNELS_HOLDOUT"] = str(_folder("h200_tma_holdout")[0])
     facts["HC_PAYBACK"] = f"{int(facts['TRAIN27_N']) / float(facts['HC_SAVED']):,.0f}"
     facts["DATA_DATE"] = data_date()
+    facts.update(pending_facts())
     figure_heldout(hc_data)
     figure_prior_rank(prior_rows)
     figure_coldstart(cd_data, facts["CD_REPLAYED"])
@@ -2123,7 +2229,12 @@ def main() -> None:
     _check(text)
     OUT.write_text(text)
     write_html(text)
-    print(f"wrote {OUT.relative_to(ROOT)}, {HTML_OUT.relative_to(ROOT)} and the figures lab/paper/fig_*.svg")
+    pages = write_pdf(text)
+    words = word_counts(text)
+    print(f"wrote {OUT.relative_to(ROOT)}, {HTML_OUT.relative_to(ROOT)}, {PDF_OUT.relative_to(ROOT)} and the "
+          f"figures lab/paper/fig_*.svg; abstract {words['abstract']} words, body {words['body']} words"
+          + (f"; PDF: body {pages['body']} pages (to the references), references {pages['references']}, "
+             f"appendix {pages['appendix']}" if pages else ""))
 
 
 if __name__ == "__main__":
