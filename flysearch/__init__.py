@@ -12,7 +12,7 @@ examples replay the H200 tables committed in ``lab/benchmarks/data/h200``):
 
 **Launch a study.** A :class:`StudySpec` says what is searched, how and where it is stored; here it
 imports a table file into a table database and replays it (a live study names an evaluator,
-``triton``, ``flydsl`` or ``simulated``, and runs with :func:`run_workers`):
+``triton``, ``flydsl`` or ``simulated``, and runs with :func:`run_live`):
 
 >>> spec = flysearch.StudySpec(table="triton_gemm/H200/1000x576x7168", import_path=str(tables[0]),
 ...                            db=str(tmp / "tables.db"), storage=f"sqlite:///{tmp}/studies.db",
@@ -82,8 +82,8 @@ if TYPE_CHECKING:
         StudySummary,
         launch,
         load_study_file,
+        run_live,
         run_study,
-        run_workers,
         summarize,
     )
     from flysearch.tables import (
@@ -109,7 +109,7 @@ _HOME = {
     "ArchProfile": "space", "Config": "space", "Constraint": "space", "Device": "space", "Param": "space",
     "Shape": "space", "Space": "space", "get_arch": "space",
     "LiveSettings": "study", "StudySpec": "study", "StudySummary": "study", "launch": "study",
-    "load_study_file": "study", "run_study": "study", "run_workers": "study", "summarize": "study",
+    "load_study_file": "study", "run_live": "study", "run_study": "study", "summarize": "study",
     "GroundTruth": "tables", "Outcome": "tables", "TableStore": "tables", "read_any_table": "tables",
     "read_table_file": "tables", "space_for_table": "tables",
 }
@@ -159,8 +159,8 @@ __all__ = [
     "read_table_file",
     "report_experiment",
     "run_experiment",
+    "run_live",
     "run_study",
-    "run_workers",
     "space_for_table",
     "summarize",
     "triton_configs_source",

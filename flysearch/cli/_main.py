@@ -207,7 +207,12 @@ def study() -> None:
               help="Live: take warm workers from a worker server ('flysearch serve'), at this socket or, "
                    "given alone, at its default one.")
 @_user_errors
-def study_run(study_file: str | None, **options: Any) -> None:
+def study_run(study_file: str | None, table: str | None, kernel: str | None, arch: str | None,
+              shape: str | None, sampler: str | None, budget: int | None, seed: int | None,
+              encoding: str | None, name: str | None, db: str | None, prior: str | None, storage: str | None,
+              evaluator: str, gpus: str | None, compile_workers: int | None, depth: int | None,
+              finalists: int, rounds: int, scale: float, noise: float, compile_log: str | None,
+              json_out: str | None, server: str | None) -> None:
     """Run (or resume) a study from a study file or from flags.
 
     Example:
@@ -220,22 +225,34 @@ def study_run(study_file: str | None, **options: Any) -> None:
 
         flysearch study run --evaluator triton --shape 1x6144x4096,4096x4096x4096 --sampler tpe-unseen
     """
-    live_keys = ("gpus", "compile_workers", "depth", "finalists", "rounds", "scale", "noise", "compile_log",
-                 "json_out", "server")
-    live = {k: options.pop(k) for k in live_keys}
-    if study_file is None and evaluator_entry(options["evaluator"]).target == "table" and not any(
-            options[k] for k in ("table", "kernel", "arch", "shape")):
+    if study_file is None and evaluator_entry(evaluator).target == "table" and not any(
+            (table, kernel, arch, shape)):
         raise click.UsageError("Give a study file, --table, or --kernel/--arch/--shape.")
     base = load_study_file(study_file) if study_file is not None else StudySpec()
-    spec = base.with_overrides(**options)
+    # Flags given on the command line override the study file's values ([study] and [live]).
+    ctx = click.get_current_context()
+    spec = base.with_overrides(table=table, kernel=kernel, arch=arch, shape=shape, sampler=sampler,
+                               budget=budget, seed=seed, encoding=encoding, name=name, db=db, prior=prior,
+                               storage=storage, **_given(ctx, evaluator=evaluator))
+    live = _given(ctx, gpus=tuple(gpu_list(gpus, "--gpus")), compile_workers=compile_workers, depth=depth,
+                  finalists=finalists, rounds=rounds, scale=scale, noise=noise, compile_log=compile_log,
+                  server=server)
+    spec = replace(spec, live=replace(spec.live, **live))
     if evaluator_entry(spec.evaluator).live:
-        _run_live(spec, live)
+        _run_live(spec, json_out)
         return
     spec.validate()
     with _stoppable(spec):
         with progress_display(spec.study_name, unit="compiles") as progress:
             summary, optimum = launch(spec, progress=progress)
     _print_summary(summary, optimum)
+
+
+def _given(ctx: click.Context, **values: Any) -> dict[str, Any]:
+    """The *values* whose options the command line gave (not left at their defaults)."""
+    from click.core import ParameterSource
+
+    return {k: v for k, v in values.items() if ctx.get_parameter_source(k) is not ParameterSource.DEFAULT}
 
 
 @contextlib.contextmanager
@@ -251,53 +268,19 @@ def _stoppable(spec: StudySpec) -> Iterator[None]:
             sys.exit(128 + stop.signum)
 
 
-def _run_live(spec: StudySpec, live: dict[str, Any]) -> None:
-    """Run *spec* live: one study per listed shape (or played-back table), on the GPUs given."""
-    from flysearch.study import LiveSettings
+def _run_live(spec: StudySpec, json_out: str | None) -> None:
+    """Run *spec* live: one study per listed shape (or played-back table), on its GPUs."""
+    from flysearch.study import run_live
 
-    by_table = evaluator_entry(spec.evaluator).target == "table"
-    listed = (spec.table if by_table else spec.shape) or ""
-    targets = [t.strip() for t in str(listed).split(",") if t.strip()]
-
-    def job_for(target: str | None) -> StudySpec:
-        name = ":".join(str(x) for x in (spec.evaluator, target, spec.sampler, f"seed{spec.seed}") if x)
-        if spec.name:
-            name = spec.name if len(targets) < 2 else f"{spec.name}:{target}"
-        return replace(spec, name=name, shape=spec.shape if by_table else target,
-                       table=target if by_table else spec.table, live=settings)
-
-    if live["server"] is not None:
-        from flysearch.evaluators import default_socket
-
-        live["server"] = live["server"] or default_socket()
-    settings = LiveSettings(compile_workers=live["compile_workers"], depth=live["depth"],
-                            finalists=live["finalists"], rounds=live["rounds"], server=live["server"],
-                            scale=live["scale"], noise=live["noise"], compile_log=live["compile_log"])
-    jobs = [job_for(t) for t in targets] or [job_for(None)]
-    gpus = gpu_list(live["gpus"], "--gpus") or None
-    reports = None
-    if live["server"]:
-        from flysearch.study import run_on_server
-
-        with console.status(f"running on the worker server at {live['server']}"):
-            reports = run_on_server(live["server"], jobs, gpus)
-    if reports is None:
-        with _stoppable(spec):
-            reports = _run_live_here(jobs, gpus)
-    _print_live(reports, len(jobs), live)
-
-
-def _run_live_here(jobs: list[Any], gpus: list[str] | None) -> list[Any]:
-    from flysearch.study import run_shapes, run_workers
-
+    studies = spec.live_studies()
     # With several shapes the progress follows the first GPU's current study.
-    name = jobs[0].name if len(jobs) == 1 else f"{len(jobs)} studies"
-    with progress_display(name, unit="compiles") as progress:
-        return (run_workers(jobs[0], gpus, progress=progress) if len(jobs) == 1
-                else run_shapes(jobs, gpus, progress=progress))
+    name = studies[0].study_name if len(studies) == 1 else f"{len(studies)} studies"
+    with _stoppable(spec), progress_display(name, unit="compiles") as progress:
+        reports = run_live(spec, progress=progress)
+    _print_live(reports, len(studies), spec.live.server is not None, json_out)
 
 
-def _print_live(reports: list[Any], n_jobs: int, live: dict[str, Any]) -> None:
+def _print_live(reports: list[Any], n_jobs: int, served: bool, json_out: str | None) -> None:
     # One study: the worker that stopped last saw all of it. Several: each report is its study's.
     shown = reports if n_jobs > 1 else [max(reports, key=lambda rep: rep.ended_at)]
     for r in shown:
@@ -309,7 +292,7 @@ def _print_live(reports: list[Any], n_jobs: int, live: dict[str, Any]) -> None:
             f"compile or timing running {r.busy_s:.1f} s, overhead {r.overhead:.1%} (the GPU was ready "
             f"after {r.timer_ready_s:.1f} s; {r.overhead_after_ready:.1%} from then on); "
             f"asking the sampler {ask:.1f} s; rows in {r.table}"
-            + (f"; {r.served_workers} processes taken warm from the worker server" if live["server"] else "")
+            + (f"; {r.served_workers} processes taken warm from the worker server" if served else "")
         )
         if r.wall_s > 0 and ask > 0.25 * r.wall_s:
             per_compile = r.summary.trials / max(r.summary.compiles, 1)
@@ -319,8 +302,8 @@ def _print_live(reports: list[Any], n_jobs: int, live: dict[str, Any]) -> None:
                 "GPU, set the pace (tpe-unseen, costmodel, surrogate and spreadforest make about one "
                 "suggestion per compile)"
             )
-    if live["json_out"]:
-        with atomic_write(live["json_out"]) as fh:
+    if json_out:
+        with atomic_write(json_out) as fh:
             json.dump([r.as_dict() for r in reports], fh, indent=2, default=str)
 
 

@@ -58,7 +58,7 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
     studies that name it (``--sampler costmodel --prior model.joblib``).
     """
     from flysearch.evaluators import WorkerServer, default_socket, server_status
-    from flysearch.study import LiveSettings, backend_to_serve, served_specs
+    from flysearch.study import specs_to_serve
 
     path = path or default_socket()
     if status:
@@ -75,10 +75,9 @@ def serve(evaluator: str, arch: str | None, gpu: str | None, compile_workers: in
 
         for prior in priors:
             load_prior(prior)  # a missing or malformed file is the user's mistake, said here
-    backend = backend_to_serve(evaluator, arch=arch, gpu=gpus[0] if gpus else None, table=table, db=db)
-    workers = LiveSettings(compile_workers=compile_workers).workers() if compile_workers != 0 else 0
-    specs = served_specs(backend, workers, timers=timers, gpus=gpus if len(gpus) > 1 else (),
-                         priors=[os.path.abspath(p) for p in priors])
+    specs = specs_to_serve(evaluator, arch=arch, gpus=gpus, table=table, db=db,
+                           compile_workers=compile_workers, timers=timers,
+                           priors=[os.path.abspath(p) for p in priors])
     server = WorkerServer(specs, path)
     try:
         server.start()

@@ -7,12 +7,10 @@ from __future__ import annotations
 from flysearch.compare._costmodel_eval import (
     EPSILONS,
     HeldOut,
-    evaluate_test_set,
+    evaluate_held_out,
     leave_one_out,
     prior_order,
     prior_ranks,
-    sampler_compiles,
-    transfer_ranks,
 )
 from flysearch.compare._experiment import (
     Experiment,
@@ -44,7 +42,7 @@ __all__ = [
     "TableSpec",
     "check_output_folder",
     "code_commit",
-    "evaluate_test_set",
+    "evaluate_held_out",
     "fmt_csv",
     "host_description",
     "key_mistake",
@@ -58,10 +56,8 @@ __all__ = [
     "prior_ranks",
     "report_experiment",
     "run_experiment",
-    "sampler_compiles",
     "select_samplers",
     "select_tables",
     "summary_rows",
     "table_names",
-    "transfer_ranks",
 ]

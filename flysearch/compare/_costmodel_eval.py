@@ -41,13 +41,11 @@ __all__ = [
     "HeldOut",
     "compiles_to_keys",
     "compiles_to_within",
-    "evaluate_test_set",
+    "evaluate_held_out",
     "leave_one_out",
     "prior_order",
     "prior_ranks",
     "random_expectation",
-    "sampler_compiles",
-    "transfer_ranks",
 ]
 
 EPSILONS = (0.01, 0.05)
@@ -107,40 +105,6 @@ def prior_ranks(prior: Prior, table: GroundTruth) -> dict[float, int | None]:
     return {eps: _first_within(times, best, eps) for eps in EPSILONS}
 
 
-def transfer_ranks(held: GroundTruth, others: Sequence[GroundTruth],
-                   prior: Prior | None = None) -> dict[str, dict[float, int | None]]:
-    """How far another GPU's (or shape's) measurements put *held*'s optimum: per epsilon, the rank
-    (1-based) of *held*'s first config within it when *held*'s configs are ordered
-
-    * by the times measured on each table of *others* (keyed by that table's name): what copying
-      that table's order would give;
-    * ``"consensus"``: by the mean over *others* of log(time / that table's best);
-    * ``"prior"``: by *prior* (when given), e.g. one trained on *others*.
-
-    A config that failed on, or is missing from, a table goes last in the orders that use it.
-    """
-    keys = list(held.rows)
-    target = [held.rows[k].time_ms if held.rows[k].ok else None for k in keys]
-    best = held.best().time_ms or 0.0
-
-    def ranks(scores: dict[str, float]) -> dict[float, int | None]:
-        order = sorted(range(len(keys)), key=lambda i: (keys[i] not in scores, scores.get(keys[i], 0.0)))
-        return {eps: _first_within([target[i] for i in order], best, eps) for eps in EPSILONS}
-
-    out: dict[str, dict[float, int | None]] = {}
-    logs: dict[str, list[float]] = {k: [] for k in keys}
-    for other in others:
-        measured = {r.key: r.time_ms for r in other.rows.values() if r.ok and r.time_ms}
-        out[other.name] = ranks(measured)
-        floor = min(measured.values())
-        for k in keys:
-            logs[k].append(float(np.log(measured[k] / floor)) if k in measured else np.inf)
-    out["consensus"] = ranks({k: float(np.mean(v)) for k, v in logs.items() if v and np.isfinite(v).all()})
-    if prior is not None:
-        out["prior"] = prior_ranks(prior, held)
-    return out
-
-
 def random_expectation(table: GroundTruth) -> dict[float, float]:
     """Per epsilon, the compiles random sampling without replacement needs on average to first
     reach within it of *table*'s optimum (a failed config costs a compile too)."""
@@ -174,12 +138,6 @@ def _searches(table: GroundTruth, sampler: str, prior: Prior | None, seeds: Sequ
         yield optuna.load_study(study_name="eval", storage=storage)
 
 
-def sampler_compiles(table: GroundTruth, sampler: str, *, prior: Prior | None, seeds: Sequence[int],
-                     budget: int) -> dict[float, list[int | None]]:
-    """Run *sampler* on *table* (replayed, in memory) per seed; compiles to each epsilon."""
-    return _search_counts(table, sampler, prior, seeds, budget)[0]
-
-
 def _search_counts(table: GroundTruth, sampler: str, prior: Prior | None, seeds: Sequence[int], budget: int,
                    retimed: Collection[str] | None = None) -> tuple[dict[float, list[int | None]],
                                                                    list[int | None]]:
@@ -199,10 +157,11 @@ def _same_kernel(held: GroundTruth, other: GroundTruth) -> bool:
     return other.name != held.name and other.meta.kernel == held.meta.kernel
 
 
-def _evaluate(prior: Prior, held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int],
-              budget: int, sampler: str | None, retimed: Collection[str] | None = None) -> HeldOut:
-    """Rank *held* with *prior* (trained on *train*) and, with a *sampler*, search it (and, with
-    the keys *retimed* within 1% of its re-timed optimum, count the compiles to one of them)."""
+def evaluate_held_out(prior: Prior, held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[int],
+                      budget: int, sampler: str | None, retimed: Collection[str] | None = None) -> HeldOut:
+    """Rank *held* with *prior* (trained on *train*, named in the result) and, with a *sampler*,
+    search it once per seed (and, with the keys *retimed* within 1% of its re-timed optimum, count
+    the compiles to one of them): one held-out table of :func:`leave_one_out`."""
     result = HeldOut(held.name, len(held.rows), [t.name for t in train], prior_ranks(prior, held),
                      random_expected=random_expectation(held))
     if sampler is not None:
@@ -216,7 +175,7 @@ def _hold_out(held: GroundTruth, train: Sequence[GroundTruth], seeds: Sequence[i
               model_params: dict[str, Any]) -> HeldOut:
     """Train a prior on *train*, rank *held* with it and, with a *sampler*, search it."""
     prior = fit_prior(train, objective=objective, **model_params)
-    return _evaluate(prior, held, train, seeds, budget, sampler, retimed)
+    return evaluate_held_out(prior, held, train, seeds, budget, sampler, retimed)
 
 
 def _run(fn: Callable[..., HeldOut], jobs: Sequence[tuple[Any, ...]], held: Sequence[GroundTruth],
@@ -279,30 +238,3 @@ def leave_one_out(
     return _run(_hold_out, [(held, train, list(seeds), budget, sampler, _retimed(held, retimed), objective,
                              model_params) for held, train in jobs], [held for held, _ in jobs],
                 workers, progress)
-
-
-def evaluate_test_set(
-    train: Sequence[GroundTruth], tests: Sequence[GroundTruth], *, seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    budget: int = 64, sampler: str | None = "costmodel", objective: str = "rank",
-    progress: Callable[[str], None] | None = None, workers: int = 1,
-    retimed: Mapping[str, Collection[str]] | None = None, **model_params: Any,
-) -> list[HeldOut]:
-    """Train one prior per kernel on *train*; rank and search each table of *tests* with it.
-
-    The tables of *tests* are a test set: no prior is trained on any of them (a table named in both
-    is left out of the training), and a test table whose kernel has no other table in *train* is
-    skipped. The results are the same with any *workers*. *retimed* as for :func:`leave_one_out`.
-    """
-    test_names = {t.name for t in tests}
-    priors: dict[str, tuple[Prior, list[GroundTruth]]] = {}
-    jobs = []
-    for held in tests:
-        kernel = held.meta.kernel
-        if kernel not in priors:
-            same = [t for t in train if t.meta.kernel == kernel and t.name not in test_names]
-            if not same:
-                continue
-            priors[kernel] = (fit_prior(same, objective=objective, **model_params), same)
-        prior, same = priors[kernel]
-        jobs.append((prior, held, same, list(seeds), budget, sampler, _retimed(held, retimed)))
-    return _run(_evaluate, jobs, [job[1] for job in jobs], workers, progress)

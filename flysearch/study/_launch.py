@@ -11,15 +11,31 @@ A study file::
     budget = 200                             # unique compiles
     seed = 0
 
-Relative paths (``import``, ``db``, a ``sqlite:///`` storage) are read from the study file's folder.
-Unknown keys are rejected with the list of allowed ones.
+A live study names a live evaluator and may say how its workers run in a ``[live]`` table (the
+fields of :class:`~flysearch.study.LiveSettings`)::
+
+    [study]
+    evaluator = "triton"
+    shape = "1x6144x4096,4096x4096x4096"     # one study per shape
+    sampler = "tpe-unseen"
+    budget = 64
+    storage = "sqlite:///live.db"
+
+    [live]
+    gpus = ["0", "1"]                        # one worker per GPU
+    compile_workers = 14
+    finalists = 5
+
+Relative paths (``import``, ``db``, ``prior``, a ``sqlite:///`` storage; ``cache_dir`` and
+``compile_log`` of ``[live]``) are read from the study file's folder. Unknown keys are rejected with
+the list of allowed ones.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +43,7 @@ from flysearch._tomlfile import read_toml
 from flysearch.errors import InputFormatError, MissingTableError
 from flysearch.evaluators import EvaluatorSetup, build_evaluator, evaluator_entry, evaluator_names
 from flysearch.space import get_arch, parse_shape
-from flysearch.study._spec import StudySpec
+from flysearch.study._spec import LiveSettings, StudySpec, positive_int_problem
 from flysearch.study._study import StudySummary, run_study
 from flysearch.tables import GroundTruth, TableStore, import_table
 
@@ -36,7 +52,12 @@ __all__ = ["evaluator_setup", "launch", "load_study_file", "searched"]
 
 # The keys of a study file's [study] table: a replayed study's fields (``import`` for ``import_path``).
 _FILE_KEYS = {"table", "kernel", "arch", "shape", "sampler", "sampler_options", "budget", "seed", "name",
-              "encoding", "storage", "db", "import", "max_idle", "prior"}
+              "encoding", "storage", "db", "import", "max_idle", "prior", "evaluator"}
+# The keys of its [live] table: the fields of LiveSettings but those set per worker.
+_LIVE_KEYS = {f.name for f in fields(LiveSettings)} - {"gpu", "worker_index"}
+_LIVE_COUNTS = {"compile_workers", "depth", "timer_queue", "rounds", "max_attempts"}  # positive integers
+_LIVE_NUMBERS = {"noise_floor", "lease_s", "scale", "noise"}  # numbers >= 0
+_LIVE_PATHS = {"cache_dir", "compile_log"}  # read from the file's folder
 
 
 def load_study_file(path: str | Path) -> StudySpec:
@@ -44,8 +65,9 @@ def load_study_file(path: str | Path) -> StudySpec:
     path = Path(path)
     doc = read_toml(path, "Study file")
     raw = doc.get("study")
-    if not isinstance(raw, dict) or set(doc) - {"study"}:
-        raise InputFormatError(f"Study file {path} must hold exactly one [study] table.")
+    if not isinstance(raw, dict) or set(doc) - {"study", "live"}:
+        raise InputFormatError(f"Study file {path} must hold exactly one [study] table (and a live study's "
+                               "[live] table).")
     unknown = set(raw) - _FILE_KEYS
     if unknown:
         raise InputFormatError(
@@ -64,12 +86,56 @@ def load_study_file(path: str | Path) -> StudySpec:
     storage = raw.get("storage")
     if isinstance(storage, str) and storage.startswith("sqlite:///") and not storage.startswith("sqlite:////"):
         values["storage"] = "sqlite:///" + str(here / storage.removeprefix("sqlite:///"))
+    if "live" in doc:
+        values["live"] = _live_settings(path, doc["live"])
     try:
         spec = StudySpec(**values)
     except TypeError as exc:
         raise InputFormatError(f"Study file {path} is malformed: {exc}.") from None
+    if "live" in doc and not evaluator_entry(spec.evaluator).live:
+        raise InputFormatError(f"Study file {path} has a [live] table but its evaluator {spec.evaluator!r} "
+                               f"is not live; name one of: {', '.join(evaluator_names(live=True))}.")
     spec.validate()
     return spec
+
+
+def _live_settings(path: Path, raw: Any) -> LiveSettings:
+    """The [live] table of the study file *path*, checked key by key."""
+    if not isinstance(raw, dict):
+        raise InputFormatError(f"Study file {path}: [live] must be a table.")
+    unknown = set(raw) - _LIVE_KEYS
+    if unknown:
+        raise InputFormatError(
+            f"Study file {path} has unknown keys {sorted(unknown)} in [live]; allowed: {sorted(_LIVE_KEYS)}.")
+    values = dict(raw)
+    for key, value in raw.items():
+        problem = _live_value_problem(key, value)
+        if problem:
+            raise InputFormatError(f"Study file {path}: [live] {problem}")
+        if key == "gpus":
+            gpus = value.split(",") if isinstance(value, str) else value
+            values[key] = tuple(str(g).strip() for g in gpus)
+        elif key in _LIVE_PATHS:
+            values[key] = str(path.parent / value)
+    return LiveSettings(**values)
+
+
+def _live_value_problem(key: str, value: Any) -> str | None:
+    """Why *value* is no value of the [live] key *key* (``None`` when it is one)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key in _LIVE_COUNTS:
+        return positive_int_problem(key, value)
+    if key == "finalists":
+        return None if number and isinstance(value, int) and value >= 0 else (
+            f"finalists must be an integer >= 0, got {value!r}.")
+    if key in _LIVE_NUMBERS:
+        return None if number and value >= 0 else f"{key} must be a number >= 0, got {value!r}."
+    if key == "gpus":
+        listed = isinstance(value, list) and all(isinstance(g, int | str) and not isinstance(g, bool)
+                                                 for g in value)
+        return None if listed or isinstance(value, str) else (
+            f'gpus must be a list of GPUs, such as ["0", "1"], got {value!r}.')
+    return None if isinstance(value, str) else f"{key} must be a string, got {value!r}."
 
 
 def launch(

@@ -5,7 +5,7 @@ the sampler for a trial, answers it at once when no compile is needed (:meth:`Tr
 and otherwise hands it to a :class:`TrialEvaluator`, which finishes it through
 :meth:`Trials.finish` when its measurement is in: at once for a replayed table
 (:class:`SyncEvaluator`), or later, a batch at a time, for the live pipeline
-(:class:`~flysearch.study._live_pipeline.Pipeline`), which keeps several trials in flight while a
+(:class:`~flysearch.study.live._pipeline.Pipeline`), which keeps several trials in flight while a
 pool compiles and a GPU times.
 
 The loop runs in passes. A pass opens a :meth:`TrialEvaluator.turn` (a replay holds the shared

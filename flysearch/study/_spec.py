@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -65,9 +66,12 @@ def positive_int_problem(what: str, value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class LiveSettings:
-    """How one worker of a live study runs: its pools, its GPU, its finalists, its playback.
+    """How the workers of a live study run: their GPUs, pools, finalists, playback.
 
     Attributes:
+        gpus: GPUs to time on (``CUDA_VISIBLE_DEVICES`` names: indices or ``GPU-``/``MIG-``
+            UUIDs), one worker each, sharing the study; several studies are dealt to them. Default:
+            one worker, on the GPU this process sees.
         compile_workers: Compile processes (default: CPU count minus 2, at least 1).
         depth: Most trials in flight at once (compiling, queued for a compile process, compiled,
             timing); default :meth:`in_flight`. A worker whose GPU is its bottleneck keeps fewer.
@@ -75,7 +79,8 @@ class LiveSettings:
             behind it, so that the GPU keeps timing while the study loop stores results, claims
             configs or asks the sampler (a timing takes milliseconds; one pass of the loop can
             take tens of them).
-        gpu: The GPU this worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``).
+        gpu: The GPU one worker's timer owns (``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``; set
+            per worker from *gpus*).
         table: Name of the table the measurements land in (default ``live/<kernel>/<device>/<MxNxK>``).
         finalists: Configs re-timed before the winner is named (0: none).
         rounds: Re-timing rounds of the finalists.
@@ -87,7 +92,7 @@ class LiveSettings:
         worker_index: This worker's number among the study's workers: its sampler draws from its
             own random stream (workers with one seed would all propose the same configs).
         server: Unix socket of a worker server (``flysearch serve``) to take a warm timer and warm
-            compile processes from, instead of starting them.
+            compile processes from, instead of starting them (``""``: its default socket).
         cache_dir: Where the evaluator caches its compiles (Triton's cache; default: a fresh folder
             per run, removed when it ends).
         scale: ``simulated`` only: time scale of the playback.
@@ -96,6 +101,7 @@ class LiveSettings:
             audit of what was compiled, across workers and restarts).
     """
 
+    gpus: tuple[str, ...] = ()
     compile_workers: int | None = None
     depth: int | None = None
     timer_queue: int = 8
@@ -116,6 +122,10 @@ class LiveSettings:
     def __post_init__(self) -> None:
         if self.timer_queue < 1:
             raise FlysearchError(f"timer_queue must be at least 1, got {self.timer_queue}.")
+        bad = [g for g in self.gpus if not isinstance(g, str) or not re.fullmatch(_GPU, g)]
+        if bad or len(set(self.gpus)) < len(self.gpus):
+            raise InputFormatError(f"gpus {list(self.gpus)!r}: give GPU indices (or GPU-/MIG- UUIDs), "
+                                   "distinct, as strings.")
 
     def workers(self) -> int:
         return self.compile_workers or max(1, (os.cpu_count() or 2) - 2)
@@ -126,6 +136,8 @@ class LiveSettings:
         GPU."""
         return self.depth or self.workers() + max(2, self.workers() // 2)
 
+
+_GPU = r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+"  # a GPU as CUDA_VISIBLE_DEVICES names it
 
 # What a study stores about itself, in this order (its settings user attribute).
 _STORED = ("sampler", "budget", "seed", "encoding", "space", "table", "arch", "shape", "max_idle")
@@ -223,6 +235,28 @@ class StudySpec:
         """This spec with the given fields replaced (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
+    def live_studies(self) -> list[StudySpec]:
+        """The studies this live spec describes: one per shape it lists (comma-separated), or per
+        table for an evaluator that plays tables back, each named ``<name>:<target>`` (one target:
+        *name*), or ``<evaluator>:<target>:<sampler>:seed<seed>`` when *name* is not set.
+
+        Example:
+            >>> spec = StudySpec(evaluator="triton", shape="64x64x64,128x128x128", sampler="tpe")
+            >>> [s.name for s in spec.live_studies()]
+            ['triton:64x64x64:tpe:seed0', 'triton:128x128x128:tpe:seed0']
+        """
+        by_table = evaluator_entry(self.evaluator).target == "table"
+        targets = _listed(self.table if by_table else self.shape)
+
+        def study(target: str | None) -> StudySpec:
+            name = ":".join(str(x) for x in (self.evaluator, target, self.sampler, f"seed{self.seed}") if x)
+            if self.name:
+                name = self.name if len(targets) < 2 else f"{self.name}:{target}"
+            return replace(self, name=name, shape=self.shape if by_table else target,
+                           table=target if by_table else self.table)
+
+        return [study(t) for t in targets] or [study(None)]
+
     def evaluator_request(self, table: GroundTruth | None = None, gpu: str | None = None) -> EvaluatorRequest:
         """What this study's evaluator is built from (*table*: the table it answers from, loaded;
         *gpu*: the GPU a live worker times on)."""
@@ -234,6 +268,10 @@ class StudySpec:
     def validate(self) -> None:
         """Check the spec without touching any table or study; raise a one-line error on a mistake."""
         entry = evaluator_entry(self.evaluator)
+        if entry.live and len(studies := self.live_studies()) > 1:  # a list of shapes or tables
+            for study in studies:
+                study.validate()
+            return
         if self.sampler not in SAMPLERS:
             raise UnknownSamplerError(
                 f"Unknown sampler {self.sampler!r}; choose one of: {', '.join(SAMPLERS)}.")
@@ -262,6 +300,11 @@ class StudySpec:
             raise InputFormatError(problem)
         if self.prior and not os.path.isfile(self.prior):
             raise InputFormatError(f"Model file {self.prior} does not exist.")  # before any study is made
+
+
+def _listed(targets: str | None) -> list[str]:
+    """The comma-separated shapes or tables of a live spec."""
+    return [t.strip() for t in str(targets or "").split(",") if t.strip()]
 
 
 def identity_differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:

@@ -60,10 +60,11 @@ BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
+from _costmodel_eval import evaluate_test_set  # noqa: E402
 from _costmodel_report import format_compiles, held_out_section  # noqa: E402
 from _retime_top import retime_top_keys  # noqa: E402
 
-from flysearch.compare import evaluate_test_set, leave_one_out  # noqa: E402
+from flysearch.compare import leave_one_out  # noqa: E402
 from flysearch.costmodel import OCCUPANCY_WAVES  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache, read_table_file  # noqa: E402
 

@@ -52,7 +52,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import code_commit, evaluate_test_set  # noqa: E402
+from _costmodel_eval import evaluate_test_set  # noqa: E402
+
+from flysearch.compare import code_commit  # noqa: E402
 from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
 
 DATA = BENCHMARKS / "data"

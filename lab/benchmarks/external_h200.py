@@ -46,7 +46,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.compare import code_commit, evaluate_test_set  # noqa: E402
+from _costmodel_eval import evaluate_test_set  # noqa: E402
+
+from flysearch.compare import code_commit  # noqa: E402
 from flysearch.export import write_kernel_tuner_cache  # noqa: E402
 from flysearch.space import REGIMES, Param, Space, load_corpus  # noqa: E402
 from flysearch.tables import (  # noqa: E402

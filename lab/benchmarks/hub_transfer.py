@@ -30,9 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from _costmodel_eval import transfer_ranks  # noqa: E402
 from costmodel_eval import HUB, hub_tables, report  # noqa: E402  (this folder is on sys.path)
 
-from flysearch.compare import EPSILONS, transfer_ranks  # noqa: E402
+from flysearch.compare import EPSILONS  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 

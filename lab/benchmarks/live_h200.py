@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.study import ClaimStore, LiveSettings, StudySpec, run_jobs, run_workers  # noqa: E402
+from flysearch.study import ClaimStore, LiveSettings, StudySpec, run_live  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -84,11 +85,11 @@ def part_one(args: argparse.Namespace, store: TableStore, save: Callable[[list[d
                 job = StudySpec(name=f"live-{sampler}-{text}", evaluator="triton", sampler=sampler,
                                 budget=budget, shape=text, storage=f"sqlite:///{tmp}/study.db",
                                 db=f"{tmp}/tables.db", prior=prior_path,
-                                live=LiveSettings(compile_workers=args.compile_workers,
+                                live=LiveSettings(gpus=("0",), compile_workers=args.compile_workers,
                                                   timer_queue=args.timer_queue,
                                                   cache_dir=os.path.join(tmp, "cache")))
                 start = time.perf_counter()
-                (rep,) = run_workers(job, ["0"])
+                (rep,) = run_live(job)
                 wall = time.perf_counter() - start
             final = rep.finalists or {}
             winner = final.get("winner") or rep.summary.best_key
@@ -146,6 +147,11 @@ def _scale_job(args: argparse.Namespace, sampler: str, tmp: str, name: str, budg
                                        cache_dir=os.path.join(tmp, f"cache-{name}")))
 
 
+def _with_gpus(job: StudySpec, *gpus: str) -> StudySpec:
+    """*job* run with one worker on each of *gpus*."""
+    return replace(job, live=replace(job.live, gpus=gpus))
+
+
 def _median(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return round(statistics.median(values), 4) if values else None
@@ -159,14 +165,14 @@ def _scale_run(label: str, args: argparse.Namespace, sampler: str) -> dict:
         budget = args.two_gpu_budget
         launched, start = time.time(), time.perf_counter()
         if label == "one_gpu":
-            reports = run_workers(_scale_job(args, sampler, tmp, "scale", budget), ["0"])
+            reports = run_live(_with_gpus(_scale_job(args, sampler, tmp, "scale", budget), "0"))
         elif label == "two_gpus":
-            reports = run_workers(_scale_job(args, sampler, tmp, "scale", budget), ["0", "1"])
+            reports = run_live(_with_gpus(_scale_job(args, sampler, tmp, "scale", budget), "0", "1"))
         else:
             # Different seeds: with one seed, both would compile the same configs.
-            jobs = [(_scale_job(args, sampler, tmp, f"scale{g}", budget // 2, seed=int(g)), g)
-                    for g in ("0", "1")]
-            reports = run_jobs(jobs)
+            # Two studies on two GPUs: one each, at once.
+            jobs = [_scale_job(args, sampler, tmp, f"scale{g}", budget // 2, seed=int(g)) for g in ("0", "1")]
+            reports = run_live([_with_gpus(job, "0", "1") for job in jobs])
         wall, ended = time.perf_counter() - start, time.time()
         store = TableStore(f"{tmp}/tables.db")
         rows = [row for r in reports for row in store.load(r.table).rows.values()]

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_live  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def main() -> None:
             job = StudySpec(name=f"sim-{sampler}", evaluator="simulated", sampler=sampler, budget=args.budget,
                             table=meta.name, storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
                             live=LiveSettings(compile_workers=args.compile_workers, scale=1.0))
-            (rep,) = run_workers(job)
+            (rep,) = run_live(job)
         results.append({
             "sampler": sampler, "compiles": rep.summary.compiles, "trials": rep.summary.trials,
             "wall_s": round(rep.wall_s, 2), "busy_s": round(rep.busy_s, 2), "loop_s": round(rep.loop_s, 2),

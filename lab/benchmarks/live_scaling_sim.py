@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_live  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -37,10 +37,10 @@ def _run(storage: str, sampler: str, workers: int, args: argparse.Namespace, met
         job = StudySpec(name=f"scale-{sampler}-{workers}-{time.time_ns()}", evaluator="simulated",
                         sampler=sampler, budget=args.budget, table=meta.name,
                         storage=storage or f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
-                        live=LiveSettings(compile_workers=args.compile_workers, finalists=0,
-                                          scale=args.scale))
+                        live=LiveSettings(gpus=tuple(str(i) for i in range(workers)), finalists=0,
+                                          compile_workers=args.compile_workers, scale=args.scale))
         start = time.perf_counter()
-        reports = run_workers(job, [str(i) for i in range(workers)])
+        reports = run_live(job)
         wall = time.perf_counter() - start
     compiled = sum(r.compiled for r in reports)
     return {"workers": workers, "compiled": compiled, "wall_s": round(wall, 2),

@@ -1,5 +1,5 @@
 """Several shapes, one study each: separate runs (pools started per study) against one sequence
-(`flysearch.study.run_sequence`: one compile pool and one GPU timer for all of them).
+(`flysearch.study.run_live` given all of them: one compile pool and one GPU timer for all).
 
     python lab/benchmarks/live_sequence.py --out lab/benchmarks/results/live_sequence_h200.json   # a GPU host
     OMP_NUM_THREADS=1 python lab/benchmarks/live_sequence.py --evaluator simulated --scale 0.2 \\
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.study import LiveSettings, StudySpec, run_sequence  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_live  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -89,10 +89,10 @@ def main() -> None:
             store.write(*read_table_file(path))
         store.close()
         start = time.perf_counter()
-        separate = [run_sequence([job])[0] for job in _jobs(args, tmp, "separate")]
+        separate = [run_live(job)[0] for job in _jobs(args, tmp, "separate")]
         separate_wall = time.perf_counter() - start
         start = time.perf_counter()
-        together = run_sequence(_jobs(args, tmp, "sequence"))
+        together = run_live(_jobs(args, tmp, "sequence"))
         together_wall = time.perf_counter() - start
     doc["separate"] = {"wall_s": round(separate_wall, 2), "studies": [_row(r) for r in separate]}
     doc["sequence"] = {"wall_s": round(together_wall, 2), "studies": [_row(r) for r in together]}

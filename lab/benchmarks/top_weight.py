@@ -30,10 +30,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
+from _costmodel_eval import sampler_compiles  # noqa: E402
 from costmodel_eval import H200, HUB, load_tables, report  # noqa: E402  (this folder is on sys.path)
 from costmodel_eval import _fmt as fmt_compiles  # noqa: E402
 
-from flysearch.compare import prior_ranks, sampler_compiles  # noqa: E402
+from flysearch.compare import prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 
 # (top_boost, top_scale); the first is the plain model, the default of fit_prior is (15, 30).

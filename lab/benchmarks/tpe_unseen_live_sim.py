@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from flysearch.study import LiveSettings, StudySpec, run_workers  # noqa: E402
+from flysearch.study import LiveSettings, StudySpec, run_live  # noqa: E402
 from flysearch.tables import TableStore, read_table_file  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def main() -> None:
                             table=meta.name, storage=f"sqlite:///{tmp}/study.db", db=f"{tmp}/tables.db",
                             live=LiveSettings(compile_workers=2, finalists=0, table="live/sim",
                                               scale=args.scale))
-            (r,) = run_workers(job)
+            (r,) = run_live(job)
         print(f"| {sampler} | {r.summary.trials} | {r.summary.compiles} | {r.wall_s:.1f} | "
               f"{r.loop_parts.get('ask', 0.0):.1f} | {r.summary.best_ms:.5f} |", flush=True)
 

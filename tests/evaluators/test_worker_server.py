@@ -156,7 +156,8 @@ def test_one_server_per_socket_and_a_stale_socket_is_replaced(sock):
 
 def test_a_live_study_takes_its_timer_and_compile_processes_from_the_server(tmp_path, db):  # noqa: F811
     from flysearch.evaluators import simulated_backend
-    from flysearch.study import LiveSettings, StudySpec, run_workers, served_specs
+    from flysearch.study import LiveSettings, StudySpec, run_live
+    from flysearch.study.live._launch import served_specs
     from flysearch.tables import TableStore
 
     sock = str(tmp_path / "w.sock")
@@ -169,7 +170,7 @@ def test_a_live_study_takes_its_timer_and_compile_processes_from_the_server(tmp_
         job = StudySpec(name="served", evaluator="simulated", sampler="tpe", budget=16, table=TABLE,
                         storage=f"sqlite:///{tmp_path}/s.db", db=db,
                         live=replace(live, server=sock, scale=0.01))
-        (report,) = run_workers(job)
+        (report,) = run_live(job)
     assert report.served_workers == 3  # the timer and both compile processes
     assert report.summary.compiles == 16 and report.claims == {"done": 16}
 
@@ -221,7 +222,8 @@ def test_serving_raises_what_stopped_its_thread_when_the_block_ends(sock, monkey
 def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, monkeypatch):  # noqa: F811
     from flysearch.errors import FlysearchError
     from flysearch.evaluators import simulated_backend
-    from flysearch.study import LiveSettings, StudySpec, run_on_server, served_specs
+    from flysearch.study import LiveSettings, StudySpec
+    from flysearch.study.live._launch import run_on_server, served_specs
     from flysearch.tables import TableStore
 
     sock = str(tmp_path / "w.sock")
@@ -248,10 +250,11 @@ def test_a_commands_studies_run_in_the_servers_warm_study_process(tmp_path, db, 
 
 
 def test_a_study_on_two_gpus_takes_a_warm_timer_for_each_from_the_server(tmp_path, db, monkeypatch):  # noqa: F811
-    from flysearch.study import LiveSettings, StudySpec, backend_to_serve, run_on_server, served_specs
+    from flysearch.study import LiveSettings, StudySpec, specs_to_serve
+    from flysearch.study.live._launch import run_on_server
 
     sock = str(tmp_path / "w.sock")
-    specs = served_specs(backend_to_serve("simulated", gpu="0", table=TABLE, db=db), 2, gpus=["0", "1"])
+    specs = specs_to_serve("simulated", gpus=["0", "1"], table=TABLE, db=db, compile_workers=2)
     kinds = [(s.name, s.spares) for s in specs]
     assert kinds == [("study", 2), ("timer:0", 1), ("timer:1", 1), ("compile", 2)]
     live = LiveSettings(compile_workers=1, finalists=0, server=sock)
@@ -268,7 +271,8 @@ def test_a_study_on_two_gpus_takes_a_warm_timer_for_each_from_the_server(tmp_pat
 
 def test_a_served_costmodel_study_uses_the_prior_the_server_loaded(tmp_path, db, monkeypatch):  # noqa: F811
     from flysearch.costmodel import fit_prior
-    from flysearch.study import LiveSettings, StudySpec, backend_to_serve, run_on_server, served_specs
+    from flysearch.study import LiveSettings, StudySpec, specs_to_serve
+    from flysearch.study.live._launch import run_on_server
     from flysearch.tables import TableStore
 
     store = TableStore(db)
@@ -276,7 +280,7 @@ def test_a_served_costmodel_study_uses_the_prior_the_server_loaded(tmp_path, db,
     fit_prior([store.load(TABLE)], max_iter=5).save(prior_file)
     store.close()
     sock = str(tmp_path / "w.sock")
-    specs = served_specs(backend_to_serve("simulated", table=TABLE, db=db), 1, priors=[str(prior_file)])
+    specs = specs_to_serve("simulated", table=TABLE, db=db, compile_workers=1, priors=[str(prior_file)])
     live = LiveSettings(compile_workers=1, finalists=0, server=sock)
     job = StudySpec(name="with-prior", evaluator="simulated", sampler="costmodel", budget=6, table=TABLE,
                     storage="sqlite:///study.db", db=db, prior="prior.joblib", live=replace(live, scale=0.01))

@@ -20,11 +20,11 @@ from optuna.trial import TrialState
 from flysearch.errors import FlysearchError
 from flysearch.evaluators import decide, retime_finalists, simulated_backend
 from flysearch.space import get_arch
-from flysearch.study import StudySpec
+from flysearch.study import LiveSettings, StudySpec, run_live
 from flysearch.study._claims import ClaimStore
-from flysearch.study._live import run_live_study
-from flysearch.study._live_launch import run_jobs, run_live, run_workers
-from flysearch.study._live_pipeline import LiveSettings, busy_seconds
+from flysearch.study.live._launch import run_jobs, run_worker
+from flysearch.study.live._report import busy_seconds
+from flysearch.study.live._worker import run_live_study
 from flysearch.tables import TableStore, read_table_file, space_for_table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ def _log(tmp_path) -> list[str]:
 
 
 def test_live_study_compiles_ahead_and_lands_every_measurement(tmp_path, db):
-    (report,) = run_workers(_job(tmp_path, db))
+    (report,) = run_live(_job(tmp_path, db))
     s = report.summary
     assert s.compiles == 24 and report.compiled == 24 and report.timed == 24
     assert report.claims == {"done": 24}
@@ -100,8 +100,8 @@ def test_live_study_compiles_ahead_and_lands_every_measurement(tmp_path, db):
 
 
 def test_resume_with_a_larger_budget_compiles_only_new_configs(tmp_path, db):
-    run_workers(_job(tmp_path, db, live=LiveSettings(compile_workers=2, finalists=0)))
-    (report,) = run_workers(_job(tmp_path, db, budget=32, live=LiveSettings(compile_workers=2, finalists=0)))
+    run_live(_job(tmp_path, db, live=LiveSettings(compile_workers=2, finalists=0)))
+    (report,) = run_live(_job(tmp_path, db, budget=32, live=LiveSettings(compile_workers=2, finalists=0)))
     compiled = _log(tmp_path)
     assert report.summary.compiles == 32 and report.compiled == 8
     assert len(compiled) == len(set(compiled)) == 32
@@ -150,8 +150,9 @@ def test_two_workers_share_one_study_and_compile_nothing_twice(tmp_path, db, bac
     job = _job(tmp_path, db, budget=40, storage=storage, scale=0.3,
                live=LiveSettings(compile_workers=1, finalists=3, rounds=2))
     seen: list[int] = []
-    # Both workers ended cleanly: run_workers raises when one fails or its process dies.
-    reports = run_workers(job, gpus=["0", "1"], progress=lambda done, total: seen.append(done))
+    # Both workers ended cleanly: run_live raises when one fails or its process dies.
+    reports = run_live(job, replace(job.live, gpus=("0", "1")),
+                       progress=lambda done, total: seen.append(done))
     # Who compiles what is not asserted: on a loaded machine the second process may start after
     # the first worker spent the whole budget, and then rightly compile nothing. What must hold
     # is that together they compiled the budget, each config once.
@@ -286,10 +287,42 @@ def test_busy_seconds_is_the_union():
     assert busy_seconds([(0, 2)], since=4) == 0
 
 
+def test_a_live_report_computes_itself_from_the_workers_log_and_the_stored_study(tmp_path, db):
+    from flysearch.study import LiveReport
+    from flysearch.study.live._report import WorkerLog
+
+    storage = f"sqlite:///{tmp_path}/study.db"
+    (ran,) = run_live(_job(tmp_path, db, storage=storage, live=LiveSettings(compile_workers=1, finalists=0)))
+    study = optuna.load_study(study_name="live", storage=storage)
+    # Compiles at 1-3 s and 2-6 s, timings at 4-5 s and 7-8 s of a run from 0 s to 10 s; the timer
+    # was ready at 3.5 s, the first compile sent at 0.5 s.
+    log = WorkerLog("live", "host:1:gpu0", t0=100.0, started_at=5000.0, end=110.0,
+                    compile_intervals=[(101.0, 103.0), (102.0, 106.0)],
+                    timer_intervals=[(104.0, 105.0), (107.0, 108.0)], first_sent=100.5, timer_ready=103.5,
+                    compiled=2, timed=2, table="t", device="d", n_feasible=7, stopped="budget",
+                    loop_parts={"ask": 0.5}, setup_parts={"pools": 0.1})
+    r = LiveReport.of(log, study, {"done": 24})
+    assert (r.wall_s, r.busy_s, r.compile_busy_s, r.timer_busy_s, r.compile_sum_s) == (10, 6, 5, 2, 6)
+    assert (r.head_s, r.tail_s, r.first_compile_s, r.startup_s, r.timer_ready_s) == (1, 2, 1, 0.5, 3.5)
+    assert r.busy_after_ready_s == 3.5 and (r.started_at, r.ended_at) == (5000, 5010)
+    assert r.overhead == pytest.approx(0.4) and r.overhead_after_ready == pytest.approx(1 - 3.5 / 6.5)
+    # The study's counts and best come from the stored study, as the run's own report had them.
+    assert r.summary.compiles == ran.summary.compiles == 24 and r.summary.best_key == ran.summary.best_key
+    assert (r.summary.n_feasible, r.summary.stopped, r.claims) == (7, "budget", {"done": 24})
+    # The JSON `study run --json` writes: the same keys as before the report computed itself.
+    assert list(ran.as_dict()) == list(r.as_dict()) == [
+        "study_name", "worker", "summary", "table", "device", "wall_s", "busy_s", "busy_after_ready_s",
+        "compile_busy_s", "timer_busy_s", "compile_sum_s", "head_s", "tail_s", "loop_s", "loop_parts",
+        "pipeline_mean", "served_workers", "setup_parts", "startup_s", "first_compile_s", "timer_ready_s",
+        "started_at", "ended_at", "compiled", "timed", "claims", "finalists", "stopped", "overhead",
+        "overhead_after_start", "overhead_after_ready"]
+    assert ran.summary.n_feasible > 0 and ran.stopped == ran.summary.stopped and ran.table == LIVE_TABLE
+
+
 def test_a_gpu_bound_worker_keeps_few_trials_in_flight():
     from types import SimpleNamespace
 
-    from flysearch.study._live_pipeline import Pipeline
+    from flysearch.study.live._pipeline import Pipeline
 
     def limit(compile_s, timing_s, **live):
         fake = SimpleNamespace(live=LiveSettings(compile_workers=14, **live), mean_s={})
@@ -375,9 +408,9 @@ SECOND = "triton_gemm/H200/4096x4096x4096"
 def test_a_sequence_of_studies_runs_on_pools_started_once(tmp_path, db, monkeypatch):
     """Studies of several shapes in one worker share its compile pool and GPU timer: the pools
     start once, each study asks the (warm) timer for its device, and each lands its own rows."""
-    import flysearch.study._live as live_module
-    import flysearch.study._live_pipeline as pipeline_module
-    from flysearch.study._live_launch import run_sequence
+    import flysearch.study.live._pipeline as pipeline_module
+    import flysearch.study.live._worker as live_module
+    from flysearch.study.live._launch import run_sequence
 
     store = TableStore(db)
     store.write(*read_table_file(SECOND_FILE))
@@ -407,15 +440,13 @@ def test_a_sequence_of_studies_runs_on_pools_started_once(tmp_path, db, monkeypa
 
 
 def test_studies_of_several_shapes_are_dealt_to_the_gpus(tmp_path, db):
-    from flysearch.study import run_shapes
-
     store = TableStore(db)
     store.write(*read_table_file(SECOND_FILE))
     store.close()
     settings = LiveSettings(compile_workers=1, finalists=0)
     jobs = [_job(tmp_path, db, name=f"deal{i}", table=t, budget=8, live=settings, compile_log=None)
             for i, t in enumerate((TABLE, SECOND, TABLE))]
-    reports = run_shapes(jobs, ["0", "1"])
+    reports = run_live(jobs, replace(jobs[0].live, gpus=("0", "1")))
     assert [r.summary.study_name for r in reports] == ["deal0", "deal1", "deal2"]
     assert all(r.compiled == 8 for r in reports)
     # GPU 0 ran the first and the third (one after another, in this process), GPU 1 the second.
@@ -424,7 +455,7 @@ def test_studies_of_several_shapes_are_dealt_to_the_gpus(tmp_path, db):
 
 
 def test_pools_given_to_a_study_must_be_idle(tmp_path, db):
-    from flysearch.study._live_pipeline import start_pools
+    from flysearch.study.live._pipeline import start_pools
 
     store = TableStore(db)
     table = store.load(TABLE)
@@ -461,17 +492,18 @@ def test_the_cli_runs_one_study_per_listed_table_on_one_set_of_pools(tmp_path, d
 
 def test_a_malformed_shape_in_a_list_fails_before_any_study_runs(tmp_path, db):
     from flysearch.errors import InputFormatError
-    from flysearch.study import run_shapes
 
     good = StudySpec(name="a", evaluator="triton", shape="64x64x64", storage=f"sqlite:///{tmp_path}/s.db",
                      db=db)
     with pytest.raises(InputFormatError, match="not of the form"):
-        run_shapes([good, replace(good, name="b", shape="64xbad")])
+        run_live([good, replace(good, name="b", shape="64xbad")])
+    with pytest.raises(InputFormatError, match="not of the form"):
+        run_live(replace(good, shape="64x64x64,64xbad"))
     assert not (tmp_path / "s.db").exists()
 
 
 def test_timer_queue_sets_what_the_timer_holds(db):
-    from flysearch.study._live_pipeline import pools_key, start_pools
+    from flysearch.study.live._pipeline import pools_key, start_pools
 
     with pytest.raises(FlysearchError, match="timer_queue"):
         LiveSettings(timer_queue=0)
@@ -491,14 +523,69 @@ def test_timer_queue_sets_what_the_timer_holds(db):
 def test_a_triton_cache_made_for_a_run_is_removed_when_it_ends(tmp_path, db, monkeypatch):
     import tempfile
 
-    from flysearch.study._live_launch import run_sequence
+    from flysearch.study.live._launch import run_sequence
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes the caches
     job = StudySpec(name="t", evaluator="triton", sampler="random", budget=4, shape="64x64x64",
                     storage=f"sqlite:///{tmp_path}/s.db", db=db,
                     live=LiveSettings(compile_workers=1, finalists=0))
-    for run in (lambda: run_live(job), lambda: run_sequence([job, replace(job, name="u")])):
+    for run in (lambda: run_worker(job), lambda: run_sequence([job, replace(job, name="u")])):
         # No GPU here (or no Triton at all): the run fails.
         with pytest.raises(FlysearchError, match=r"timer could not start|needs the triton package"):
             run()
         assert list(tmp_path.glob("flysearch-cache-*")) == []
+
+
+def test_a_study_file_describes_a_live_study_and_flags_override_it(tmp_path, db):
+    from flysearch.study import load_study_file
+
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    study_file = folder / "live.toml"
+    study_file.write_text(
+        f'[study]\nname = "filed"\nevaluator = "simulated"\ntable = "{TABLE}"\ndb = "{db}"\n'
+        'storage = "sqlite:///study.db"\nsampler = "random"\nbudget = 12\n\n'
+        '[live]\ngpus = ["0"]\ncompile_workers = 1\nfinalists = 2\nrounds = 2\nscale = 0.01\n'
+        'compile_log = "compiles.log"\n')
+    spec = load_study_file(study_file)
+    assert spec.evaluator == "simulated" and spec.live.gpus == ("0",) and spec.live.finalists == 2
+    assert spec.live.compile_log == str(folder / "compiles.log")  # read from the file's folder
+    out = tmp_path / "reports.json"
+    cmd = [sys.executable, "-m", "flysearch", "study", "run", str(study_file), "--budget", "6",
+           "--rounds", "3", "--json", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (report,) = json.loads(out.read_text())
+    assert report["study_name"] == "filed" and report["summary"]["compiles"] == 6  # --budget won
+    assert report["finalists"] and {f["rounds"] for f in report["finalists"]["finalists"]} == {3}  # --rounds
+    assert len((folder / "compiles.log").read_text().splitlines()) == 6 and (folder / "study.db").exists()
+
+
+@pytest.mark.parametrize(("live", "message"), [
+    ("gpu_count = 2", "unknown keys ['gpu_count'] in [live]; allowed: ['cache_dir', 'compile_log'"),
+    ("compile_workers = 0", "[live] compile_workers must be a positive integer, got 0"),
+    ("scale = -1", "[live] scale must be a number >= 0"),
+    ('gpus = "0,0"', "distinct"),
+    ("server = 3", "[live] server must be a string"),
+])
+def test_a_bad_live_table_is_one_error_line_and_exit_code_2(tmp_path, live, message):
+    from click.testing import CliRunner
+
+    from flysearch.cli import main
+
+    study_file = tmp_path / "bad.toml"
+    study_file.write_text(f'[study]\nevaluator = "simulated"\ntable = "{TABLE}"\n\n[live]\n{live}\n')
+    result = CliRunner().invoke(main, ["study", "run", str(study_file)])
+    assert result.exit_code == 2 and message in result.output, result.output
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("Error:")]
+    assert "Traceback" not in result.output and len(errors) == 1 and message in errors[0]
+
+
+def test_a_live_table_needs_a_live_evaluator(tmp_path):
+    from flysearch.errors import InputFormatError
+    from flysearch.study import load_study_file
+
+    study_file = tmp_path / "replayed.toml"
+    study_file.write_text(f'[study]\ntable = "{TABLE}"\n\n[live]\nfinalists = 0\n')
+    with pytest.raises(InputFormatError, match=r"\[live\] table but its evaluator 'replay' is not live"):
+        load_study_file(study_file)

@@ -8,7 +8,7 @@ import pytest
 
 from flysearch.errors import InputFormatError
 from flysearch.space import Config, Shape
-from flysearch.study import backend_to_serve
+from flysearch.study.live._launch import backend_to_serve
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs Triton")
 

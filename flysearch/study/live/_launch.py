@@ -6,15 +6,18 @@ whose evaluator is a live one (:func:`flysearch.evaluators.evaluator_names`): ``
 and a CUDA arch), ``flydsl`` (a GEMM shape, an AMD arch and the space's kernel factory),
 ``simulated`` (a ground-truth table played back in real time), or one registered with
 :func:`flysearch.evaluators.register_evaluator`.
-:func:`run_workers` starts one worker per GPU; all of them join the same study through its
-database, so the same job can also be started by hand on several hosts against one PostgreSQL URL.
+:func:`run_live` runs one or several (one per shape); :func:`run_workers` starts one worker per GPU;
+all of them join the same study through its database, so the same job can also be started by hand on
+several hosts against one PostgreSQL URL. :func:`run_shapes` deals several studies to the GPUs, and
+each GPU runs its share one after another on pools started once (:func:`run_sequence`), the GPUs at
+once (:func:`run_jobs`).
 
 Example (one H200, three-quarters of the CPU cores compiling)::
 
-    from flysearch.study import StudySpec, run_workers
+    from flysearch.study import StudySpec, run_live
     job = StudySpec(name="tpe-4096", evaluator="triton", sampler="tpe", budget=64,
                     shape="4096x4096x4096", storage="sqlite:///live.db")
-    (report,) = run_workers(job, gpus=["0"])
+    (report,) = run_live(job)
 """
 
 from __future__ import annotations
@@ -32,10 +35,10 @@ from flysearch._lifeline import Lifeline
 from flysearch.errors import FlysearchError, InputFormatError
 from flysearch.evaluators import evaluator_entry, evaluator_names, main_module_hidden
 from flysearch.study._launch import evaluator_setup, searched
-from flysearch.study._live import run_live_study
-from flysearch.study._live_pipeline import LiveReport
-from flysearch.study._spec import StudySpec
+from flysearch.study._spec import LiveSettings, StudySpec
 from flysearch.study._storage_template import prepare_storage
+from flysearch.study.live._report import LiveReport
+from flysearch.study.live._worker import run_live_study
 from flysearch.tables import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -48,16 +51,75 @@ __all__ = [
     "prepare_live",
     "run_jobs",
     "run_live",
+    "run_on_server",
     "run_sequence",
     "run_shapes",
+    "run_worker",
     "run_workers",
     "served_specs",
+    "specs_to_serve",
 ]
 
 
+def run_live(spec: StudySpec | Sequence[StudySpec], settings: LiveSettings | None = None, *,
+             progress: Callable[[int, int], None] | None = None) -> list[LiveReport]:
+    """Run a live study, or several: compile in a pool of processes, time on one or more GPUs.
 
-def run_live(spec: StudySpec, gpu: str | None = None,
-             progress: Callable[[int, int], None] | None = None) -> LiveReport:
+    *spec* is one study, or one per shape (or per played-back table) when it lists several,
+    comma-separated (:meth:`StudySpec.live_studies`), or a sequence of studies. *settings* (by
+    default each spec's own ``live``) say how the workers run: on each GPU of ``settings.gpus``
+    (default: the one this process sees) one worker, and, given several studies, the studies are
+    dealt to the GPUs and each GPU runs its share one after another on pools started once. With
+    ``settings.server`` (``""``: the default socket) the studies run in a warm study process of that
+    worker server (``flysearch serve``), here when it has none. *progress* is called as
+    ``progress(compiles, budget)`` by the first GPU's studies, run here.
+
+    Returns:
+        One report per worker (one study on several GPUs) or per study (several studies), in the
+        order of the studies.
+
+    Raises:
+        FlysearchError: a spec is malformed, or a worker failed (its error, with its GPU).
+    """
+    jobs = spec.live_studies() if isinstance(spec, StudySpec) else list(spec)
+    if settings is not None:
+        jobs = [replace(job, live=settings) for job in jobs]
+    if not jobs:
+        return []
+    live = jobs[0].live
+    if live.server == "":
+        from flysearch.evaluators import default_socket
+
+        live = replace(live, server=default_socket())
+        jobs = [replace(job, live=replace(job.live, server=live.server)) for job in jobs]
+    gpus = list(live.gpus) or None
+    if live.server:
+        reports = run_on_server(live.server, jobs, gpus)
+        if reports is not None:
+            return reports
+    return run_workers(jobs[0], gpus, progress) if len(jobs) == 1 else run_shapes(jobs, gpus, progress)
+
+
+def specs_to_serve(evaluator: str, *, arch: str | None = None, gpus: Sequence[str] = (),
+                   table: str | None = None, db: str = DEFAULT_DB, compile_workers: int | None = None,
+                   timers: int = 1, priors: Sequence[str] = ()) -> list[WorkerSpec]:
+    """What a worker server (``flysearch serve``) keeps warm for live studies of *evaluator*: GPU
+    timers (*timers* for each of *gpus*, or for the GPU this process sees), compile processes
+    (*compile_workers*, default as a study's: :meth:`LiveSettings.workers`) and study processes
+    (loading the cost-model files *priors*), for the backend a study of *evaluator* uses (one that
+    plays a table back: *table* from *db*); see :func:`served_specs`.
+
+    Raises:
+        FlysearchError: *evaluator* is not a live one, or needs a table not given.
+    """
+    backend = backend_to_serve(evaluator, arch=arch, gpu=gpus[0] if gpus else None, table=table, db=db)
+    workers = LiveSettings(compile_workers=compile_workers).workers() if compile_workers != 0 else 0
+    return served_specs(backend, workers, timers=timers, gpus=gpus if len(gpus) > 1 else (), priors=priors)
+
+
+
+def run_worker(spec: StudySpec, gpu: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> LiveReport:
     """Run the live study *spec* as one worker, timing on *gpu* (a compile cache made for it is
     removed at the end; name ``spec.live.cache_dir`` to keep the binaries)."""
     made = None if spec.live.cache_dir else tempfile.mkdtemp(prefix=_CACHE_PREFIX)
@@ -70,7 +132,7 @@ def run_live(spec: StudySpec, gpu: str | None = None,
 
 def prepare_live(spec: StudySpec, gpu: str | None = None) -> tuple[LiveBackend, dict[str, Any]]:
     """The backend that compiles and times *spec* on *gpu*, and the other arguments of
-    :func:`~flysearch.study._live.run_live_study` for it."""
+    :func:`~flysearch.study.live._worker.run_live_study` for it."""
     spec.validate()
     if not evaluator_entry(spec.evaluator).live:
         raise InputFormatError(f"A live study needs a live evaluator ({_live_names()}); {spec.evaluator} "
@@ -116,7 +178,7 @@ def run_sequence(jobs: Sequence[StudySpec], gpu: str | None = None,
     processes, ready. Jobs without a ``cache_dir`` share one compile cache, so that their compile
     processes match; it is removed at the end. *progress* is called for each study in turn.
     """
-    from flysearch.study._live_pipeline import pools_key, start_pools
+    from flysearch.study.live._pipeline import pools_key, start_pools
 
     if not jobs:
         return []
@@ -332,7 +394,7 @@ def run_workers(job: StudySpec, gpus: list[str] | None = None,
     job.validate()
     gpus = list(gpus or [""])
     if len(gpus) == 1:
-        return [run_live(job, gpus[0] or None, progress)]
+        return [run_worker(job, gpus[0] or None, progress)]
     (job,) = _prepare_processes([job], len(gpus))
     return run_jobs([(replace(job, live=replace(job.live, worker_index=i)), gpu)
                      for i, gpu in enumerate(gpus)], progress=progress)
@@ -439,7 +501,7 @@ def _run_here(job: StudySpec | Sequence[StudySpec], gpu: str,
     (a worker process runs its job through this too)."""
     try:
         if isinstance(job, StudySpec):
-            return [run_live(job, gpu, progress)], None
+            return [run_worker(job, gpu, progress)], None
         return run_sequence(job, gpu, progress), None
     except Exception as exc:
         if os.environ.get("FLYSEARCH_DEBUG"):
@@ -461,7 +523,7 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
                  gpus: Sequence[str] = (), priors: Sequence[str] = ()) -> list[WorkerSpec]:
     """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
     GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
-    the same processes :func:`~flysearch.study._live_pipeline.start_pools` would start (kinds with no
+    the same processes :func:`~flysearch.study.live._pipeline.start_pools` would start (kinds with no
     spare are left out). A
     study's own environment (the compiler's cache) is set when it takes them; the GPU a timer owns
     must be the study's. A timer handed out is replaced at once (its start-up is seconds of one
@@ -476,7 +538,7 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
     warm timer. The study processes load the cost-model files *priors* (absolute paths) while they
     warm up, so that a ``costmodel`` study naming one of them does not load it."""
     from flysearch.evaluators import GPU_VARS, WorkerSpec, gpu_env
-    from flysearch.study._live_pipeline import compile_initializer
+    from flysearch.study.live._pipeline import compile_initializer
 
     def timer(env: dict[str, str], name: str) -> WorkerSpec:
         return WorkerSpec(backend.timer_fn, None, env=env, pinned=GPU_VARS, warm=dict(backend.info_payload),

@@ -5,7 +5,7 @@ stores the measurement and finishes its trial through :class:`~flysearch.study._
 it holds the worker's state (trials in flight, compiled configs waiting for the GPU, trials
 waiting on another worker's claim). :func:`recover` loads a study a killed worker left behind.
 The loop itself is :func:`flysearch.study._loop.run_loop`, the same as a replayed study's;
-:mod:`flysearch.study._live` documents the design.
+:mod:`flysearch.study.live._worker` documents the design.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +31,9 @@ from flysearch.space import device_label
 from flysearch.study._claims import ClaimRow, ClaimStore
 from flysearch.study._loop import Submitted
 from flysearch.study._spec import LiveSettings, StudySpec
-from flysearch.study._study import StudySummary
 from flysearch.study._trial_writer import add_finished_trial, add_finished_trials
 from flysearch.study._trials import RECORD_ATTR, TrialRecord, Trials
+from flysearch.study.live._report import WorkerLog
 from flysearch.tables import Outcome, Row, TableMeta, TableStore
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from flysearch.evaluators import LiveBackend
     from flysearch.space import Config, Space
 
-__all__ = ["LiveReport", "Pipeline", "busy_seconds", "compile_initializer", "recover",
+__all__ = ["FINALISTS_ATTR", "Pipeline", "ask_device", "compile_initializer", "pools_key", "recover",
            "start_pools"]
 
 _WORKER = "flysearch_worker"
@@ -50,106 +50,23 @@ _PULL_MARGIN_S = 10.0
 FINALISTS_ATTR = "flysearch_finalists"  # the study attribute holding the re-timed finalists
 
 
-@dataclass
-class LiveReport:
-    """What one live worker did, and the study's state when it stopped."""
-
-    study_name: str
-    worker: str
-    summary: StudySummary
-    table: str = ""
-    device: str = ""
-    wall_s: float = 0.0
-    busy_s: float = 0.0
-    busy_after_ready_s: float = 0.0  # of busy_s, after the timer had started up
-    compile_busy_s: float = 0.0
-    timer_busy_s: float = 0.0
-    compile_sum_s: float = 0.0
-    head_s: float = 0.0
-    tail_s: float = 0.0
-    loop_s: float = 0.0  # seconds the study loop was working (not waiting for its pools)
-    # Of loop_s: seconds in asking the sampler (claims included), claiming, storing measurements
-    # (flush), storing other trials (save), and reading other workers' measurements (pull).
-    loop_parts: dict[str, float] = field(default_factory=dict)
-    # Time-weighted means over the loop: trials in flight, compile tasks in the pool (queued or
-    # sent), compile processes holding a task, configs compiled and waiting for the timer, and
-    # configs at the timer.
-    pipeline_mean: dict[str, float] = field(default_factory=dict)
-    served_workers: int = 0  # pool processes taken warm from a worker server
-    # Seconds in each step of the set-up before the loop: starting (or taking) the pools,
-    # enumerating the space, loading the prior, making the sampler, opening the storage, the study,
-    # the claims and the table store, and recovering a resumed study's claims.
-    setup_parts: dict[str, float] = field(default_factory=dict)
-    startup_s: float = 0.0  # until the first compile was sent to the pool
-    first_compile_s: float = 0.0  # until a compile process started the first compile
-    timer_ready_s: float = 0.0  # until the timer had started up (its process, imports, the device)
-    started_at: float = 0.0  # time.time() when the worker started (for launchers' overhead)
-    ended_at: float = 0.0  # time.time() when the worker stopped
-    compiled: int = 0
-    timed: int = 0
-    claims: dict[str, int] = field(default_factory=dict)
-    finalists: dict[str, Any] | None = None
-    stopped: str = ""
-
-    @property
-    def overhead(self) -> float:
-        """Share of the wall-clock time during which neither a compile nor a timing ran (of it,
-        ``head_s`` before the first one started: process start-up, the pools' imports, the GPU's
-        start-up and the study's set-up; ``tail_s`` after the last one ended: shutting the pools
-        down)."""
-        return 1.0 - self.busy_s / self.wall_s if self.wall_s > 0 else 0.0
-
-    @property
-    def overhead_after_start(self) -> float:
-        """:attr:`overhead` without the start-up: the share of the wall-clock after the first
-        compile or timing began during which none ran."""
-        rest = self.wall_s - self.head_s
-        return 1.0 - self.busy_s / rest if rest > 0 else 0.0
-
-    @property
-    def overhead_after_ready(self) -> float:
-        """:attr:`overhead` from the moment the GPU's timer had started up (``timer_ready_s``: its
-        process, the framework's imports, the device's context) to the end: the study's own cost
-        beyond compiling, timing and bringing the GPU up, which any tuner in a fresh process pays."""
-        rest = self.wall_s - self.timer_ready_s
-        return 1.0 - self.busy_after_ready_s / rest if rest > 0 else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["overhead"] = self.overhead
-        out["overhead_after_start"] = self.overhead_after_start
-        out["overhead_after_ready"] = self.overhead_after_ready
-        return out
-
-
-def busy_seconds(intervals: list[tuple[float, float]], since: float = -math.inf) -> float:
-    """Length of the union of ``(start, end)`` intervals (of its part after *since*)."""
-    total, end = 0.0, since
-    for a, b in sorted(intervals):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return total
-
-
 @contextlib.contextmanager
-def _spending(report: LiveReport, part: str) -> Iterator[None]:
-    """Add the seconds the block takes to ``report.loop_parts[part]``."""
+def _spending(log: WorkerLog, part: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``log.loop_parts[part]``."""
     start = time.monotonic()
     try:
         yield
     finally:
-        report.loop_parts[part] = report.loop_parts.get(part, 0.0) + time.monotonic() - start
+        log.loop_parts[part] = log.loop_parts.get(part, 0.0) + time.monotonic() - start
 
 
 def _spent(part: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Add the wrapped :class:`Pipeline` method's seconds to ``report.loop_parts[part]``."""
+    """Add the wrapped :class:`Pipeline` method's seconds to ``log.loop_parts[part]``."""
 
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         def timed(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-            with _spending(self.report, part):
+            with _spending(self.log, part):
                 return method(self, *args, **kwargs)
 
         return timed
@@ -213,8 +130,10 @@ class Pipeline:
 
     def __init__(self, study: optuna.Study, durable: optuna.Study, space: Space, backend: LiveBackend,
                  settings: StudySpec, live: LiveSettings, claims: ClaimStore, store: TableStore,
-                 context: SearchContext, n_feasible: int, pools: tuple[WorkerPool, WorkerPool]) -> None:
+                 context: SearchContext, n_feasible: int, pools: tuple[WorkerPool, WorkerPool],
+                 log: WorkerLog) -> None:
         self.study, self.durable = study, durable
+        self.log = log  # what this worker observes, for its report
         self.space, self.backend, self.s, self.live = space, backend, settings, live
         self.placeholders: dict[str, int] = {}
         self.last_pull = 0.0
@@ -237,11 +156,7 @@ class Pipeline:
         # Written at the end of each loop pass, one transaction each (see flush).
         self.compiled_batch: dict[str, dict[str, Any]] = {}
         self.finished_batch: list[tuple[_Item, dict[str, Any]]] = []
-        self.report = LiveReport(study.study_name, claims.worker, StudySummary(study.study_name))
-        self.compile_intervals: list[tuple[float, float]] = []
-        self.timer_intervals: list[tuple[float, float]] = []
         self.compiler, self.timer = pools
-        self.t0 = time.monotonic()
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
         self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
         self._sums: dict[str, float] = {}  # time-weighted sums of the samples, and their seconds
@@ -348,7 +263,7 @@ class Pipeline:
         if key in self.items:
             self.waiting.setdefault(key, []).append(trial)
             return "waiting"
-        with _spending(self.report, "claim"):
+        with _spending(self.log, "claim"):
             claim = self.claims.claim(key, budget=self.target, params=dict(trial.params), trial=trial.number)
         if claim.status in ("granted", "compiled"):
             assert claim.row is not None
@@ -358,8 +273,8 @@ class Pipeline:
                 self.ready.append(key)
             else:
                 self.compiler.submit(key, self.backend.compile_payload(config, self.shape))
-                if not self.report.startup_s:
-                    self.report.startup_s = time.monotonic() - self.t0
+                if self.log.first_sent is None:
+                    self.log.first_sent = time.monotonic()
                 # Sent at once: the loop may ask for many more trials (a claim each) before it waits.
                 self.compiler.dispatch()
             return "compile"
@@ -401,10 +316,10 @@ class Pipeline:
         return now - res.elapsed_s, now
 
     def on_compiled(self, res: TaskResult) -> None:
-        self.compile_intervals.append(self._interval(res))
-        self._observe("compile", self.compile_intervals[-1])
+        self.log.compile_intervals.append(self._interval(res))
+        self._observe("compile", self.log.compile_intervals[-1])
         item = self.items[res.task_id]
-        self.report.compiled += 1
+        self.log.compiled += 1
         if res.ok and res.value.get("ok"):
             item.compiled = dict(res.value)
             self.compiled_batch[item.config.key] = item.compiled
@@ -424,14 +339,14 @@ class Pipeline:
         if res.task_id == "info":
             # Starting the GPU (its process, the framework's imports, the device's context) is
             # start-up, not timing: it stays out of the busy time.
-            self.report.timer_ready_s = self._interval(res)[1] - self.t0
+            self.log.timer_ready = self._interval(res)[1]
             self.on_info(res)
             return
-        self.timer_intervals.append(self._interval(res))
+        self.log.timer_intervals.append(self._interval(res))
         item = self.items[res.task_id]
         self.timing.discard(res.task_id)
-        self.report.timed += 1
-        self._observe("timing", self.timer_intervals[-1])
+        self.log.timed += 1
+        self._observe("timing", self.log.timer_intervals[-1])
         compiled = item.compiled or {}
         extra = dict(compiled.get("extra", {}))
         if not res.ok:
@@ -535,8 +450,7 @@ class Pipeline:
                 rows.append(_table_row(self.space.decode(claim.params, self.s.encoding), claim.result))
         self.store.add_rows(self.meta, rows)
         self.rows.clear()
-        self.report.table = self.meta.name
-        self.report.device = self.meta.device
+        self.log.table, self.log.device = self.meta.name, self.meta.device
 
     @_spent("pull")
     def pull(self, *, every_s: float = 0.25) -> None:

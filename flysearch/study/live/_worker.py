@@ -2,7 +2,7 @@
 
 A live study runs the same loop as a replayed one (:func:`flysearch.study._loop.run_loop`: one
 trial per suggestion, constraint rejections and duplicates answered without a compile, the same
-trial records); its trial evaluator, :class:`~flysearch.study._live_pipeline.Pipeline`, compiles
+trial records); its trial evaluator, :class:`~flysearch.study.live._pipeline.Pipeline`, compiles
 and times the configs for real, as a pipeline:
 
 * the sampler is asked for several trials at once (up to ``depth`` in flight, fewer while the GPU
@@ -42,27 +42,20 @@ from flysearch.errors import FlysearchError
 from flysearch.evaluators import retime_finalists
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.study._claims import ClaimStore
-from flysearch.study._live_pipeline import (
-    FINALISTS_ATTR,
-    LiveReport,
-    Pipeline,
-    ask_device,
-    busy_seconds,
-    recover,
-    start_pools,
-)
 from flysearch.study._loop import run_loop
 from flysearch.study._spec import LiveSettings, StudySpec
 from flysearch.study._sqlite import tune_sqlite
 from flysearch.study._storage_template import open_shared_storage
-from flysearch.study._study import open_study, summarize
+from flysearch.study._study import open_study
+from flysearch.study.live._pipeline import FINALISTS_ATTR, Pipeline, ask_device, recover, start_pools
+from flysearch.study.live._report import LiveReport, WorkerLog
 from flysearch.tables import Outcome, TableStore
 
 if TYPE_CHECKING:
     from flysearch.evaluators import LiveBackend, WorkerPool
     from flysearch.space import ArchProfile, Shape, Space
 
-__all__ = ["LiveReport", "busy_seconds", "run_live_study"]
+__all__ = ["run_live_study"]
 
 
 def run_live_study(
@@ -93,7 +86,7 @@ def run_live_study(
             (called once the pools are starting, so that loading overlaps their start-up).
         progress: Called as ``progress(compiles, budget)`` after each trial.
         pools: A compile pool and a timer already started for an equivalent backend
-            (:func:`~flysearch.study._live_pipeline.start_pools`, idle), to run this study on instead of
+            (:func:`~flysearch.study.live._pipeline.start_pools`, idle), to run this study on instead of
             starting its own: the caller keeps them (open) for its next study and closes them.
 
     Raises:
@@ -103,8 +96,8 @@ def run_live_study(
     live, url, db = settings.live, settings.storage, settings.db
     if "://" not in url:
         raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
-    t0, started_at = time.monotonic(), time.time()
-    lap = _Laps()
+    log = WorkerLog(study_name, "", t0=time.monotonic(), started_at=time.time())
+    lap = _Laps(log.setup_parts)
     own = pools is None
     if pools is None:
         pools = start_pools(backend, live)
@@ -117,66 +110,46 @@ def run_live_study(
         enumeration = space.enumerate(shape, arch)
         lap("enumerate")
         runner = _setup(study_name, space, backend, settings, enumeration, shape, arch, url, db, live,
-                        problem, prior, pools, lap)
+                        problem, prior, pools, lap, log)
     except BaseException:
         if own:
             for pool in pools:
                 pool.close(grace_s=0.0)
         raise
-    runner.t0 = t0
-    runner.report.setup_parts = lap.parts
+    log.worker, log.n_feasible = runner.claims.worker, len(enumeration.feasible)
     claims, store = runner.claims, runner.store
     try:
         recover(runner)
         lap("recover")
         start = time.monotonic()
-        stopped = run_loop(runner.trials, space, runner.context, runner, budget=settings.budget,
-                           max_idle=settings.max_idle, progress=progress).stopped
-        runner.report.loop_s = time.monotonic() - start - runner.blocked_s
-        runner.report.loop_parts["ask"] = runner.report.loop_parts.get("ask", 0.0) + runner.trials.ask_s
+        log.stopped = run_loop(runner.trials, space, runner.context, runner, budget=settings.budget,
+                               max_idle=settings.max_idle, progress=progress).stopped
+        log.loop_s = time.monotonic() - start - runner.blocked_s
+        log.loop_parts["ask"] = log.loop_parts.get("ask", 0.0) + runner.trials.ask_s
         runner.sample()
-        runner.report.pipeline_mean = runner.pipeline_means()
+        log.pipeline_mean = runner.pipeline_means()
         runner.save()
         if own:
             runner.compiler.close(grace_s=0.0, wait=False)  # nothing left to compile; the finalists time
-        report = runner.report
         if live.finalists > 0:
-            report.finalists = _finalists(runner)
+            log.finalists = _finalists(runner)
     finally:
         if own:
             runner.close()
-        loop_end = time.monotonic()
+        log.end = time.monotonic()
         claims_counts = claims.counts()
         claims.close()
         store.close()
-    report.wall_s = loop_end - t0
-    report.started_at, report.ended_at = started_at, started_at + report.wall_s
-    report.compile_busy_s = busy_seconds(runner.compile_intervals)
-    report.timer_busy_s = busy_seconds(runner.timer_intervals)
-    report.compile_sum_s = sum(b - a for a, b in runner.compile_intervals)
-    spans = runner.compile_intervals + runner.timer_intervals
-    if runner.compile_intervals:
-        report.first_compile_s = min(a for a, _b in runner.compile_intervals) - t0
-    if spans:
-        report.head_s = max(0.0, min(a for a, _b in spans) - t0)
-        report.tail_s = max(0.0, loop_end - max(b for _a, b in spans))
-    report.busy_s = busy_seconds(spans)
-    report.busy_after_ready_s = busy_seconds(spans, since=t0 + report.timer_ready_s)
-    report.claims = claims_counts
-    report.served_workers = runner.compiler.served + runner.timer.served
-    report.stopped = stopped
-    summary = summarize(runner.durable)
-    summary.n_feasible = len(enumeration.feasible)
-    summary.stopped = stopped
-    report.summary = summary
-    return report
+    log.served_workers = runner.compiler.served + runner.timer.served
+    return LiveReport.of(log, runner.durable, claims_counts)
 
 
 class _Laps:
-    """Seconds spent in each step of a study's set-up: ``lap(name)`` ends the step *name*."""
+    """Seconds spent in each step of a study's set-up, added to *parts*: ``lap(name)`` ends the
+    step *name*."""
 
-    def __init__(self) -> None:
-        self.parts: dict[str, float] = {}
+    def __init__(self, parts: dict[str, float] | None = None) -> None:
+        self.parts: dict[str, float] = {} if parts is None else parts
         self._last = time.monotonic()
 
     def __call__(self, name: str) -> None:
@@ -188,7 +161,7 @@ class _Laps:
 def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudySpec,
            enumeration: Any, shape: Shape | None, arch: ArchProfile | None, url: str, db: str,
            live: LiveSettings, problem: dict[str, Any] | None, prior: Any, pools: tuple[Any, Any],
-           lap: _Laps) -> Pipeline:
+           lap: _Laps, log: WorkerLog) -> Pipeline:
     """Everything a worker opens before its loop, while its pools start up.
 
     The sampler is made in a thread while this one opens the databases: a cost model's scoring
@@ -224,7 +197,7 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
                                 direction="minimize", study_name=study_name)
     lap("study")
     return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
-                    len(enumeration.feasible), pools)
+                    len(enumeration.feasible), pools, log)
 
 
 def _open_databases(study_name: str, space: Space, url: str, db: str, settings: StudySpec,
@@ -265,7 +238,7 @@ def _finalists(r: Pipeline) -> dict[str, Any] | None:
     def time_one(key: str) -> float | None:
         r.timer.submit(("final", key), r.backend.time_payload(configs[key], r.shape, None))
         (res,) = r.timer.drain()
-        r.timer_intervals.append(r._interval(res))
+        r.log.timer_intervals.append(r._interval(res))
         if not res.ok or res.value.get("outcome") != Outcome.OK.value:
             return None
         return float(res.value["time_ms"])
