@@ -116,7 +116,7 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
              reset_to_zero: Sequence[str] = (), restore_value: Sequence[str] = (),
              warmup: int | None = None, rep: float | None = None, protocol: TimingProtocol | None = None,
              budget: int | None = None, sampler: str = "auto", seed: int = 0, transfer_after: int = 3,
-             transfer_budget: int = 16, finalists: int = 5, rounds: int = 5,
+             transfer_budget: int = 32, finalists: int = 5, rounds: int = 5,
              store: str | os.PathLike[str] | None = None, name: str | None = None,
              prune_configs_by: Any = None) -> Callable[[Any], Autotuned]:
     """Tune a kernel's config per key, in few compiles, and remember it.

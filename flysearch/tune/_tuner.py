@@ -72,7 +72,7 @@ class TuneSettings:
     sampler: str = "auto"
     seed: int = 0
     transfer_after: int = 3
-    transfer_budget: int = 16
+    transfer_budget: int = 32
     finalists: int = 5
     rounds: int = 5
     protocol: TimingProtocol = field(default_factory=TimingProtocol)

@@ -65,11 +65,21 @@ def _example(name: str) -> ModuleType:
     return importlib.import_module(f"examples.{name}")
 
 
+HELDOUT = ROOT / "lab" / "benchmarks" / "autotune_heldout_keys.toml"
+KEYSET = {"heldout": False}  # set in main: --heldout tunes and races the held-out keys instead
+
+
 def _keys(module: ModuleType, n: int) -> list[dict[str, int]]:
+    if KEYSET["heldout"]:
+        import tomllib
+
+        keys = tomllib.loads(HELDOUT.read_text())[module.__name__.rsplit(".", 1)[-1]][:n]
+    else:
+        keys = list(module.KEYS[:n])
     if DEVICE == "cpu":  # rows (and M) down to SMALL, the other sizes down to 256 (a few apart)
         return [{k: min(v, SMALL if k in ("n_rows", "M") else 256 // (i % 2 + 1)) for k, v in key.items()}
-                for i, key in enumerate(module.KEYS[:n])]
-    return list(module.KEYS[:n])
+                for i, key in enumerate(keys)]
+    return keys
 
 
 def _sync() -> None:
@@ -474,7 +484,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--subset", type=int, default=32)
     parser.add_argument("--commit", default="")
     parser.add_argument("--step", choices=("compile", "time", "both"), default="both")
+    parser.add_argument("--heldout", action="store_true",
+                        help=f"the keys of {HELDOUT.name}, not the examples' KEYS")
     a = parser.parse_args(argv)
+    KEYSET["heldout"] = a.heldout
     examples = a.examples.split(",")
     if a.phase == "tune":
         tune(a.store, a.out, examples, a.keys)

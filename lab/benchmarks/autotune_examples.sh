@@ -3,10 +3,11 @@
 # Triton cache while every race config compiles into another cache on the other cores, a second
 # process's dispatch, the race's timings, the winners re-timed with the race's top, and
 # triton.autotune on a subset; each phase stops at its deadline (seconds after the start) so that
-# the results are packed before the call's limit. Usage: lab/benchmarks/autotune_examples.sh OUT [PHASES]
+# the results are packed before the call's limit (OUT/runs.tgz, OUT/races.tgz). Env: EXAMPLES, KEYS,
+# HELDOUT=1 (the held-out keys), SCALE, SUBSET. Usage: lab/benchmarks/autotune_examples.sh OUT [PHASES]
 set -u
 OUT=$1; PHASES=${2:-"cold warm dispatch race final baseline"}
-B="lab/benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul} --keys ${KEYS:-8}"; R=$OUT/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
+B="lab/benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul} --keys ${KEYS:-8} ${HELDOUT:+--heldout}"; R=/tmp/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 # Deadlines scale with $SCALE percent (100: the whole call takes about 590 s).
@@ -38,4 +39,5 @@ if [[ $PHASES == *baseline* ]]; then  # triton.autotune over a random subset: an
   phase baseline; rm -rf /tmp/tb; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 560)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_cold.json" 2>&1 | tail -5 | tee -a "$L"
   phase "baseline warm"; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 585)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_warm.json" 2>&1 | tail -5 | tee -a "$L"
 fi
-phase pack; tar czf "$OUT/races.tgz" -C /tmp/races --exclude='race-store.db*' . ; ls -la "$R" "$OUT" | tee -a "$L"
+phase pack; tar czf "$OUT/races.tgz" -C /tmp/races --exclude='race-store.db*' . ; ls -la "$R" | tee -a "$L"
+tar czf "$OUT/runs.tgz" -C "$R" .  # one file: the device returns a few files per call

@@ -40,6 +40,10 @@ KERNELS = {
     "splitk": (sorted((DATA / "h200").glob("triton_gemm__H200__*.table.json.gz")), "NVIDIA H200"),
     "softmax": (sorted((DATA / "autotune_h100" / "races").glob("softmax__*.table.json.gz")),
                 "NVIDIA H100 80GB HBM3"),
+    "layernorm": (sorted((DATA / "autotune_h100_b" / "races").glob("layernorm__*.table.json.gz")),
+                  "NVIDIA H100 80GB HBM3"),
+    "matmul": (sorted((DATA / "autotune_h100_b" / "races").glob("matmul__*.table.json.gz")),
+               "NVIDIA H100 80GB HBM3"),
 }
 
 
@@ -81,12 +85,12 @@ def _load(kernel: str) -> dict[KeyValues, GroundTruth]:
 def _family(kernel: str) -> Space:
     if kernel == "splitk":
         return get_space("triton_gemm_splitk")
-    from examples.softmax import SPACE
+    import importlib
 
-    return SPACE
+    return importlib.import_module(f"examples.{kernel}").SPACE
 
 
-def run(kernel: str, orders: int, keys_per_order: int) -> list[dict[str, Any]]:
+def run(kernel: str, orders: int, keys_per_order: int, **settings: Any) -> list[dict[str, Any]]:
     tables = _load(kernel)
     device = KERNELS[kernel][1]
     by_text = {k.key: t for k, t in tables.items()}
@@ -103,8 +107,8 @@ def run(kernel: str, orders: int, keys_per_order: int) -> list[dict[str, Any]]:
         n = min(keys_per_order, len(tables))
         keys = random.Random(order).sample(sorted(tables, key=lambda k: k.key), n)
         with tempfile.TemporaryDirectory() as tmp:
-            tuner = Tuner(kernel, space, TuneSettings(seed=order), TuneStore(store_url(f"{tmp}/s.db")),
-                          source="replay")
+            store = TuneStore(store_url(f"{tmp}/s.db"))
+            tuner = Tuner(kernel, space, TuneSettings(seed=order, **settings), store, source="replay")
             for i, key in enumerate(keys):
                 table = tables[key]
                 times = {r.key: table.retimed_ms().get(r.key, r.time_ms) for r in table.ok_rows()}
@@ -190,12 +194,14 @@ def report(results: dict[str, list[dict[str, Any]]], out: Path, command: str) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", default="splitk,softmax")
+    parser.add_argument("--kernels", default="splitk,softmax,layernorm,matmul")
     parser.add_argument("--orders", type=int, default=3)
     parser.add_argument("--keys", type=int, default=8)
+    parser.add_argument("--transfer-budget", type=int, help="TuneSettings.transfer_budget (default: its own)")
     parser.add_argument("--out", type=Path, required=True)
     a = parser.parse_args()
-    results = {kernel: run(kernel, a.orders, a.keys) for kernel in a.kernels.split(",")}
+    settings = {"transfer_budget": a.transfer_budget} if a.transfer_budget else {}
+    results = {kernel: run(kernel, a.orders, a.keys, **settings) for kernel in a.kernels.split(",")}
     report(results, a.out, "python lab/benchmarks/autotune_replay.py " + " ".join(sys.argv[1:]))
 
 
