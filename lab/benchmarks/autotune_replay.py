@@ -77,7 +77,7 @@ def _load(kernel: str) -> dict[KeyValues, GroundTruth]:
         meta, rows = read_table_file(path)
         p = meta.problem
         key_type = GemmKey if kernel == "splitk" else KeyValues
-        key = key_type(tuple(sorted((k, int(v)) for k, v in p.items())))
+        key = key_type(tuple(sorted((k, int(v)) for k, v in p.items() if k != "dtype")))
         out[key] = GroundTruth(meta, {r.key: r for r in rows})
     return out
 
