@@ -170,7 +170,8 @@ def report(results: dict[str, list[dict[str, Any]]], out: Path, command: str) ->
         f"- commit: {commit}",
         "- hardware: the CPU this ran on (a replay: every compile and timing answered from a committed "
         "race: the H200 split-K GEMM races of `lab/benchmarks/data/h200`, the H100 softmax races of "
-        "`lab/benchmarks/data/autotune_h100/races`)",
+        "`lab/benchmarks/data/autotune_h100/races`, the H100 layer norm and GEMM races of "
+        "`lab/benchmarks/data/autotune_h100_b/races`)",
         f"- date: {time.strftime('%Y-%m-%d')}",
         "",
         "Development numbers: these tables were studied by earlier work of this project (the softmax "
