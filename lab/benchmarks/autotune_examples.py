@@ -16,10 +16,9 @@ machine, the first with an empty Triton cache):
                                               first), its top re-timed in rounds: DIR/*.table.json.gz
     final     --races DIR --runs RUNS --out final.json   the cold and warm winners and the race's top 3
                                               re-timed together in interleaved rounds
-    report    --races DIR --runs RUNS --out lab/benchmarks/results/autotune_examples.md
 
-`report` runs anywhere (no GPU); the other phases need one. The device call that made the committed
-result is in the result file's provenance.
+Every phase needs a GPU; ``lab/benchmarks/autotune_examples_report.py`` writes the report from the
+files (anywhere). The device call that made the committedresult is in the result file's provenance.
 """
 
 from __future__ import annotations
@@ -473,7 +472,7 @@ def final(races: Path, runs: Path, out: Path, examples: list[str], n_keys: int, 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=("tune", "dispatch", "baseline", "race", "final", "report"))
+    parser.add_argument("phase", choices=("tune", "dispatch", "baseline", "race", "final"))
     parser.add_argument("--store")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--races", type=Path)
@@ -499,12 +498,8 @@ def main(argv: list[str] | None = None) -> None:
         global RACE_PROTOCOL
         RACE_PROTOCOL = _race_protocol()
         race(a.out, examples, a.keys, a.workers, a.step)
-    elif a.phase == "final":
-        final(a.races, a.runs, a.out, examples, a.keys)
     else:
-        from autotune_examples_report import write_report
-
-        write_report(a.races, a.runs, a.out, a.commit)
+        final(a.races, a.runs, a.out, examples, a.keys)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,17 @@
 """The report of ``lab/benchmarks/autotune_examples.py``: what the decorator found and what it cost,
 against the exhaustive race, from the files a device run brought back (no GPU needed).
 
-Reads RUNS/{cold,warm,dispatch,final,baseline_cold,baseline_warm}.json, RUNS/cold.db (the cold run's
-store: each tuned key's study, in compile order) and RACES/*.table.json.gz, and writes one Markdown
-file. Every figure is computed here from those files.
+Each device call's files lie in one folder DIR: DIR/runs/{cold,warm,dispatch,final,baseline_cold,
+baseline_warm}.json, DIR/runs/cold.db (the cold run's store: each tuned key's study, in compile
+order), DIR/runs/command.txt and log.txt, and DIR/races/*.table.json.gz. The report has one section
+per folder, the held-out ones (``--heldout``: keys raced after the policy was frozen) first and
+summed up, then the development ones (``--dev``), and is written as one Markdown file. Every figure
+is computed here from those files.
+
+    python lab/benchmarks/autotune_examples_report.py --heldout lab/benchmarks/data/autotune_h100_heldout \
+        --heldout lab/benchmarks/data/autotune_h100_heldout_mm --dev lab/benchmarks/data/autotune_h100_b \
+        --dev lab/benchmarks/data/autotune_h100 \
+        --out lab/benchmarks/results/autotune_examples.md
 """
 
 from __future__ import annotations
@@ -22,6 +30,24 @@ if str(ROOT) not in sys.path:
 
 def _load(path: Path) -> Any:
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def _warm_from_log(log: Path) -> Any:
+    """The warm run's per-key lines of a device call's standard output, where its warm.json did not
+    come back: ``<kernel> <key>: <s> s, <n> compiles (<sampler>), <ms> ms`` after ``== warm``."""
+    if not log.exists():
+        return None
+    runs, inside = [], False
+    for line in log.read_text().splitlines():
+        if line.startswith("== "):
+            inside = line.startswith("== warm")
+            continue
+        parts = line.split(": ", 1)
+        if inside and len(parts) == 2 and " compiles (" in parts[1]:
+            example, key = parts[0].split(" ", 1)
+            wall = float(parts[1].split(" s,", 1)[0])
+            runs.append({"example": example, "key": key, "wall_s": wall})
+    return {"runs": runs, "from": "log.txt"} if runs else None
 
 
 def _read(path: Path) -> str:
@@ -72,22 +98,20 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
-    cold, warm = _load(runs / "cold.json"), _load(runs / "warm.json")
+def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]]:
+    """One device call's section and its figures (winner ratios, compiles to 1% of the keys tuned
+    with a prior, wall-clock ratios to triton.autotune)."""
+    races, runs = data / "races", data / "runs"
+    cold, warm = _load(runs / "cold.json"), _load(runs / "warm.json") or _warm_from_log(runs / "log.txt")
     dispatch, final = _load(runs / "dispatch.json"), _load(runs / "final.json")
     base_cold, base_warm = _load(runs / "baseline_cold.json"), _load(runs / "baseline_warm.json")
     tables = _tables(races)
     machine = (cold or {}).get("machine", {})
+    rel = data.resolve().relative_to(ROOT) if data.resolve().is_relative_to(ROOT) else data
     lines = [
-        "# flysearch.autotune on kernels flysearch does not ship",
+        f"## {'Held out' if heldout else 'Development'}: `{rel}`",
         "",
-        "- command: `python lab/benchmarks/autotune_examples.py report "
-        f"--races {races} --runs {runs} --out {out}` over the files of the device run "
-        "(`tune` cold and warm, `dispatch`, `baseline`, `race`, `final`:"
-        " see the script's docstring)",
-        f"- device run: `{_read(runs / 'command.txt')}`"
-        " (its output: `runs/log.txt` beside it)",
-        f"- commit: {commit or 'unknown'}",
+        f"- device call: {_read(runs / 'command.txt')} (its output: `runs/log.txt`)",
         f"- hardware: {machine.get('device', '?')}, {machine.get('cpus', '?')} CPU cores; torch "
         f"{machine.get('torch', '?')}, Triton {machine.get('triton', '?')}, CUDA {machine.get('cuda', '?')}",
         f"- date: {machine.get('date', '?')}",
@@ -100,7 +124,7 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
     ran = sorted({e for e, _ in tuned_keys}, key=EXAMPLES.index)
     unraced = [f"{e} {k}" for e, k in tuned_keys if (e, k) not in tables]
     lines += [
-        "## What this run covers",
+        "### What this run covers",
         "",
         f"Kernels tuned: {', '.join(ran) or 'none'} ({len(tuned_keys)} keys); not run: "
         f"{', '.join(e for e in EXAMPLES if e not in ran) or 'none'} (each example has {N_KEYS} keys). "
@@ -148,7 +172,7 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
     n1 = sum(r <= 1.01 for r in ok)
     n3 = sum(r <= 1.03 for r in ok)
     lines += [
-        "## Winners against the exhaustive race",
+        "### Winners against the exhaustive race",
         "",
         f"Each (kernel, key): the cold run's and the warm run's winners and the race's three best configs, "
         f"re-timed together in {(final or {}).get('rounds', '?')} interleaved rounds; the ratio is a "
@@ -186,7 +210,7 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
     if transfer:
         med = statistics.median([c if c is not None else float("inf") for c in transfer])
         lines += [
-            "## Learning across keys",
+            "### Learning across keys",
             "",
             f"Keys tuned with a prior trained on the kernel's earlier keys: {len(transfer)}; they reach "
             f"1% of the race's optimum in a median of **{med} compiles** ({len(reached)} of {len(transfer)} "
@@ -194,9 +218,11 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
             "",
         ]
     # Wall clock against triton.autotune.
+    ratios_c_all: list[float] = []
+    ratios_w_all: list[float] = []
     if base_cold:
         lines += [
-            "## Wall clock against triton.autotune",
+            "### Wall clock against triton.autotune",
             "",
             "triton.autotune was run over a random subset of each kernel's first key's feasible configs, "
             "with an empty Triton cache (cold) and again in a new process with the cache it filled (warm); "
@@ -218,6 +244,8 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
             rw = warm_by_key.get(k, {}).get("wall_s", float("nan")) / est_w
             ratios_c.append(rc)
             ratios_w.append(rw)
+            ratios_c_all.append(rc)
+            ratios_w_all.append(rw)
             wrows.append(
                 [
                     p["example"],
@@ -273,7 +301,7 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
         tunes = sum(k["tunes"] for k in dispatch["keys"])
         wrong = sum(not k["right"] for k in dispatch["keys"])
         lines += [
-            "## A second process",
+            "### A second process",
             "",
             f"A new process with the cold run's store called every key: **{tunes} tunes** (target 0), "
             f"{wrong} wrong outputs. The decorator's cost per call over launching the chosen config "
@@ -295,13 +323,77 @@ def write_report(races: Path, runs: Path, out: Path, commit: str = "") -> None:
             ),
             "",
         ]
+    return lines, {"ratios": ok, "transfer": transfer, "wall_cold": ratios_c_all, "wall_warm": ratios_w_all}
+
+
+def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = "") -> None:
+    sections = [(d, True) for d in heldout] + [(d, False) for d in dev]
+    parts = [_section(d, h) for d, h in sections]
+    held = [stats for (_d, h), (_l, stats) in zip(sections, parts, strict=True) if h]
+
+    def pooled(name: str) -> list[Any]:
+        return [v for stats in held for v in stats[name]]
+
+    ratios, transfer = pooled("ratios"), pooled("transfer")
+    wall_c, wall_w = [r for r in pooled("wall_cold") if r == r], [r for r in pooled("wall_warm") if r == r]
+    med_t = statistics.median([c if c is not None else float("inf") for c in transfer]) if transfer else None
+    lines = [
+        "# flysearch.autotune on kernels flysearch does not ship",
+        "",
+        "- command: `python lab/benchmarks/autotune_examples_report.py "
+        + " ".join([f"--heldout {d}" for d in heldout] + [f"--dev {d}" for d in dev]) + f" --out {out}`",
+        f"- commit: {commit or 'unknown'} (each section names its device call, with the commit it ran)",
+        "- hardware: see each section (one H100 for every call)",
+        "",
+        "The three kernels of `examples/` (a fused softmax, a layer norm forward, a GEMM under its own "
+        "parameter names), tuned by `@flysearch.autotune` as a user would run it and raced exhaustively "
+        "over the same feasible configs on the same GPU. The held-out sections ran the keys of "
+        "`lab/benchmarks/autotune_heldout_keys.toml`, chosen and committed with the frozen policy "
+        "(`lab/freeze/autotune-heldout.toml`, checked by `python lab/freeze/check.py`) before they were "
+        "raced, once. The development sections are the examples' own keys, run before the policy was "
+        "frozen (their races informed it): development numbers.",
+        "",
+        "## Held-out summary",
+        "",
+    ]
+    if held:
+        lines += [
+            f"- winner within 1% of the race's re-timed optimum: **{sum(r <= 1.01 for r in ratios)} of "
+            f"{len(ratios)}** (kernel, key) pairs, within 3%: **{sum(r <= 1.03 for r in ratios)} of "
+            f"{len(ratios)}** (target: 90% within 1%, all within 3%)",
+            f"- keys tuned with a prior of the kernel's earlier keys: {len(transfer)}; compiles to 1% of the "
+            f"race's optimum: median **{med_t}** (target: at most 3)",
+            "- wall clock to the winner over triton.autotune's (estimated over the full feasible list from "
+            "a measured subset): median cold **"
+            + (f"{statistics.median(wall_c):.3f}** (max {max(wall_c):.3f})" if wall_c else "not run**")
+            + ", warm **"
+            + (f"{statistics.median(wall_w):.3f}** (max {max(wall_w):.3f})" if wall_w else "not run**")
+            + " (target: at most 0.10)",
+            "",
+        ]
+    else:
+        lines += ["Not run yet.", ""]
+    for section, _stats in parts:
+        lines += section
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(out)
 
 
-if __name__ == "__main__":
-    from autotune_examples import main
+def main() -> None:
+    import argparse
+    import subprocess
 
-    main(["report", *sys.argv[1:]])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heldout", type=Path, action="append", default=[])
+    parser.add_argument("--dev", type=Path, action="append", default=[])
+    parser.add_argument("--out", type=Path, required=True)
+    a = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
+    write_report(a.heldout, a.dev, a.out, commit)
+
+
+if __name__ == "__main__":
+    main()
