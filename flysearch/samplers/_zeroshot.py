@@ -267,7 +267,8 @@ class ListFirstSampler(CandidateSampler):
         context: The space and its feasible configs.
         keys: Config keys, best first; keys that are not feasible configs of *context* are skipped.
         then: The sampler of every suggestion once the list's configs are evaluated (or held by
-            running trials); it reads the whole study, the list's measurements included.
+            running trials); it reads the whole study, the list's measurements included, and
+            samples every parameter jointly (as flysearch's candidate samplers do).
 
     A listed config that the study has evaluated already, or that a running trial holds, is
     skipped, so workers sharing a study spread over the list.
@@ -279,9 +280,6 @@ class ListFirstSampler(CandidateSampler):
         index = self._history.index
         self.order: list[int] = list(dict.fromkeys(index[k] for k in keys if k in index))
         self._then = then
-
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return self._then.infer_relative_search_space(study, trial)
 
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
