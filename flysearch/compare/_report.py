@@ -356,8 +356,8 @@ def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> lis
             "are the re-timed ones."
         )
     if not exp.prior_on_tables and any(s.needs_prior for s in exp.samplers):
-        notes.append("costmodel's prior trains on the [[prior_table]] entries only, never on a table "
-                     "of this experiment.")
+        notes.append("costmodel's prior (and the lists of fixed-list, decision-tree and winners-first) "
+                     "trains on the [[prior_table]] entries only, never on a table of this experiment.")
     command = command or f"flysearch compare {exp.name}"
     written = [
         write_csv(rows, out / "summary.csv"),
