@@ -21,7 +21,7 @@ parameter      nvMatmulHeuristics
 
 Each value is snapped to the nearest value of the parameter's domain (on a log2 scale, the smaller
 on a tie; :func:`~flysearch.samplers._zeroshot.nearest_feasible`): stages above the family's largest
-(nvMatmulHeuristics often gives 8) become its largest, a split-K of 3 or 5 becomes 2 or 4. What does
+(nvMatmulHeuristics often gives 8) become its largest, a split-K of 3 or 5 becomes 4. What does
 not map: the warp tile's shape (only the warp count does), the instruction tile, the thread-block
 cluster, the CTA order (rasterization), and any parameter of the family not in the table above (it
 is free in the next step). The mapped config is then replaced by the feasible config nearest to it
