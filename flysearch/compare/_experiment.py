@@ -27,9 +27,11 @@ An experiment file::
     options = { n_startup_trials = 20 }      # optional: the Optuna class's keyword arguments
 
 ``[[prior_table]]`` entries (same keys as ``[[table]]``) add training tables for the ``costmodel``
-sampler; it is always trained leave-one-table-out: on the ``[[prior_table]]`` entries and the
-experiment's other tables, or on the ``[[prior_table]]`` entries alone with ``prior_on_tables =
-false`` (test tables that must never train a prior). Relative paths are read from the file's folder.
+sampler and the zero-shot baselines ``fixed-list``, ``decision-tree`` and ``winners-first``
+(:mod:`flysearch.samplers`); they are always trained leave-one-table-out: on the
+``[[prior_table]]`` entries and the experiment's other tables, or on the ``[[prior_table]]``
+entries alone with ``prior_on_tables = false`` (test tables that must never train a prior).
+Relative paths are read from the file's folder.
 A ``[[table]]`` or ``[[prior_table]]`` source may be a glob
 (``"../lab/benchmarks/data/h200/*.table.json.gz"``): one table per file it matches, sorted. A
 sampler may run fewer seeds than the experiment (``seeds = 2`` on a slow one, such as ``gp``).
@@ -64,7 +66,7 @@ from typing import Any
 
 from flysearch._tomlfile import read_toml
 from flysearch.errors import InputFormatError
-from flysearch.samplers import SAMPLERS, sampler_options_problem
+from flysearch.samplers import SAMPLERS, TRANSFER_SAMPLERS, sampler_options_problem
 from flysearch.space import ENCODINGS
 from flysearch.study import MAX_SEED, positive_int_problem, seed_problem
 from flysearch.tables import DEFAULT_DB
@@ -119,7 +121,9 @@ class SamplerSpec:
 
     @property
     def needs_prior(self) -> bool:
-        return self.name == "costmodel"
+        """It learns from other tables, leave-one-table-out: ``costmodel`` and the zero-shot
+        baselines ``fixed-list``, ``decision-tree`` and ``winners-first``."""
+        return self.name == "costmodel" or self.name in TRANSFER_SAMPLERS
 
 
 @dataclass(frozen=True)
@@ -206,11 +210,12 @@ class Experiment:
                     f"{', '.join(ENCODINGS)}."
                 )
         _unique("sampler label", [s.label for s in self.samplers])
-        with_prior = any(s.name == "costmodel" for s in self.samplers)
+        with_prior = any(s.needs_prior for s in self.samplers)
         candidates = len(self.prior_tables) + (len(self.tables) if self.prior_on_tables else 0)
         if with_prior and candidates < (2 if self.prior_on_tables else 1):
             raise InputFormatError(
-                "The costmodel sampler's prior trains on the other tables (leave-one-table-out); add a "
+                "The costmodel sampler's prior (and fixed-list, decision-tree, winners-first) trains on the "
+                "other tables (leave-one-table-out); add a "
                 "[[prior_table]]" + (" or a second [[table]]." if self.prior_on_tables else ".")
             )
         if len(set(self.seeds)) != len(self.seeds) or not self.seeds:

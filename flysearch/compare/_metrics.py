@@ -60,11 +60,16 @@ class Trajectory:
 
     Attributes:
         best_ms: Best successful time after each unique compile (``nan`` while none succeeded).
-        cost_s: Cumulative simulated seconds after each unique compile.
+        cost_s: Cumulative simulated seconds after each unique compile with a cold compile cache:
+            each compiled config's compile seconds (as the race measured them) plus its timing
+            seconds.
+        warm_s: The same with a warm compile cache: the timing seconds alone (``None`` for a run
+            stored before flysearch recorded them).
     """
 
     best_ms: tuple[float, ...]
     cost_s: tuple[float, ...]
+    warm_s: tuple[float, ...] | None = None
 
     @property
     def compiles(self) -> int:
@@ -82,6 +87,16 @@ class Trajectory:
         """Simulated seconds spent when :meth:`compiles_to` *target_ms* is reached (``None``: never)."""
         i = self.compiles_to(target_ms)
         return None if i is None else self.cost_s[i - 1]
+
+    def warm_seconds_to(self, target_ms: float) -> float | None:
+        """Seconds with a warm compile cache when :meth:`compiles_to` *target_ms* is reached
+        (``None``: never, or not recorded: :meth:`warm_recorded` tells which)."""
+        i = self.compiles_to(target_ms)
+        return None if i is None or self.warm_s is None else self.warm_s[i - 1]
+
+    @property
+    def warm_recorded(self) -> bool:
+        return self.warm_s is not None
 
     def best_at(self, k: int) -> float:
         """Best time after *k* compiles; a run that stopped earlier keeps its last value."""

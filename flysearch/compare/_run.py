@@ -7,7 +7,8 @@ through sqlite-utils) in one transaction when the run is done. Running the exper
 the finished runs, so an interrupted experiment resumes where it stopped.
 
 The ``costmodel`` sampler is trained leave-one-table-out: for the table it is scored on, its prior
-is fitted on the experiment's *other* tables (unless ``prior_on_tables`` is false) and its
+(and the list of a zero-shot baseline: ``fixed-list``, ``decision-tree``, ``winners-first``) is
+fitted on the experiment's *other* tables (unless ``prior_on_tables`` is false) and its
 ``[[prior_table]]`` entries, never on that table nor on a restriction of it (:func:`training_tables`).
 With ``times = "retimed"`` the runs and the report read each table's noise-aware variant; a prior
 trains on race times.
@@ -31,6 +32,7 @@ import contextlib
 import datetime as _dt
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -39,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,7 @@ __all__ = [
     "plan_runs",
     "restricted_space",
     "run_experiment",
+    "study_trajectory",
     "table_names",
     "training_tables",
 ]
@@ -162,7 +165,8 @@ class TableInfo:
     restrict: str
     ok_times: list[float] = field(repr=False, default_factory=list)
     row_times: list[float | None] = field(repr=False, default_factory=list)
-    costs: list[float] = field(repr=False, default_factory=list)
+    costs: list[float] = field(repr=False, default_factory=list)  # compile + timing seconds (cold cache)
+    warm_costs: list[float] = field(repr=False, default_factory=list)  # timing seconds (warm cache)
     n_retimed: int = 0  # configs of the table with a re-timed median
 
 
@@ -195,6 +199,7 @@ def _table_info(spec: TableSpec, table: GroundTruth) -> TableInfo:
         ok_times=[float(r.time_ms) for r in ok if r.time_ms is not None],
         row_times=[float(r.time_ms) if r.ok and r.time_ms is not None else None for r in rows],
         costs=[(r.compile_s or 0.0) + (r.bench_s or 0.0) for r in rows],
+        warm_costs=[r.bench_s or 0.0 for r in rows],
         n_retimed=len(table.retimed_ms()),
     )
 
@@ -343,9 +348,14 @@ def _prior_key(task: RunTask) -> tuple[Any, ...]:
 def _prior_for(task: RunTask) -> Any:
     key = _prior_key(task)
     if key not in _PRIORS:
-        from flysearch.costmodel import fit_prior
+        if task.sampler.name == "costmodel":
+            from flysearch.costmodel import fit_prior
 
-        _PRIORS[key] = fit_prior(_training_of(task))
+            _PRIORS[key] = fit_prior(_training_of(task))
+        else:  # a zero-shot baseline learns its list from the same tables
+            from flysearch.samplers import transfer_tables
+
+            _PRIORS[key] = transfer_tables(_training_of(task))
     return _PRIORS[key]
 
 
@@ -375,7 +385,7 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
     import optuna
 
     from flysearch.evaluators import ReplayEvaluator
-    from flysearch.study import StudySpec, run_study, trial_records
+    from flysearch.study import StudySpec, run_study
 
     table = _cached_table(task.table, task.db, task.retimed)
     space = _cached_space(task.table, task.db, table)
@@ -411,13 +421,7 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
         target_ms=target,
     )
     wall = time.perf_counter() - start
-    study = optuna.load_study(study_name=task.run_id, storage=storage)
-    steps = sorted(
-        (rec.compile_index, rec.time_ms if rec.outcome == "ok" else None, rec.cost_s)
-        for _t, rec in trial_records(study)
-        if rec.compile_index is not None
-    )
-    traj = Trajectory.from_steps([(ms, cost) for _i, ms, cost in steps])
+    traj = study_trajectory(optuna.load_study(study_name=task.run_id, storage=storage))
     return {
         "id": task.run_id,
         "fingerprint": task.fingerprint,
@@ -442,10 +446,28 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
         "ms_per_trial": 1000.0 * wall / max(summary.trials, 1),
         "best_json": json.dumps([None if math.isnan(x) else x for x in traj.best_ms]),
         "cost_json": json.dumps([round(x, 6) for x in traj.cost_s]),
+        "warm_json": json.dumps([round(x, 6) for x in traj.warm_s or ()]),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
         "versions": json.dumps(_versions()),
         **_where(),
     }
+
+
+def study_trajectory(study: Any) -> Trajectory:
+    """A finished study's :class:`Trajectory`, compile by compile: the best time, the seconds with a
+    cold compile cache (each compile's seconds plus its timing's) and with a warm one (the timing's
+    alone)."""
+    from flysearch.study import trial_records
+
+    steps = sorted(
+        (rec.compile_index, rec.time_ms if rec.outcome == "ok" else None, rec.cost_s, rec.compile_s or 0.0)
+        for _t, rec in trial_records(study)
+        if rec.compile_index is not None
+    )
+    traj = Trajectory.from_steps([(ms, cost) for _i, ms, cost, _c in steps])
+    compiled = itertools.accumulate(c for _i, _ms, _cost, c in steps)
+    warm = tuple(max(cost - c, 0.0) for (_i, _ms, cost, _c), c in zip(steps, compiled, strict=True))
+    return replace(traj, warm_s=warm)
 
 
 @functools.cache
@@ -615,7 +637,8 @@ def _finished(db: sqlite_utils.Database, tasks: list[RunTask]) -> set[str]:
 def _store_infos(db: sqlite_utils.Database, infos: list[TableInfo]) -> None:
     with db.atomic():
         for info in infos:
-            rec = {k: v for k, v in asdict(info).items() if k not in ("ok_times", "row_times", "costs")}
+            rec = {k: v for k, v in asdict(info).items()
+                   if k not in ("ok_times", "row_times", "costs", "warm_costs")}
             db["tables"].insert(rec, pk="label", replace=True, alter=True)  # type: ignore[union-attr]
 
 
@@ -826,7 +849,8 @@ def load_runs(results_db: str | Path) -> list[dict[str, Any]]:
         db.close()
     for r in runs:
         best = [math.nan if x is None else float(x) for x in json.loads(r["best_json"])]
-        r["trajectory"] = Trajectory(tuple(best), tuple(json.loads(r["cost_json"])))
+        warm = tuple(json.loads(r["warm_json"])) if r.get("warm_json") else None  # none before 2026-12
+        r["trajectory"] = Trajectory(tuple(best), tuple(json.loads(r["cost_json"])), warm)
     return runs
 
 

@@ -19,12 +19,15 @@ from flysearch.samplers._registry import (
     register_sampler,
     sampler_options_problem,
 )
+from flysearch.samplers._zeroshot import TRAINED as TRANSFER_SAMPLERS
+from flysearch.samplers._zeroshot import transfer_tables
 
 if TYPE_CHECKING:
     from flysearch.samplers._costmodel import CostModelSampler
 
 __all__ = [
     "SAMPLERS",
+    "TRANSFER_SAMPLERS",
     "CostModelSampler",
     "SamplerRequest",
     "SearchContext",
@@ -33,6 +36,7 @@ __all__ = [
     "make_sampler",
     "register_sampler",
     "sampler_options_problem",
+    "transfer_tables",
 ]
 
 _HOME = {"CostModelSampler": "_costmodel"}  # imported when first used

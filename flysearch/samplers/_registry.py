@@ -9,7 +9,9 @@ proposes the best of its candidates that is feasible and not tried yet (:mod:`fl
 configs (:mod:`flysearch.samplers`); ``cmaes-margin`` is Optuna's CMA-ES with margin as it comes.
 ``auto`` is the default cold start: flysearch's exact GP (``fastgp``) and its feature forest
 (``surrogate``) propose in turn (:mod:`flysearch.samplers`). ``kt:<strategy>`` runs one of
-Kernel Tuner's strategies on a replayed table (:mod:`flysearch.samplers`).
+Kernel Tuner's strategies on a replayed table (:mod:`flysearch.samplers`). ``fixed-list``,
+``decision-tree``, ``winners-first`` and ``nvmmh`` are zero-shot transfer baselines: a short list of
+configs chosen before any compile, then ``auto`` (:mod:`flysearch.samplers._zeroshot`).
 
 The samplers that are Optuna's (``tpe``, ``tpe-unseen``, ``gp``, ``cmaes-margin``) take *options*:
 keyword arguments of the Optuna class they build (``{"n_startup_trials": 20, "multivariate":
@@ -28,7 +30,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import dataclass, field, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -386,6 +388,46 @@ def _register_kernel_tuner() -> None:
 
 
 _register_kernel_tuner()
+
+
+def _zero_shot(rule: str) -> Callable[[SamplerRequest], BaseSampler]:
+    def build(r: SamplerRequest) -> BaseSampler:
+        from flysearch.samplers._zeroshot import (
+            TRAINED,
+            ListFirstSampler,
+            TransferTables,
+            key_values,
+            nearest_feasible,
+            zero_shot_order,
+        )
+
+        context = r.needs_context()
+        if rule in TRAINED:
+            if not isinstance(r.prior, TransferTables):
+                raise UnknownSamplerError(
+                    f"The {rule} sampler learns its list from other shapes' tables; run it in a compare "
+                    "experiment, which trains it leave-one-table-out as it trains costmodel.")
+            listed = zero_shot_order(rule, r.prior, context.problem or {})
+            # A listed config the shape's constraints reject stands for its nearest feasible one.
+            order = nearest_feasible(context, [key_values(k) for k in listed])
+        else:
+            from flysearch.samplers._nvmmh import nvmmh_order
+
+            order = nvmmh_order(context)
+        # The list first, then the default cold start, which reads the list's measurements too.
+        return ListFirstSampler(context, order, _auto(replace(r, name="auto", options={})))
+
+    return build
+
+
+def _register_zero_shot() -> None:
+    from flysearch.samplers._zeroshot import ZERO_SHOT
+
+    for rule in ZERO_SHOT:
+        register_sampler(rule)(_zero_shot(rule))
+
+
+_register_zero_shot()
 
 SAMPLERS: tuple[str, ...] = tuple(_BUILDERS)
 """Every sampler's name, in the order the CLI lists them."""
