@@ -27,6 +27,9 @@ class OutputConsole(Console):
     @property
     def size(self) -> ConsoleDimensions:
         size = super().size
-        if self.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit():  # now: rich keeps the COLUMNS of when the console was made
+            return ConsoleDimensions(int(columns), size.height)
+        if self.is_terminal:
             return size
         return ConsoleDimensions(UNWRAPPED, size.height)

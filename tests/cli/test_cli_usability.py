@@ -79,6 +79,20 @@ def test_tables_list_shows_every_column_when_the_terminal_is_wide(two_tables: tu
     assert "left out" not in out
 
 
+def test_the_output_is_laid_out_for_the_columns_set_when_it_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not those of when the console was made (at import, perhaps under another command's COLUMNS)."""
+    import io
+
+    from flysearch.cli._console import UNWRAPPED, OutputConsole
+
+    monkeypatch.setenv("COLUMNS", "20")
+    console = OutputConsole(file=io.StringIO())
+    monkeypatch.setenv("COLUMNS", "200")
+    assert console.size.width == 200
+    monkeypatch.delenv("COLUMNS")
+    assert console.size.width == UNWRAPPED
+
+
 @pytest.mark.parametrize("columns", [30, 60])
 def test_study_list_prints_whole_names_on_a_narrow_terminal(tmp_path: Path, columns: int) -> None:
     import optuna

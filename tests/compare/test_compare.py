@@ -105,6 +105,10 @@ def test_transfer_matrix() -> None:
 # -- experiments on real benchmark_hub tables -----------------------------------------------------
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("compare/test_compare")
+
+
 @pytest.fixture(scope="module")
 def dedisp_path() -> Path:
     return hub_file("dedispersion_milo", "A100")

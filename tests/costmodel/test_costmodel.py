@@ -29,6 +29,13 @@ from flysearch.tables import GroundTruth, TableStore, read_table_file
 from tests.conftest import REPO
 
 H200 = sorted(glob.glob(str(REPO / "lab" / "benchmarks" / "data" / "h200" / "*.table.json.gz")))
+# The three smallest of them (about 500 configs each), where a check does not depend on the tables.
+SMALL = [str(REPO / "lab" / "benchmarks" / "data" / "h200" / f"triton_gemm__H200__{shape}.table.json.gz")
+         for shape in ("1x6144x4096", "8x8192x8192", "32x28672x4096")]
+
+
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("costmodel/test_costmodel")
 
 
 @pytest.fixture(scope="module")
@@ -362,39 +369,40 @@ def test_model_cli(tmp_path: Path) -> None:
         pytest.skip("the committed H200 tables are missing")
     runner = CliRunner(env={"COLUMNS": "240"})
     out = tmp_path / "m.prior"
-    res = runner.invoke(main, ["model", "train", "--file", H200[0], "--file", H200[1], "--out", str(out)])
+    res = runner.invoke(main, ["model", "train", "--file", SMALL[0], "--file", SMALL[1], "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "trained on 2 tables" in res.output and load_prior(out).sharp is not None
     plain = tmp_path / "plain.prior"
-    res = runner.invoke(main, ["model", "train", "--file", H200[0], "--top-boost", "0", "--out", str(plain)])
+    res = runner.invoke(main, ["model", "train", "--file", SMALL[0], "--top-boost", "0", "--out", str(plain)])
     assert res.exit_code == 0 and load_prior(plain).sharp is None
-    res = runner.invoke(main, ["model", "train", "--file", H200[0], "--top-boost", "-1", "--out", str(plain)])
+    res = runner.invoke(main, ["model", "train", "--file", SMALL[0], "--top-boost", "-1",
+                               "--out", str(plain)])
     assert res.exit_code == 2 and "--top-boost" in res.output
-    res = runner.invoke(main, ["model", "rank", "--model", str(out), "--file", H200[2], "--top", "3"])
+    res = runner.invoke(main, ["model", "rank", "--model", str(out), "--file", SMALL[2], "--top", "3"])
     assert res.exit_code == 0 and "vs optimum" in res.output
-    held = Path(H200[2]).name.removesuffix(".table.json.gz").replace("__", "/")
-    res = runner.invoke(main, ["model", "rank", "--model", str(out), "--file", H200[2], "--top", "3",
+    held = Path(SMALL[2]).name.removesuffix(".table.json.gz").replace("__", "/")
+    res = runner.invoke(main, ["model", "rank", "--model", str(out), "--file", SMALL[2], "--top", "3",
                                "--json"])
     ranked = [json.loads(line) for line in res.stdout.splitlines()]
     assert res.exit_code == 0 and [(r["table"], r["rank"]) for r in ranked] == [(held, i) for i in (1, 2, 3)]
     assert all(r["vs_optimum"] >= 1.0 for r in ranked if r["outcome"] == "ok")
-    res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--file", H200[2],
+    res = runner.invoke(main, ["model", "eval", "--file", SMALL[0], "--file", SMALL[1], "--file", SMALL[2],
                                "--sampler", "none"])
     assert res.exit_code == 0 and "prior rank 1%" in res.output
-    pooled = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--file", H200[2],
+    pooled = runner.invoke(main, ["model", "eval", "--file", SMALL[0], "--file", SMALL[1], "--file", SMALL[2],
                                   "--sampler", "none", "--workers", "2"])
     assert pooled.exit_code == 0 and len(_rows(res.output)) == 3
     assert _rows(pooled.output) == _rows(res.output)
-    extra = runner.invoke(main, ["model", "eval", "--file", H200[0], "--file", H200[1], "--sampler", "none",
-                                 "--extra-file", H200[2], "--json"])
+    extra = runner.invoke(main, ["model", "eval", "--file", SMALL[0], "--file", SMALL[1], "--sampler", "none",
+                                 "--extra-file", SMALL[2], "--json"])
     results = [json.loads(line) for line in extra.stdout.splitlines()]  # the progress goes to stderr
     assert extra.exit_code == 0 and len(results) == 2  # the extra table is not held out
     assert all(r["table"] != held and held in r["trained_on"] and "0.01" in r["prior_rank"] for r in results)
-    res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--extra-file", "nowhere/*.gz"])
+    res = runner.invoke(main, ["model", "eval", "--file", SMALL[0], "--extra-file", "nowhere/*.gz"])
     assert res.exit_code == 2 and "nowhere" in res.output
-    res = runner.invoke(main, ["model", "eval", "--file", H200[0], "--workers", "0"])
+    res = runner.invoke(main, ["model", "eval", "--file", SMALL[0], "--workers", "0"])
     assert res.exit_code == 2 and "--workers" in res.output
-    res = runner.invoke(main, ["model", "rank", "--model", str(tmp_path / "nope"), "--file", H200[2]])
+    res = runner.invoke(main, ["model", "rank", "--model", str(tmp_path / "nope"), "--file", SMALL[2]])
     assert res.exit_code == 2 and "does not exist" in res.output
 
 

@@ -99,6 +99,10 @@ def _settings(**kw) -> RaceSettings:
     return RaceSettings(**base)
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("evaluators/test_retime")
+
+
 @pytest.fixture(scope="module")
 def lucky(tmp_path_factory) -> tuple[TableStore, object, list[str]]:
     store = TableStore(tmp_path_factory.mktemp("retime") / "race.db")

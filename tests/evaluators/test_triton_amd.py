@@ -118,6 +118,10 @@ def test_launch_constexprs_match_aiters_own_get_config(K: int, monkeypatch: pyte
     aiter._get_config.cache_clear()
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("evaluators/test_triton_amd")
+
+
 @pytest.fixture(scope="module")
 def compiled() -> dict[str, Any]:
     """Real compiles: the shipped config on both archs, a spilling one and a bad one on gfx942."""

@@ -29,6 +29,10 @@ NAMES = ("softmax", "layernorm", "matmul")
 LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg"}
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("examples/test_examples")
+
+
 @pytest.fixture(scope="module")
 def interpreted() -> list[str]:
     """Each case's verdict, from one interpreter process."""

@@ -186,6 +186,10 @@ def _compile(arch: str, config: dict[str, int], work: Path, rocm: Path) -> dict[
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("kernels/test_flydsl_gemm")
+
+
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     if importlib.util.find_spec("flydsl") is None or importlib.util.find_spec("torch") is None:

@@ -24,6 +24,10 @@ def _settings(**kw) -> RaceSettings:
     return RaceSettings(**base)
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("race/test_race")
+
+
 @pytest.fixture(scope="module")
 def raced(tmp_path_factory) -> tuple[TableStore, object]:
     db = tmp_path_factory.mktemp("race") / "race.db"

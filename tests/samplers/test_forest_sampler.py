@@ -15,6 +15,9 @@ from flysearch.study import StudySpec, run_study, trial_records
 from flysearch.tables import space_for_table
 from tests.conftest import hub_file
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("samplers/test_forest_sampler")
+
 
 @pytest.fixture(scope="module")
 def conv_a100() -> tuple:  # type: ignore[type-arg]

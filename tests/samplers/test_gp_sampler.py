@@ -34,6 +34,10 @@ def test_marginal_likelihood_gradient_matches_finite_differences() -> None:
     assert grad == pytest.approx(numeric, rel=1e-3, abs=1e-3)
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("samplers/test_gp_sampler")
+
+
 @pytest.fixture(scope="module")
 def dedisp() -> tuple:  # type: ignore[type-arg]
     table = load_table(TableSpec(str(hub_file("dedispersion_milo", "MI250X"))), "")

@@ -79,6 +79,10 @@ def test_an_empty_portfolio_is_refused() -> None:
         PortfolioSampler([])
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("samplers/test_portfolio_sampler")
+
+
 @pytest.fixture(scope="module")
 def dedisp() -> tuple:  # type: ignore[type-arg]
     table = load_table(TableSpec(str(hub_file("dedispersion_milo", "MI250X"))), "")

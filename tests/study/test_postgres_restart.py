@@ -28,6 +28,10 @@ TABLE_FILE = REPO / "lab/benchmarks/data/h100_coldstart8/triton_gemm__H100__128x
 BUDGET = 150
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("study/test_postgres_restart")
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[PostgresServer]:
     server = PostgresServer()

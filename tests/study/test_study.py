@@ -263,6 +263,10 @@ def test_a_sampler_is_built_with_its_options_and_they_are_part_of_the_study(
         run_study("o", space, ReplayEvaluator(conv_mi250x), tuned, storage=storage)
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("study/test_study")
+
+
 @pytest.fixture(scope="module")
 def h200_table() -> GroundTruth:
     """The first committed H200 race of flysearch's Triton split-K GEMM (a registered space)."""

@@ -38,6 +38,10 @@ def _tuned_files() -> list[Path]:
     return [AITER / "bf16_tuned_gemm.csv", *sorted((AITER / "model_configs").glob("*.csv"))]
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("tables/test_aiter")
+
+
 @pytest.fixture(scope="module")
 def shipped() -> list[AiterRecord]:
     return [r for f in _tuned_files() for r in read_aiter_csv(f)]

@@ -42,6 +42,10 @@ def _table(path: Path) -> GroundTruth:
     return GroundTruth(meta, {r.key: r for r in rows})
 
 
+# Under pytest-xdist one worker runs this module, so that its module fixture is set up once.
+pytestmark = pytest.mark.xdist_group("tables/test_declare")
+
+
 @pytest.fixture(scope="module")
 def outside_cache(tmp_path_factory) -> Path:
     """A raced H200 table as a user of Kernel Tuner would hold it: other parameter names, no shape
