@@ -76,8 +76,11 @@ def checking(folder: str | os.PathLike[str], arch: str, *, budget: int | None = 
 
     Raises:
         UnknownArchError: *arch* is not an arch flysearch knows.
+        AutotuneError: *arch* is not AMD, or *budget* is not a positive integer.
     """
     profile = get_arch(arch)
+    if profile.vendor != "amd":
+        raise AutotuneError(f"A check compiles for an AMD arch (gfx942, gfx950); {arch} is {profile.vendor}.")
     if budget is not None and (not isinstance(budget, int) or budget < 1):
         raise AutotuneError(f"budget must be a positive number of compiles, got {budget!r}.")
     Path(folder).mkdir(parents=True, exist_ok=True)
