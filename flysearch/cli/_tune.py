@@ -91,6 +91,47 @@ def tune_race(workload: str, keys_path: str, out: str) -> None:
     console.print(f"Race tables in {out}.")
 
 
+@tune.command("check")
+@click.argument("workload", metavar="FILE.py:FUNCTION")
+@click.option("--keys", "keys_path", required=True, type=click.Path(dir_okay=False),
+              help="A TOML file of [[key]] tables: the key values to check, one table each.")
+@click.option("--arch", required=True, help="The AMD arch to compile for: gfx942 or gfx950.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="The folder the check tables are written to (<kernel>__<key>.table.json.gz).")
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Compile this many configs of each key (drawn at random) instead of every feasible one.")
+@store_option
+@user_errors
+def tune_check(workload: str, keys_path: str, arch: str, out: str, budget: int | None,
+               store: str | None) -> None:
+    """Compile every feasible config of each key of the decorated Triton or FlyDSL kernels FUNCTION
+    calls for an AMD arch, on this machine (no GPU needed, nothing launched), and read each one's
+    registers, LDS, spills and occupancy. Configs that spill, overflow LDS or fit no wave are
+    stored as rejected, so a tune on that arch never compiles them. One table per (kernel, key),
+    for 'flysearch tables import', and one line per key.
+
+    Example:
+
+    \b
+      flysearch tune check my_kernels.py:workload --keys keys.toml --arch gfx942 --out checks/
+    """
+    from flysearch.tune import checking, load_keys, load_workload, run_workload, store_env
+
+    keys = load_keys(keys_path)
+    with store_env(store), checking(out, arch, budget=budget) as run:
+        fn = load_workload(workload)
+        try:
+            with stop_on_signals("flysearch tune check"):
+                run_workload(fn, keys)
+        except Stopped as stop:
+            console.print(f"Stopped by {stop.name}; the keys checked so far are written to {out}.")
+            raise SystemExit(128 + stop.signum) from None
+    for line, _path in run.checked:
+        console.print(escape(line))
+    console.print(f"Check tables in {out}." if run.checked else
+                  f"{workload} called no decorated kernel; nothing was checked.")
+
+
 @tune.command("show")
 @store_option
 @click.option("--kernel", default=None, help="Only this kernel (its function's name).")

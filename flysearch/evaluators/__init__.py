@@ -1,12 +1,12 @@
 """Evaluators turn configs into measurements: replayed from tables, or compiled and timed live
 (Triton, FlyDSL), in pools of killable worker processes; re-timing in interleaved rounds.
 
-The public names come in eight groups (``__all__`` lists them in this order): what answers a config
+The public names come in nine groups (``__all__`` lists them in this order): what answers a config
 (:class:`Evaluator` and its results, :class:`ReplayEvaluator`, Triton's and FlyDSL's evaluators);
 the evaluators a study names, found by name (:func:`register_evaluator` adds one); the live
 backends a live study's pipeline runs; Triton's task functions and the timing protocol; aiter's
 Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that keeps them
-warm); re-timing; and the FlyDSL toolchain.
+warm); re-timing; a user's kernel compiled for an AMD arch; and the FlyDSL toolchain.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flysearch.evaluators._base import Compiled, Evaluator, measure
-    from flysearch.evaluators._flydsl import FlydslCompileEvaluator, FlydslLiveEvaluator
+    from flysearch.evaluators._flydsl import (
+        FlydslCompileEvaluator,
+        FlydslLiveEvaluator,
+        compile_flydsl_for_amd,
+        flydsl_resources,
+        is_flydsl_jit,
+    )
     from flysearch.evaluators._gpu_bench import (
         DEFAULT_TRITON_FAMILY,
         TimingProtocol,
@@ -46,6 +52,7 @@ if TYPE_CHECKING:
         register_evaluator,
     )
     from flysearch.evaluators._replay import ReplayEvaluator
+    from flysearch.evaluators._resources import KernelResources, amd_verdict, resource_extra
     from flysearch.evaluators._retime import (
         FinalistReport,
         RetimeSettings,
@@ -68,9 +75,12 @@ if TYPE_CHECKING:
     )
     from flysearch.evaluators._triton_amd import (
         AMD_COMPILE_TIMEOUT_S,
+        AmdBuild,
         TritonAmdCompileEvaluator,
+        amd_build,
         amd_compile_fix,
         amd_compile_task,
+        compile_triton_for_amd,
         smoke_compile,
     )
     from flysearch.evaluators._worker_process import main_module_hidden
@@ -153,6 +163,17 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "rounds_record",
     "top_rows",
     "with_rounds",
+    # A user's kernel compiled for an AMD arch (on any machine, or found on an AMD GPU), its
+    # resources read and judged.
+    "AmdBuild",
+    "KernelResources",
+    "amd_build",
+    "amd_verdict",
+    "compile_flydsl_for_amd",
+    "compile_triton_for_amd",
+    "flydsl_resources",
+    "is_flydsl_jit",
+    "resource_extra",
     # The FlyDSL toolchain (lld).
     "LLD_MIN",
     "find_lld",
@@ -226,6 +247,15 @@ _HOME = {
     "amd_compile_task": "_triton_amd",
     "smoke_compile": "_triton_amd",
     "warm_triton": "_live_backends",
+    "AmdBuild": "_triton_amd",
+    "KernelResources": "_resources",
+    "amd_build": "_triton_amd",
+    "amd_verdict": "_resources",
+    "compile_flydsl_for_amd": "_flydsl",
+    "compile_triton_for_amd": "_triton_amd",
+    "flydsl_resources": "_flydsl",
+    "is_flydsl_jit": "_flydsl",
+    "resource_extra": "_resources",
 }
 
 

@@ -22,19 +22,26 @@ path (:class:`FlydslLiveEvaluator`'s GPU calls: launching, validating and timing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flysearch._lifeline import for_subprocess
 from flysearch.evaluators._base import Compiled, Measurement, compile_only_measurement
 from flysearch.evaluators._flydsl_worker import MARKER, load_factory
-from flysearch.evaluators._resources import KernelResources, occupancy, resource_reject_reason
+from flysearch.evaluators._resources import (
+    KernelResources,
+    occupancy,
+    parse_kernel_metadata,
+    resource_reject_reason,
+)
 from flysearch.evaluators._toolchain import compile_env
 from flysearch.kernels import ConfigMappingError, FlydslConfigSpec, to_flydsl_config
 from flysearch.space import get_arch
@@ -47,7 +54,10 @@ __all__ = [
     "CompileResult",
     "FlydslCompileEvaluator",
     "FlydslLiveEvaluator",
+    "compile_flydsl_for_amd",
     "compile_in_subprocess",
+    "flydsl_resources",
+    "is_flydsl_jit",
     "relative_error",
 ]
 
@@ -93,6 +103,53 @@ def compile_in_subprocess(
     if not result["ok"]:
         return CompileResult(False, wall, error=result["error"])
     return CompileResult(True, result["compile_s"], [KernelResources(**r) for r in result["resources"]])
+
+
+def is_flydsl_jit(fn: Any) -> bool:
+    """Whether *fn* is a FlyDSL ``@flyc.jit`` function."""
+    kind = type(fn)
+    return kind.__module__.startswith("flydsl.") and kind.__name__ == "JitFunction"
+
+
+@contextlib.contextmanager
+def _compile_only_env(arch: str) -> Iterator[None]:
+    """This process's environment set for a FlyDSL compile-only build for *arch* (see
+    :func:`compile_env`) inside the block, restored after it."""
+    with tempfile.TemporaryDirectory(prefix="flysearch-flydsl-") as cache_dir:
+        before = dict(os.environ)
+        os.environ.update(compile_env(arch, cache_dir, compile_only=True))
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(before)
+
+
+def flydsl_resources(fn: Any) -> list[KernelResources]:
+    """The resources of the last specialization the ``@flyc.jit`` *fn* compiled (or found in its
+    cache) in this process; empty when it compiled none."""
+    # NOTE(flysearch): flydsl 0.5 keeps the last artifact on the JitFunction (_last_compiled) and its
+    # IR text on the artifact (_ir_text, what its disk cache pickles); neither is public API.
+    last = getattr(fn, "_last_compiled", None)
+    ir_text = getattr(last[1], "_ir_text", "") if last else ""
+    return parse_kernel_metadata(ir_text)
+
+
+def compile_flydsl_for_amd(fn: Any, arch: str, arguments: dict[str, Any]) -> list[KernelResources]:
+    """Compile the ``@flyc.jit`` *fn* for the AMD *arch* in this process, on any machine: called
+    with *arguments* (its arguments and constexprs by name) under ``COMPILE_ONLY=1`` it traces and
+    compiles but launches nothing (tensors may live on the CPU). Its kernels' resources.
+
+    Raises:
+        ToolchainError: no ld.lld >= 19 on this machine.
+        Exception: whatever flydsl raises for a config it cannot build.
+    """
+    with _compile_only_env(arch):
+        fn(**arguments)
+    resources = flydsl_resources(fn)
+    if not resources:
+        raise RuntimeError("the compile left no kernel metadata")
+    return resources
 
 
 class FlydslCompileEvaluator:

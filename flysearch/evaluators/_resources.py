@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flysearch.space import ArchProfile
 
-__all__ = ["KernelResources", "occupancy", "parse_amdgcn_metadata", "parse_kernel_metadata",
-           "reported_occupancy", "resource_reject_reason"]
+__all__ = ["KernelResources", "amd_verdict", "occupancy", "parse_amdgcn_metadata", "parse_kernel_metadata",
+           "reported_occupancy", "resource_extra", "resource_reject_reason"]
 
 _SGPRS_PER_SIMD = 800
 _METADATA = re.compile(r'kernel_metadata<"(?P<name>[^"]+)".*?metadata = \{(?P<body>[^}]*)\}', re.S)
@@ -197,3 +197,18 @@ def resource_reject_reason(resources: list[KernelResources], arch: ArchProfile) 
         if res.lds_bytes > arch.lds_bytes:
             return "lds_over_limit"
     return None
+
+
+def amd_verdict(resources: list[KernelResources], arch: ArchProfile) -> str | None:
+    """Why a config compiled for an AMD *arch* must never be timed or chosen: ``"spills"``,
+    ``"lds_over_limit"``, ``"occupancy_zero"`` (no wave fits on a SIMD), or ``None``."""
+    reason = resource_reject_reason(resources, arch)
+    if reason is None and any(occupancy(r, arch) == 0 for r in resources):
+        reason = "occupancy_zero"
+    return reason
+
+
+def resource_extra(res: KernelResources, arch: ArchProfile) -> dict[str, Any]:
+    """A kernel's resources as a table row's ``extra``: :class:`KernelResources`' fields, the total
+    ``spills`` and the :func:`occupancy` estimate on *arch*."""
+    return {**res.as_dict(), "spills": res.spills, "occupancy": occupancy(res, arch)}

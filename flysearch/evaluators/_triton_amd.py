@@ -48,7 +48,7 @@ import importlib.metadata
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,10 +57,10 @@ from flysearch.evaluators._base import Compiled, Measurement, compile_only_measu
 from flysearch.evaluators._pool import WorkerPool
 from flysearch.evaluators._resources import (
     KernelResources,
-    occupancy,
+    amd_verdict,
     parse_amdgcn_metadata,
     reported_occupancy,
-    resource_reject_reason,
+    resource_extra,
 )
 from flysearch.kernels import ConfigMappingError, aiter_triton_launch_constexprs
 from flysearch.space import get_arch
@@ -73,9 +73,12 @@ __all__ = [
     "AMD_COMPILE_TIMEOUT_S",
     "AmdBuild",
     "TritonAmdCompileEvaluator",
+    "amd_build",
     "amd_compile_fix",
     "amd_compile_task",
+    "bound_source",
     "code_digest",
+    "compile_triton_for_amd",
     "smoke_compile",
 ]
 
@@ -142,9 +145,6 @@ def _operand(dtype: str, shape: tuple[int, ...]) -> Any:
 def kernel_source(config: Mapping[str, Any], shape: Shape, arch: str) -> tuple[Any, dict[str, Any]]:
     """The ``ASTSource`` and compiler options aiter's launch of *config* at *shape* compiles for
     *arch* (see the module docstring)."""
-    from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
-
     fn, layers = _jit_and_heuristics()
     tiles = aiter_triton_launch_constexprs(config, shape)
     M, N, K, ksplit, dtype = shape.M, shape.N, shape.K, tiles["NUM_KSPLIT"], _DTYPES[shape.dtype]
@@ -157,12 +157,43 @@ def kernel_source(config: Mapping[str, Any], shape: Shape, arch: str) -> tuple[A
         for name, rule in layer.items():
             kwargs[name] = named[name] = rule(named)
     kwargs.update({k: v for k, v in config.items() if k not in tiles})  # Triton's options
+    return bound_source(fn, arch, args, kwargs)
+
+
+def bound_source(fn: Any, arch: str, args: Sequence[Any],
+                 kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The ``ASTSource`` and compiler options of ``fn[grid](*args, **kwargs)`` compiled for the AMD
+    *arch*: the launch's own binder specializes the arguments as it would on that GPU."""
+    from triton.compiler import ASTSource, make_backend
+    from triton.runtime.jit import create_function_from_signature
+
     backend = make_backend(amd_target(arch))
     # NOTE(flysearch): the two steps of JITFunction.run before its compile (triton 3.6, pinned <3.7).
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     bound, specialization, options = binder(*args, **kwargs)
     options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
     return ASTSource(fn, signature, constexprs, attrs), options.__dict__
+
+
+def compile_triton_for_amd(fn: Any, arch: str, arguments: dict[str, Any]) -> AmdBuild:
+    """Compile the ``@triton.jit`` *fn* for the AMD *arch* (``"gfx942"``) on any machine, as a
+    launch with *arguments* (its arguments, constexprs and launch options by name) would compile
+    it there; nothing is launched. Its resources, LLVM's occupancy estimate and its code's digest.
+
+    Raises:
+        Exception: whatever the compiler raises for a config it cannot build.
+    """
+    import triton
+
+    source, options = bound_source(fn, arch, (), dict(arguments))
+    return amd_build(triton.compile(source, target=amd_target(arch), options=options))
+
+
+def amd_build(kernel: Any) -> AmdBuild:
+    """What a Triton ``CompiledKernel`` for AMD holds: :class:`AmdBuild` from its amdgcn."""
+    asm = kernel.asm["amdgcn"]
+    return AmdBuild(parse_amdgcn_metadata(asm, int(kernel.metadata.shared)), reported_occupancy(asm),
+                    code_digest(asm))
 
 
 @dataclass(frozen=True)
@@ -208,12 +239,12 @@ def amd_compile_task(payload: dict[str, Any]) -> dict[str, Any]:
         detail = f"{type(exc).__name__}: {text.splitlines()[-1] if text else ''}"
         return {"ok": False, "compile_s": time.perf_counter() - start, "detail": detail[:300]}
     elapsed = time.perf_counter() - start
-    asm = kernel.asm["amdgcn"]
-    resources = parse_amdgcn_metadata(asm, int(kernel.metadata.shared))
-    if not resources:
+    build = amd_build(kernel)
+    if not build.resources:
         return {"ok": False, "compile_s": elapsed, "detail": "the compiled code has no kernel metadata"}
-    return {"ok": True, "compile_s": elapsed, "detail": "", "resources": [r.as_dict() for r in resources],
-            "llvm_occupancy": reported_occupancy(asm), "code_sha256": code_digest(asm)}
+    return {"ok": True, "compile_s": elapsed, "detail": "",
+            "resources": [r.as_dict() for r in build.resources], "llvm_occupancy": build.llvm_occupancy,
+            "code_sha256": build.code_sha256}
 
 
 def amd_target(arch: str) -> Any:
@@ -368,9 +399,7 @@ class TritonAmdCompileEvaluator:
             return Compiled(config, shape, Outcome.COMPILE_FAILED, compile_s, AmdBuild(), detail)
         build = AmdBuild([KernelResources(**r) for r in res.value["resources"]],
                          res.value.get("llvm_occupancy"), res.value.get("code_sha256"))
-        reason = resource_reject_reason(build.resources, self.arch)
-        if reason is None and any(occupancy(r, self.arch) == 0 for r in build.resources):
-            reason = "occupancy_zero"
+        reason = amd_verdict(build.resources, self.arch)
         outcome = Outcome.OK if reason is None else Outcome.REJECTED
         return Compiled(config, shape, outcome, res.value["compile_s"], build,
                         f"resource:{reason}" if reason else "")
@@ -383,9 +412,8 @@ class TritonAmdCompileEvaluator:
         build = compiled.artifact
         if not isinstance(build, AmdBuild) or not build.resources:
             return {}
-        res = build.resources[0]
-        return {**res.as_dict(), "spills": res.spills, "occupancy": occupancy(res, self.arch),
-                "llvm_occupancy": build.llvm_occupancy, "code_sha256": build.code_sha256}
+        return {**resource_extra(build.resources[0], self.arch), "llvm_occupancy": build.llvm_occupancy,
+                "code_sha256": build.code_sha256}
 
     def time(self, compiled: Compiled) -> Measurement:
         """Compile-only: there is no GPU to time on; the measurement carries the resources."""

@@ -8,10 +8,17 @@ stores the winner, and launches it; later calls and later processes dispatch fro
 
 from __future__ import annotations
 
-from flysearch.tune._decorator import Autotuned, autotune, make_space, racing
+from flysearch.tune._decorator import Autotuned, CheckRun, autotune, checking, make_space, racing
 from flysearch.tune._keys import LAUNCH_OPTIONS, KeyValues
 from flysearch.tune._store import DEFAULT_STORE, STORE_ENV, Tuned, TuneStore, store_url
-from flysearch.tune._tuner import Tuner, TuneResult, TuneSettings, cold_budget, space_fingerprint
+from flysearch.tune._tuner import (
+    Tuner,
+    TuneResult,
+    TuneSettings,
+    check_summary,
+    cold_budget,
+    space_fingerprint,
+)
 from flysearch.tune._workload_file import load_keys, load_workload, run_workload, store_env
 
 __all__ = [
@@ -19,6 +26,7 @@ __all__ = [
     "LAUNCH_OPTIONS",
     "STORE_ENV",
     "Autotuned",
+    "CheckRun",
     "KeyValues",
     "TuneResult",
     "TuneSettings",
@@ -26,6 +34,8 @@ __all__ = [
     "Tuned",
     "Tuner",
     "autotune",
+    "check_summary",
+    "checking",
     "cold_budget",
     "load_keys",
     "load_workload",

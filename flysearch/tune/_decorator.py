@@ -29,22 +29,67 @@ import contextvars
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flysearch.errors import AutotuneError, UnknownArchError
 from flysearch.evaluators import RetimeSettings, TimingProtocol
-from flysearch.space import ArchProfile, Constraint, Param, Space, arch_of_device
+from flysearch.space import ArchProfile, Constraint, Param, Space, arch_of_device, get_arch
 from flysearch.tables import GroundTruth, dump_table_file
 from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, python_function, source_hash
 from flysearch.tune._measure import CallLauncher, KernelEvaluator, TritonLauncher
 from flysearch.tune._store import TuneStore, store_url
-from flysearch.tune._tuner import Tuner, TuneSettings
+from flysearch.tune._tuner import Tuner, TuneSettings, check_summary
 from flysearch.tune._workload import Workload
 
-__all__ = ["Autotuned", "autotune", "make_space", "racing"]
+__all__ = ["Autotuned", "CheckRun", "autotune", "checking", "make_space", "racing"]
 
 _RACING: contextvars.ContextVar[str | None] = contextvars.ContextVar("flysearch_racing", default=None)
+
+
+@dataclass
+class CheckRun:
+    """A :func:`checking` block: the AMD arch, the configs each key compiles (``None``: every
+    feasible one), the folder of the tables, and what each checked key gave (its one-line summary
+    and table path, in call order)."""
+
+    arch: ArchProfile
+    folder: Path
+    budget: int | None = None
+    checked: list[tuple[str, Path]] = field(default_factory=list)
+
+
+_CHECKING: contextvars.ContextVar[CheckRun | None] = contextvars.ContextVar("flysearch_checking",
+                                                                            default=None)
+
+
+@contextlib.contextmanager
+def checking(folder: str | os.PathLike[str], arch: str, *, budget: int | None = None) -> Iterator[CheckRun]:
+    """Inside the block, a call of a decorated ``@triton.jit`` or FlyDSL ``@flyc.jit`` kernel checks
+    its key for the AMD *arch* instead of running: every feasible config (or *budget* of them) is
+    compiled for *arch* on this machine, GPU or not, and its resources read (:meth:`Tuner.check`);
+    configs that spill, overflow LDS or fit no wave are stored as rejected, so that a tune on
+    *arch* never compiles them. The table is written to *folder* as
+    ``<kernel>__<key>.table.json.gz`` (for ``flysearch tables import``); the call launches nothing
+    and returns ``None``.
+
+    Raises:
+        UnknownArchError: *arch* is not an arch flysearch knows.
+        AutotuneError: *arch* is not AMD, or *budget* is not a positive integer.
+    """
+    profile = get_arch(arch)
+    if profile.vendor != "amd":
+        raise AutotuneError(f"A check compiles for an AMD arch (gfx942, gfx950); {arch} is {profile.vendor}.")
+    if budget is not None and (not isinstance(budget, int) or budget < 1):
+        raise AutotuneError(f"budget must be a positive number of compiles, got {budget!r}.")
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    run = CheckRun(profile, Path(folder), budget)
+    token = _CHECKING.set(run)
+    try:
+        yield run
+    finally:
+        _CHECKING.reset(token)
 
 
 @contextlib.contextmanager
@@ -198,6 +243,9 @@ class Autotuned:
     def _launcher(self, arguments: dict[str, Any], grid: Any) -> Any:
         raise NotImplementedError
 
+    def _check_launcher(self, arguments: dict[str, Any], grid: Any) -> Any:
+        return self._launcher(arguments, grid)
+
     def _device(self, arguments: Mapping[str, Any]) -> tuple[str, ArchProfile | None]:
         """The device the call runs on, and its arch profile (``None`` when flysearch has none)."""
         for value in arguments.values():
@@ -214,13 +262,20 @@ class Autotuned:
     # -- dispatch and tuning ----------------------------------------------------------------------
 
     def _config(self, values: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
-                grid: Any = None) -> dict[str, Any]:
+                grid: Any = None) -> dict[str, Any] | None:
         arguments = self.args.bind(args, kwargs)
-        device, arch = self._device(arguments)
         key = self.args.named(values)
+        run = _CHECKING.get()
+        if run is not None:  # check the key for an AMD arch instead: nothing is launched
+            table = self._check(arguments, grid, key, run.arch, run.budget)
+            path = run.folder / f"{_file_name(self.tuner.name)}__{_file_name(key.key)}.table.json.gz"
+            dump_table_file(table, path)
+            run.checked.append((check_summary(table), path))
+            return None
+        device, arch = self._device(arguments)
 
         def evaluator() -> KernelEvaluator:
-            return self._evaluator(arguments, grid)
+            return self._evaluator(arguments, grid, arch)
 
         racing = _RACING.get()
         if racing is not None:  # race the key instead: every feasible config, the table written
@@ -230,15 +285,31 @@ class Autotuned:
             return table.confirmed_best().params
         return self.tuner.config(values, key, device, arch, evaluator)
 
-    def _evaluator(self, arguments: dict[str, Any], grid: Any) -> KernelEvaluator:
+    def _evaluator(self, arguments: dict[str, Any], grid: Any, arch: ArchProfile | None) -> KernelEvaluator:
         workload = Workload(arguments, **self.check)
-        return KernelEvaluator(self._launcher(arguments, grid), workload, self.tuner.settings.protocol)
+        return KernelEvaluator(self._launcher(arguments, grid), workload, self.tuner.settings.protocol, arch)
 
     def _race(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any, **options: Any) -> GroundTruth:
         arguments = self.args.bind(args, kwargs)
         device, arch = self._device(arguments)
         key = self.args.named(self.args.values(args, kwargs))
-        return self.tuner.race(key, device, arch, self._evaluator(arguments, grid), **options)
+        return self.tuner.race(key, device, arch, self._evaluator(arguments, grid, arch), **options)
+
+    def _check(self, arguments: dict[str, Any], grid: Any, key: KeyValues, arch: ArchProfile,
+               budget: int | None) -> GroundTruth:
+        launcher = self._check_launcher(arguments, grid)
+        return self.tuner.check(key, arch, lambda config: launcher.compile_for(arch.name, config),
+                                budget=budget)
+
+    def check_arch(self, *args: Any, arch: str, budget: int | None = None, grid: Any = None,
+                   **kwargs: Any) -> GroundTruth:
+        """Compile this call's key for the AMD *arch* on this machine, GPU or not, launching
+        nothing: every feasible config, or *budget* of them (:meth:`Tuner.check`). Configs that
+        spill, overflow LDS or fit no wave are stored as rejected, so a tune on *arch* skips them;
+        the table of resources is returned."""
+        arguments = self.args.bind(args, kwargs)
+        key = self.args.named(self.args.values(args, kwargs))
+        return self._check(arguments, grid, key, get_arch(arch), budget)
 
     def best_config(self, **key: Any) -> dict[str, Any] | None:
         """The stored best config for these key values on this machine's last device, if tuned."""
@@ -273,6 +344,8 @@ class TritonAutotuned(Autotuned):
         config = self._best.get(values)
         if config is None:
             config = self._config(values, args, kwargs, grid)
+            if config is None:  # checked for an AMD arch (see checking): nothing runs
+                return None
         return self._run(*args, grid=grid, warmup=warmup, **kwargs, **config)
 
     def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
@@ -284,7 +357,10 @@ class TritonAutotuned(Autotuned):
                                 "(or pass grid=).")
         return TritonLauncher(self.fn, grid, arguments)
 
-    def tune(self, *args: Any, grid: Any, **kwargs: Any) -> dict[str, Any]:
+    def _check_launcher(self, arguments: dict[str, Any], grid: Any) -> Any:
+        return TritonLauncher(self.fn, grid, arguments)  # a compile for an arch needs no grid
+
+    def tune(self, *args: Any, grid: Any, **kwargs: Any) -> dict[str, Any] | None:
         """Tune this call's key if it is not tuned yet (nothing is launched); its best config."""
         return self._config(self._values(args, kwargs), args, kwargs, grid)
 
@@ -304,12 +380,14 @@ class CallAutotuned(Autotuned):
         config = self.tuner.best.get(values)
         if config is None:
             config = self._config(values, args, kwargs)
+            if config is None:  # checked for an AMD arch (see checking): nothing runs
+                return None
         return self.fn(*args, **kwargs, **config)
 
     def _launcher(self, arguments: dict[str, Any], grid: Any) -> Any:
         return CallLauncher(self.fn, arguments)
 
-    def tune(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def tune(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         """Tune this call's key if it is not tuned yet (nothing else runs); its best config."""
         return self._config(self.args.values(args, kwargs), args, kwargs)
 

@@ -16,7 +16,11 @@ Each compiled config is run once on a checked run (outputs against the reference
 (:func:`flysearch.evaluators.time_launches`) when an argument is a CUDA tensor, else with the host
 clock, in batches whose median mean is the time. A config that fails to build is
 ``compile_failed``; one that raises while running is ``runtime_failed``; a wrong output is
-``wrong_result``: recorded, never chosen.
+``wrong_result``: recorded, never chosen. On an AMD GPU a config whose build spills, needs more LDS
+than a CU has or fits no wave is ``rejected`` before it runs.
+
+:meth:`Launcher.compile_for` compiles a config for an AMD arch on any machine, launching nothing
+(what ``flysearch tune check`` runs; see :meth:`flysearch.tune.Tuner.check`).
 """
 
 from __future__ import annotations
@@ -28,8 +32,22 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from flysearch.evaluators import Compiled, Measurement, Outcome, TimingProtocol, time_launches
-from flysearch.space import Config
+from flysearch.errors import AutotuneError
+from flysearch.evaluators import (
+    Compiled,
+    KernelResources,
+    Measurement,
+    Outcome,
+    TimingProtocol,
+    amd_build,
+    amd_verdict,
+    compile_flydsl_for_amd,
+    compile_triton_for_amd,
+    flydsl_resources,
+    is_flydsl_jit,
+    time_launches,
+)
+from flysearch.space import ArchProfile, Config
 from flysearch.tune._workload import Workload
 
 __all__ = ["CallLauncher", "KernelEvaluator", "Launcher", "TritonLauncher", "time_host"]
@@ -46,6 +64,13 @@ class Launcher(Protocol):
 
     def resources(self, handle: Any) -> dict[str, Any]:
         """What the compiler reports of the built config (registers, spills, shared memory)."""
+
+    def amd_resources(self, handle: Any) -> list[KernelResources]:
+        """The built config's kernels' resources when it was built for an AMD GPU, else empty."""
+
+    def compile_for(self, arch: str, config: dict[str, Any]) -> list[KernelResources]:
+        """Compile *config* for the AMD *arch* without a GPU (nothing runs); its kernels' resources.
+        Raises what the compiler raises for a config it cannot build."""
 
 
 class TritonLauncher:
@@ -72,6 +97,13 @@ class TritonLauncher:
             out["shared"] = shared
         return {k: v for k, v in out.items() if v is not None}
 
+    def amd_resources(self, handle: Any) -> list[KernelResources]:
+        asm = getattr(handle, "asm", None)
+        return amd_build(handle).resources if isinstance(asm, dict) and "amdgcn" in asm else []
+
+    def compile_for(self, arch: str, config: dict[str, Any]) -> list[KernelResources]:
+        return compile_triton_for_amd(self.fn, arch, {**self.arguments, **config}).resources
+
 
 class CallLauncher:
     """Builds and runs configs of a plain callable: ``fn(**arguments, **config)``."""
@@ -88,6 +120,16 @@ class CallLauncher:
 
     def resources(self, handle: Any) -> dict[str, Any]:
         return {}
+
+    def amd_resources(self, handle: Any) -> list[KernelResources]:
+        return flydsl_resources(self.fn) if is_flydsl_jit(self.fn) else []
+
+    def compile_for(self, arch: str, config: dict[str, Any]) -> list[KernelResources]:
+        if not is_flydsl_jit(self.fn):
+            name = getattr(self.fn, "__name__", type(self.fn).__name__)
+            raise AutotuneError(f"{name} is neither a @triton.jit nor a FlyDSL @flyc.jit kernel, so it "
+                                "cannot be compiled for an AMD arch without a GPU; check only those kernels.")
+        return compile_flydsl_for_amd(self.fn, arch, {**self.arguments, **config})
 
 
 def time_host(launch: Callable[[int], Any], protocol: TimingProtocol, sync: Callable[[], None]) -> tuple[
@@ -119,8 +161,9 @@ class KernelEvaluator:
     Built handles are kept by config key, so the finalists can be timed again without a compile.
     """
 
-    def __init__(self, launcher: Launcher, workload: Workload, protocol: TimingProtocol) -> None:
-        self.launcher, self.workload, self.protocol = launcher, workload, protocol
+    def __init__(self, launcher: Launcher, workload: Workload, protocol: TimingProtocol,
+                 arch: ArchProfile | None = None) -> None:
+        self.launcher, self.workload, self.protocol, self.arch = launcher, workload, protocol, arch
         self.handles: dict[str, Any] = {}
         self.graphs: dict[str, tuple[Callable[[], Any], int] | None] = {}
         self.graphed = 0
@@ -133,8 +176,13 @@ class KernelEvaluator:
         except Exception as exc:  # a config that does not build is an outcome, not an error
             return Compiled(config, None, Outcome.COMPILE_FAILED, time.perf_counter() - t0,
                             detail=_reason(exc))
+        compile_s = time.perf_counter() - t0
+        if self.arch is not None and self.arch.vendor == "amd":  # built on an AMD GPU: judge it first
+            reason = amd_verdict(self.launcher.amd_resources(handle), self.arch)
+            if reason is not None:
+                return Compiled(config, None, Outcome.REJECTED, compile_s, detail=f"resource:{reason}")
         self.handles[config.key] = handle
-        return Compiled(config, None, Outcome.OK, time.perf_counter() - t0, artifact=handle)
+        return Compiled(config, None, Outcome.OK, compile_s, artifact=handle)
 
     def time(self, compiled: Compiled) -> Measurement:
         params, handle = compiled.config.as_dict(), compiled.artifact

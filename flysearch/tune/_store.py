@@ -63,6 +63,14 @@ _tuned = sa.Table(
     sa.Column("report", sa.Text),
 )
 
+_rejected = sa.Table(
+    "flysearch_autotune_rejected", _meta,
+    sa.Column("kernel", sa.String(400), primary_key=True),  # the identity on an arch, not a device
+    sa.Column("key", sa.String(2000), primary_key=True),
+    sa.Column("config", sa.String(2000), primary_key=True),
+    sa.Column("reason", sa.String(200), nullable=False),
+)
+
 
 def store_url(store: str | os.PathLike[str] | None = None) -> str:
     """The database URL of *store*: a URL as given, a path as a SQLite URL (its folder made), and
@@ -168,6 +176,24 @@ class TuneStore:
             rows = c.execute(query.order_by(_tuned.c.name, _tuned.c.kernel, _tuned.c.key)).all()
         return [Tuned(r.kernel, r.name, r.key, r.state, json.loads(r.config) if r.config else None,
                       json.loads(r.report or "{}")) for r in rows]
+
+    def rejected(self, kernel: str, key: str) -> dict[str, str]:
+        """The configs of (*kernel*, *key*) that compiled for an arch but must never run there
+        (config key -> reason, e.g. ``"resource:spills"``)."""
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(_rejected.c.config, _rejected.c.reason).where(
+                _rejected.c.kernel == kernel, _rejected.c.key == key)).all()
+        return {r.config: r.reason for r in rows}
+
+    def reject(self, kernel: str, key: str, reasons: dict[str, str]) -> None:
+        """Record configs of (*kernel*, *key*) as never to run (config key -> reason), all at once;
+        a config recorded before keeps its first reason."""
+        known = self.rejected(kernel, key)
+        new = [{"kernel": kernel, "key": key, "config": c, "reason": r} for c, r in reasons.items()
+               if c not in known]
+        if new:
+            with self._write() as c:
+                c.execute(_rejected.insert(), new)
 
     # -- the lease --------------------------------------------------------------------------------
 

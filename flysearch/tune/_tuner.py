@@ -14,6 +14,7 @@ key's measurements as tables (for ``flysearch compare``, ``flysearch model train
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -26,23 +27,26 @@ from typing import Any
 import optuna
 
 from flysearch.costmodel import fit_prior
-from flysearch.errors import AutotuneError
+from flysearch.errors import AutotuneError, FlysearchError
 from flysearch.evaluators import (
+    KernelResources,
     RetimeSettings,
     TimingProtocol,
+    amd_verdict,
     interleaved_rounds,
+    resource_extra,
     retime_finalists,
     top_rows,
     with_rounds,
 )
-from flysearch.space import ArchProfile, Space
+from flysearch.space import ArchProfile, Constraint, Space
 from flysearch.study import StudySpec, run_study, trial_records
 from flysearch.tables import GroundTruth, Measurement, Outcome, Row, TableMeta
 from flysearch.tune._keys import KeyValues
 from flysearch.tune._measure import KernelEvaluator
 from flysearch.tune._store import TuneStore
 
-__all__ = ["TuneResult", "TuneSettings", "Tuner", "cold_budget", "space_fingerprint"]
+__all__ = ["TuneResult", "TuneSettings", "Tuner", "check_summary", "cold_budget", "space_fingerprint"]
 
 log = logging.getLogger("flysearch.autotune")
 
@@ -184,7 +188,8 @@ class Tuner:
         rounds. Raises :class:`AutotuneError` when no config of the key runs correctly."""
         t0 = time.perf_counter()
         kernel = self.identity(device)
-        n_feasible = len(self.space.enumerate(key, arch).feasible)
+        space = self._without_rejected(key, arch)
+        n_feasible = len(space.enumerate(key, arch).feasible)
         prior = self._prior(kernel, key, arch, device)
         s = self.settings
         if prior is not None:
@@ -196,7 +201,7 @@ class Tuner:
         verbosity = optuna.logging.get_verbosity()
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # a decorator tunes quietly
         try:
-            summary = run_study(self.study_name(kernel, key.key), self.space, evaluator, spec, shape=key,
+            summary = run_study(self.study_name(kernel, key.key), space, evaluator, spec, shape=key,
                                 arch=arch, storage=self.storage, prior=prior, problem=key.problem(),
                                 progress=progress)
         finally:
@@ -227,6 +232,74 @@ class Tuner:
         study = optuna.load_study(study_name=study_name, storage=self.storage)
         return {r.key: (r.time_ms, r.compile_index or 0) for _t, r in trial_records(study)
                 if r.outcome == Outcome.OK.value and r.time_ms is not None and r.duplicate_of is None}
+
+    def _without_rejected(self, key: KeyValues, arch: ArchProfile | None) -> Space:
+        """The space with the configs a :meth:`check` found unfit on *arch* for *key* rejected by a
+        constraint per reason (``resource:spills``, ...): a study skips them without a compile."""
+        if arch is None or arch.vendor != "amd":
+            return self.space
+        rejected = self.store.rejected(self.identity(arch.name), key.key)
+        if not rejected:
+            return self.space
+        extra = [Constraint(reason, functools.partial(_not_in, frozenset(c for c, r in rejected.items()
+                                                                         if r == reason)))
+                 for reason in sorted(set(rejected.values()))]
+        return Space(self.space.name, list(self.space.params), [*self.space.constraints, *extra])
+
+    # -- compile-only check for an AMD arch --------------------------------------------------------
+
+    def check(self, key: KeyValues, arch: ArchProfile, compile_for: Callable[[dict[str, Any]],
+              list[KernelResources]], *, budget: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> GroundTruth:
+        """Compile *key*'s feasible configs (or *budget* of them, drawn with the settings' seed) for
+        the AMD *arch* with ``compile_for(config)``, on any machine, and read their resources. A
+        config that spills, needs more LDS than *arch* has or fits no wave is rejected, and stored
+        so, so that a tune on *arch* never compiles it. The table (``extra``: the resources; no
+        times) is returned; nothing else is stored.
+
+        Raises:
+            AutotuneError: *arch* is not AMD, or no config compiles for it.
+        """
+        if arch.vendor != "amd":
+            raise AutotuneError(f"A check compiles for an AMD arch (gfx942, gfx950); {arch.name} is "
+                                f"{arch.vendor}.")
+        enumeration = self.space.enumerate(key, arch)
+        configs = enumeration.feasible
+        if budget is not None and budget < len(configs):
+            configs = enumeration.shuffled(self.settings.seed)[:budget]
+        rows: dict[str, Row] = {}
+        rejected: dict[str, str] = {}
+        for i, config in enumerate(configs, 1):
+            params, t0 = config.as_dict(), time.perf_counter()
+            try:
+                resources = compile_for(params)
+            except FlysearchError:
+                raise
+            except Exception as exc:  # a config that does not build is an outcome, not an error
+                text = f"{type(exc).__name__}: {exc}".splitlines()
+                rows[config.key] = Row(config.key, params, Outcome.COMPILE_FAILED.value, None,
+                                       time.perf_counter() - t0, detail=text[0][:300])
+            else:
+                reason = amd_verdict(resources, arch)
+                if reason is not None:
+                    rejected[config.key] = f"resource:{reason}"
+                rows[config.key] = Row(
+                    config.key, params, (Outcome.REJECTED if reason else Outcome.RUNTIME_FAILED).value,
+                    None, time.perf_counter() - t0,
+                    detail=rejected.get(config.key, "compile-only check: no AMD GPU to time on"),
+                    extra=resource_extra(resources[0], arch))
+            if progress is not None:
+                progress(i, len(configs))
+        if all(r.outcome == Outcome.COMPILE_FAILED.value for r in rows.values()):
+            first = next(iter(rows.values()))
+            raise AutotuneError(f"No config of {self.name} compiles for {arch.name} ({first.detail}); "
+                                "check that the kernel runs on an AMD GPU.")
+        self.store.reject(self.identity(arch.name), key.key, rejected)
+        meta = TableMeta(name=f"{self.name}/{arch.name}/{key.key}", kernel=self.name, arch=arch.name,
+                         device=f"{arch.name} (compile only)", problem=key.problem(),
+                         space=self.space.to_json(), source="flysearch.autotune check",
+                         versions={"compiler": self.versions} if self.versions else {})
+        return GroundTruth(meta, rows)
 
     # -- ground truth ----------------------------------------------------------------------------
 
@@ -291,3 +364,24 @@ class Tuner:
         if len(tables) < self.settings.transfer_after:
             return None
         return fit_prior(tables)
+
+
+def _not_in(keys: frozenset[str], config: Any, _key: Any, _arch: Any) -> bool:
+    return config.key not in keys
+
+
+def check_summary(table: GroundTruth) -> str:
+    """One line of a :meth:`Tuner.check` table: configs compiled, spilling, rejected (each reason)
+    and failed to compile."""
+    rows = list(table.rows.values())
+    failed = sum(r.outcome == Outcome.COMPILE_FAILED.value for r in rows)
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r.outcome == Outcome.REJECTED.value:
+            reasons[r.detail] = reasons.get(r.detail, 0) + 1
+    why = ", ".join(f"{n} {d.removeprefix('resource:')}" for d, n in sorted(reasons.items()))
+    key = table.meta.name.split("/", 2)[-1]
+    spilling = reasons.get("resource:spills", 0)
+    return (f"{table.meta.kernel} {key}: {len(rows) - failed} compiled for {table.meta.arch}, {spilling} "
+            f"spilling, {sum(reasons.values())} rejected{f' ({why})' if why else ''}, {failed} failed "
+            "to compile")
