@@ -49,6 +49,12 @@ Temporary files left by a SIGKILL (``.<name>.*.tmp`` of :mod:`flysearch._atomicf
 
     python lab/benchmarks/fault_injection.py --faults 200 --seed 0 \
         --out lab/benchmarks/results/fault_injection.md
+
+It takes most of an hour on two cores. To run it in chunks (a shell whose commands are cut after a
+few minutes), add ``--state run.json --minutes 8`` and repeat the same command until it exits with
+something else than 3: each chunk starts no fault after 8 minutes, and the next one resumes from
+the state file and draws what the whole run would have drawn (the state names its commit: code
+changed in between starts a new run).
 """
 
 from __future__ import annotations
@@ -961,29 +967,92 @@ def schedule(faults: int, targets: list[str], seed: int) -> list[tuple[str, str]
     return order
 
 
+def _result_dict(r: Result) -> dict[str, Any]:
+    return {"kind": r.kind, "target": r.target, "counts": dict(r.found.counts), "why": r.found.why,
+            "seconds": r.seconds, "moment": r.moment, "rerun_s": r.rerun_s, "message": r.message,
+            "stray": r.stray, "orphans": r.orphans}
+
+
+def _result_from(d: dict[str, Any]) -> Result:
+    found = Found()
+    found.counts.update(d["counts"])
+    found.why.update(d["why"])
+    return Result(d["kind"], d["target"], found, d["seconds"], moment=d["moment"], rerun_s=d["rerun_s"],
+                  message=d["message"], stray=d["stray"], orphans=list(d["orphans"]))
+
+
+@dataclass
+class Progress:
+    """Where a run stands between its faults: what a run cut into chunks (``--state``) saves after
+    each fault and resumes from, so that the next chunk draws exactly what the whole run would."""
+
+    key: dict[str, Any]  # what the run is (faults, seed, targets, the full disk's kind, the commit)
+    rng: random.Random
+    queue: list[tuple[str, str]]
+    est: dict[str, float]
+    i: int = 0  # faults drawn, the missed included (each fault's folder number)
+    results: list[Result] = field(default_factory=list)
+    missed: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0  # the chunks before this one
+    load: float = 0.0  # the load average when the run started
+    chunks: int = 0
+
+    def save(self, path: Path, seconds: float) -> None:
+        """Write the progress to *path*, whole or not at all; *seconds*: this chunk's so far."""
+        state = self.rng.getstate()
+        data = {"key": self.key, "rng": [state[0], list(state[1]), state[2]], "queue": self.queue,
+                "est": self.est, "i": self.i, "results": [_result_dict(r) for r in self.results],
+                "missed": dict(self.missed), "seconds": self.seconds + seconds, "load": self.load,
+                "chunks": self.chunks + 1}
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load_from(cls, path: Path, key: dict[str, Any]) -> Progress:
+        data = json.loads(path.read_text())
+        if data["key"] != key:
+            raise SystemExit(f"{path} holds another run ({data['key']}, not {key}); remove it to start "
+                             "this one")
+        rng = random.Random()
+        version_, internal, gauss = data["rng"]
+        rng.setstate((version_, tuple(internal), gauss))
+        return cls(key, rng, [tuple(c) for c in data["queue"]], data["est"], data["i"],
+                   [_result_from(r) for r in data["results"]], Counter(data["missed"]), data["seconds"],
+                   data["load"], data["chunks"])
+
+
 def run(faults: int, seed: int, targets: list[str], *, keep: Path | None = None, mount: bool = True,
-        log: Callable[[str], None] = print) -> tuple[list[Result], dict[str, Any]]:
+        log: Callable[[str], None] = print, state: Path | None = None,
+        minutes: float | None = None) -> tuple[list[Result], dict[str, Any]]:
     """Inject *faults* faults into *targets* (names of :data:`TARGETS`); each fault's result, and
-    what the run counted besides (missed faults, seconds, the load average before and after).
-    *mount* false makes the full disk an RLIMIT_FSIZE, as where ``mount`` is not allowed."""
-    rng = random.Random(seed)
-    results: list[Result] = []
-    missed: Counter[str] = Counter()
+    what the run counted besides (missed faults, seconds, the load average before and after, and
+    ``done``). *mount* false makes the full disk an RLIMIT_FSIZE, as where ``mount`` is not allowed.
+
+    With *state*, the run saves its progress there after each fault and resumes from it (the same
+    run, on the same commit); with *minutes*, it starts no fault after that long, ``done`` false
+    while faults are left (run it again with the same *state* to go on)."""
+    key = {"faults": faults, "seed": seed, "targets": sorted(targets), "mount": mount,
+           "commit": code_commit(REPO)}
+    start = time.perf_counter()
+    if state is not None and state.exists():
+        progress = Progress.load_from(state, key)
+    else:
+        progress = Progress(key, random.Random(seed), schedule(faults, targets, seed),
+                            {name: cls.guess_s for name, cls in TARGETS.items()}, load=os.getloadavg()[1])
+    rng, queue, est, results, missed = (progress.rng, progress.queue, progress.est, progress.results,
+                                        progress.missed)
     memory = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    start, load = time.perf_counter(), os.getloadavg()[1]
     with tempfile.TemporaryDirectory(prefix="faults-", dir=memory) as tmp:
         base = Base(Path(tmp) / "base")
         base.folder.mkdir()
         made = {name: cls(base) for name, cls in TARGETS.items()}
-        est = {name: t.guess_s for name, t in made.items()}
-        queue = schedule(faults, targets, seed)
-        i = 0
-        while queue:
+        while queue and (minutes is None or time.perf_counter() - start < 60 * minutes):
             kind, name = queue[0]
             target = made[name]
-            folder = Path(tmp) / f"fault-{i}"
+            folder = Path(tmp) / f"fault-{progress.i}"
             folder.mkdir()
-            i += 1
+            progress.i += 1
             t0 = time.perf_counter()
             try:
                 outcome = (disk_fault(target, folder, rng, mount) if kind == DISK
@@ -995,24 +1064,27 @@ def run(faults: int, seed: int, targets: list[str], *, keep: Path | None = None,
                 missed[f"{kind}, {target.name}"] += 1
                 est[name] = max(0.5, outcome)
                 shutil.rmtree(folder, ignore_errors=True)
-                continue
-            queue.pop(0)
-            outcome.seconds = time.perf_counter() - t0
-            # A rerun after an early kill is about a whole run; one after a late kill resumes, and
-            # is shorter: the estimate follows the longer ones up and the others slowly down.
-            est[name] = max(outcome.rerun_s, 0.9 * est[name] + 0.1 * outcome.rerun_s)
-            results.append(outcome)
-            bad = sum(outcome.found.counts.values())
-            log(f"fault {len(results)}/{faults}: {kind} {outcome.moment}, {target.name}: "
-                f"{outcome.seconds:.1f} s (rerun {outcome.rerun_s:.1f} s), {bad} violations"
-                + (f" {outcome.found.why}" if bad else ""))
-            if bad and keep is not None:
-                shutil.copytree(folder, keep / folder.name, symlinks=True, dirs_exist_ok=True)
-            shutil.rmtree(folder, ignore_errors=True)
+            else:
+                queue.pop(0)
+                outcome.seconds = time.perf_counter() - t0
+                # A rerun after an early kill is about a whole run; one after a late kill resumes,
+                # and is shorter: the estimate follows the longer ones up and the others slowly down.
+                est[name] = max(outcome.rerun_s, 0.9 * est[name] + 0.1 * outcome.rerun_s)
+                results.append(outcome)
+                bad = sum(outcome.found.counts.values())
+                log(f"fault {len(results)}/{faults}: {kind} {outcome.moment}, {target.name}: "
+                    f"{outcome.seconds:.1f} s (rerun {outcome.rerun_s:.1f} s), {bad} violations"
+                    + (f" {outcome.found.why}" if bad else ""))
+                if bad and keep is not None:
+                    shutil.copytree(folder, keep / folder.name, symlinks=True, dirs_exist_ok=True)
+                shutil.rmtree(folder, ignore_errors=True)
+            if state is not None:
+                progress.save(state, time.perf_counter() - start)
     disk = ("a tmpfs (mount -t tmpfs)" if mount and _mount_works()
             else "RLIMIT_FSIZE (no mount; SIGXFSZ ignored)")
-    return results, {"missed": missed, "seconds": time.perf_counter() - start, "disk": disk,
-                     "load": (load, os.getloadavg()[1])}
+    return results, {"missed": missed, "seconds": progress.seconds + time.perf_counter() - start,
+                     "disk": disk, "load": (progress.load, os.getloadavg()[1]), "done": not queue,
+                     "chunks": progress.chunks + 1}
 
 
 def _mount_works() -> bool:
@@ -1028,7 +1100,7 @@ def violations(results: list[Result]) -> int:
     return sum(sum(r.found.counts.values()) for r in results)
 
 
-def report(results: list[Result], extra: dict[str, Any], seed: int) -> str:
+def report(results: list[Result], extra: dict[str, Any], seed: int, command: list[str]) -> str:
     cells: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         cells.setdefault((r.kind, r.target), []).append(r)
@@ -1036,7 +1108,8 @@ def report(results: list[Result], extra: dict[str, Any], seed: int) -> str:
     writing = sum(1 for r in results if r.moment == "while writing")
     lines = [
         "# Fault injection: kills, SIGTERMs and a full disk at random moments", "",
-        f"- command: `{shlex.join(['python', *sys.argv])}`",
+        f"- command: `{shlex.join(['python', *command])}`"
+        + (f", run in {extra['chunks']} chunks (`--state`, `--minutes`)" if extra["chunks"] > 1 else ""),
         f"- commit: {code_commit(REPO) or 'not a git checkout'}",
         f"- hardware: {host_description()}, shared with other jobs (load average over 5 min: "
         f"{extra['load'][0]:.1f} at the start, {extra['load'][1]:.1f} at the end)",
@@ -1100,18 +1173,41 @@ def main() -> int:
                         help="fill the disk with RLIMIT_FSIZE, not a tmpfs (as without root)")
     parser.add_argument("--out", type=Path, default=None, help="markdown file to write")
     parser.add_argument("--keep", type=Path, default=None, help="copy the folder of each faulty fault here")
+    parser.add_argument("--state", type=Path, default=None,
+                        help="save the run's progress here after each fault, and resume from it")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="start no fault after this long; with --state, run again to go on (exit 3)")
     args = parser.parse_args()
     targets = [t for t in args.targets.split(",") if t]
     unknown = sorted(set(targets) - set(TARGETS))
     if unknown:
         parser.error(f"unknown targets {unknown}; choose from {sorted(TARGETS)}")
     results, extra = run(args.faults, args.seed, targets, keep=args.keep, mount=not args.no_mount,
-                         log=lambda line: print(line, file=sys.stderr, flush=True))
-    text = report(results, extra, args.seed)
+                         log=lambda line: print(line, file=sys.stderr, flush=True), state=args.state,
+                         minutes=args.minutes)
+    if not extra["done"]:
+        print(f"{len(results)} of {args.faults} faults, {violations(results)} violations so far; run the "
+              "same command again to go on", file=sys.stderr)
+        return 3
+    command = _without(sys.argv, ("--state", "--minutes"))
+    text = report(results, extra, args.seed, command)
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text)
     return 1 if violations(results) else 0
+
+
+def _without(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    """*argv* less *options* and their values (how a run is cut into chunks is not what it is)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in options)):
+            out.append(arg)
+    return out
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
