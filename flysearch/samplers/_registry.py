@@ -9,9 +9,10 @@ proposes the best of its candidates that is feasible and not tried yet (:mod:`fl
 configs (:mod:`flysearch.samplers`); ``cmaes-margin`` is Optuna's CMA-ES with margin as it comes.
 ``auto`` is the default cold start: flysearch's exact GP (``fastgp``) and its feature forest
 (``surrogate``) propose in turn (:mod:`flysearch.samplers`). ``kt:<strategy>`` runs one of
-Kernel Tuner's strategies on a replayed table (:mod:`flysearch.samplers`). ``fixed-list``,
-``decision-tree``, ``winners-first`` and ``nvmmh`` are zero-shot transfer baselines: a short list of
-configs chosen before any compile, then ``auto`` (:mod:`flysearch.samplers._zeroshot`).
+Kernel Tuner's strategies on a replayed table, ``helion:<search>`` one of Helion's autotuner searches
+(:mod:`flysearch.samplers`). ``fixed-list``, ``decision-tree``, ``winners-first`` and ``nvmmh`` are
+zero-shot transfer baselines: a short list of configs chosen before any compile, then ``auto``
+(:mod:`flysearch.samplers._zeroshot`).
 
 The samplers that are Optuna's (``tpe``, ``tpe-unseen``, ``gp``, ``cmaes-margin``) take *options*:
 keyword arguments of the Optuna class they build (``{"n_startup_trials": 20, "multivariate":
@@ -129,9 +130,11 @@ class SamplerRequest:
         batch: Several trials will be asked before the first is told (a live study's pipeline,
             several workers): TPE then uses its constant liar.
         worker: This worker's number among the workers of a shared study.
-        budget: The study's budget of compiles (the ``kt:`` samplers give it to Kernel Tuner).
+        budget: The study's budget of compiles (the ``kt:`` and ``helion:`` samplers give it to
+            the search they run).
         measured: A replayed study's table: each config's time in ms by key, ``None`` where it
-            failed. Only the ``kt:`` samplers read it, to run Kernel Tuner in its simulation mode.
+            failed. Only the ``kt:`` and ``helion:`` samplers read it, to run Kernel Tuner's or
+            Helion's search on the table.
         options: Keyword arguments of the Optuna class an Optuna sampler builds (see
             :func:`sampler_options_problem`); empty for its defaults.
     """
@@ -363,31 +366,39 @@ def _ranker(r: SamplerRequest) -> BaseSampler:
     return OnlineRankerSampler(r.needs_context(), seed=r.seed)
 
 
-def _kernel_tuner(strategy: str) -> Callable[[SamplerRequest], BaseSampler]:
-    def build(r: SamplerRequest) -> BaseSampler:
-        from flysearch.samplers._kernel_tuner import kernel_tuner_order
+def _replayed(what: str, order_of: Callable[..., list[dict[str, Any]]],
+              search: str) -> Callable[[SamplerRequest], BaseSampler]:
+    """The builder of a sampler that runs another tuner's search on the replayed table (*what*) and
+    proposes the configs it measured, in its order (``order_of(context, search, measured, seed=,
+    budget=)``)."""
 
+    def build(r: SamplerRequest) -> BaseSampler:
         if r.measured is None:
             raise UnknownSamplerError(
-                f"The {r.name} sampler replays a table through Kernel Tuner's simulation mode; "
+                f"The {r.name} sampler replays a table through {what}; "
                 "run it on a table (--table, or a compare experiment), not live.")
         context = r.needs_context()
-        order = kernel_tuner_order(context, strategy, r.measured, seed=r.seed, budget=r.budget)
-        # Once the strategy's configs are spent, the grid repeats its first: the study counts
+        order = order_of(context, search, r.measured, seed=r.seed, budget=r.budget)
+        # Once the search's configs are spent, the grid repeats its first: the study counts
         # duplicates until it stops for want of a new config.
         return FeasibleGridSampler(order, context.distributions)
 
     return build
 
 
-def _register_kernel_tuner() -> None:
-    from flysearch.samplers._kernel_tuner import STRATEGIES
+def _register_replayed() -> None:
+    from flysearch.samplers._helion import SEARCHES, helion_order
+    from flysearch.samplers._kernel_tuner import STRATEGIES, kernel_tuner_order
 
     for strategy in STRATEGIES:
-        register_sampler(f"kt:{strategy}")(_kernel_tuner(strategy))
+        register_sampler(f"kt:{strategy}")(
+            _replayed("Kernel Tuner's simulation mode", kernel_tuner_order, strategy))
+    for search in SEARCHES:
+        register_sampler(f"helion:{search}")(
+            _replayed("Helion's own search code", helion_order, search))
 
 
-_register_kernel_tuner()
+_register_replayed()
 
 
 def _zero_shot(rule: str) -> Callable[[SamplerRequest], BaseSampler]:
