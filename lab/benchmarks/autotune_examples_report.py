@@ -17,8 +17,10 @@ is computed here from those files.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -82,13 +84,17 @@ def compiles_to_within(
     from flysearch.tune import Tuner, TuneStore, store_url
 
     best = min(times.values())
-    tuned = [t for t in TuneStore(store_url(store)).tuned(name=kernel_name) if t.key == key]
-    if not tuned:
-        return None
-    study = optuna.load_study(study_name=Tuner.study_name(tuned[0].kernel, key), storage=f"sqlite:///{store}")
-    for _t, r in sorted(trial_records(study), key=lambda tr: tr[1].compile_index or 0):
-        if r.compile_index and r.key in times and times[r.key] <= best * (1 + eps):
-            return r.compile_index
+    with tempfile.TemporaryDirectory() as tmp:  # a copy: opening a store may write to it
+        copy = Path(tmp) / store.name
+        shutil.copyfile(store, copy)
+        tuned = [t for t in TuneStore(store_url(copy)).tuned(name=kernel_name) if t.key == key]
+        if not tuned:
+            return None
+        study = optuna.load_study(study_name=Tuner.study_name(tuned[0].kernel, key),
+                                  storage=f"sqlite:///{copy}")
+        for _t, r in sorted(trial_records(study), key=lambda tr: tr[1].compile_index or 0):
+            if r.compile_index and r.key in times and times[r.key] <= best * (1 + eps):
+                return r.compile_index
     return None
 
 
