@@ -159,3 +159,24 @@ def fake_timer_family(payload: dict[str, Any]) -> dict[str, Any]:
     if payload["op"] == "time":
         answer = {**answer, "extra": {**answer.get("extra", {}), "family": payload.get("family")}}
     return answer
+
+
+def fake_compile_spec(payload: dict[str, Any]) -> dict[str, Any]:
+    """A compile of any family's config that always succeeds."""
+    return {"ok": True, "compile_s": 0.001, "detail": "", "shared": 0}
+
+
+def fake_timer_spec(payload: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fake_timer` for any family's configs (no SPLIT_K needed): its answers name the family
+    and spec it was asked to launch."""
+    if payload["op"] != "time":
+        return fake_timer(payload)
+    config = payload["config"]
+    return {"outcome": "ok", "time_ms": 1.0 + 0.001 * config["BLOCK_N"] + 0.01 * config["num_stages"],
+            "bench_s": 0.001, "extra": {"family": payload.get("family"), "spec": payload["spec"]}}
+
+
+def fake_timer_a100(payload: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fake_timer_spec` on an A100 (sm_80: no TMA)."""
+    answer = fake_timer_spec(payload)
+    return {**answer, "device": "NVIDIA A100-SXM4-80GB", "sms": 108} if payload["op"] == "info" else answer

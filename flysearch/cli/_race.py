@@ -54,8 +54,9 @@ def race() -> None:
 @click.option("--shape", "shape_texts", multiple=True, help="A shape MxNxK[:dtype]; repeatable.")
 @click.option("--only", multiple=True, help="Race only these corpus entries (by name); repeatable.")
 @click.option("--space", "space_name", default="triton_gemm_splitk", show_default=True,
-              help="The Triton family to race: triton_gemm_splitk (split-K) or triton_gemm_splitk_fused "
-                   "(split-K with its reduction in the same launch).")
+              help="The Triton family to race: triton_gemm_splitk (split-K), triton_gemm_splitk_fused "
+                   "(split-K with its reduction in the same launch) or triton_gemm_tma (persistent, TMA; "
+                   "H100/H200).")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="Ground-truth table database.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Compile processes (default: CPUs - 2).")

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         TritonEvaluator,
         compile_payload,
         compile_task,
+        family_spec,
         timer_task,
         timing_payload,
     )
@@ -131,6 +132,7 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "LAUNCH_TIMEOUT_S",
     "TimingProtocol",
     "compile_payload",
+    "family_spec",
     "compile_task",
     "protocol_dict",
     "shape_bench",
@@ -218,6 +220,7 @@ _HOME = {
     "WorkerServer": "_worker_server",
     "WorkerSpec": "_worker_server",
     "compile_payload": "_triton",
+    "family_spec": "_triton",
     "compile_task": "_triton",
     "compile_worker_init": "_live_backends",
     "connect_worker": "_worker_server",

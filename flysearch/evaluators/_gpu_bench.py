@@ -283,18 +283,26 @@ class _ShapeBench:
         self, config: dict[str, Any], spec: str, arch: str, best_ms: float | None,
         family: str = DEFAULT_TRITON_FAMILY,
     ) -> dict[str, Any]:
-        """Load *config*'s binary of Triton *family* from the Triton cache, validate it and time it."""
-        from flysearch.kernels import triton_compiler
+        """Load *config*'s binary of Triton *family* from the Triton cache, validate it and time it
+        (a family with a ``bind``, :class:`flysearch.kernels.TritonFamily`, as CUDA-graph replays)."""
+        from flysearch.kernels import triton_family
 
         t0 = time.perf_counter()
+        fam = triton_family(family)
         try:
-            kernel = triton_compiler(family)(config, spec, arch)
+            kernel = fam.compile_config(config, spec, arch)
             kernel._init_handles()
         except Exception as exc:
             return {"outcome": "runtime_failed", "detail": f"load: {type(exc).__name__}: {exc}"[:300],
                     "bench_s": time.perf_counter() - t0, "extra": {}}
         load_s = time.perf_counter() - t0
-        launch, ops = self._launcher(kernel, config, family)
+        if fam.bind is None:
+            launch, ops = self._launcher(kernel, config, family)
+        else:
+            try:
+                launch, ops = self._graph_launcher(fam.bind, kernel, config, spec), 1
+            except Exception as exc:
+                return self._failed(exc, t0, "launch: ")
         result = self._guarded(lambda: self._measure(launch, ops, best_ms))
         result.setdefault("extra", {}).update(
             {"n_regs": kernel.n_regs, "n_spills": kernel.n_spills, "shared": kernel.metadata.shared,
@@ -303,20 +311,44 @@ class _ShapeBench:
         return result
 
     def _guarded(self, fn: Any) -> dict[str, Any]:
-        import torch
-
         t0 = time.perf_counter()
         try:
             return fn()
         except Exception as exc:
-            fatal = True
-            try:
-                torch.cuda.synchronize()
-                fatal = False
-            except Exception:
-                pass
-            return {"outcome": "runtime_failed", "detail": f"{type(exc).__name__}: {exc}"[:300],
-                    "bench_s": time.perf_counter() - t0, "extra": {}, "fatal": fatal}
+            return self._failed(exc, t0)
+
+    def _failed(self, exc: Exception, t0: float, what: str = "") -> dict[str, Any]:
+        """A launch that raised *exc*: ``runtime_failed``, and ``fatal`` when the CUDA context is gone."""
+        import torch
+
+        fatal = True
+        try:
+            torch.cuda.synchronize()
+            fatal = False
+        except Exception:
+            pass
+        return {"outcome": "runtime_failed", "detail": f"{what}{type(exc).__name__}: {exc}"[:300],
+                "bench_s": time.perf_counter() - t0, "extra": {}, "fatal": fatal}
+
+    def _graph_launcher(self, bind: Any, kernel: Any, config: dict[str, Any], spec: str) -> Any:
+        """``launch(i)``: the replay of a CUDA graph of ``bind(kernel, A_i, W_i, C, config, spec)``
+        captured on rotating input set ``i`` (a launch's host cost stays out of the timing)."""
+        import torch
+
+        runs = [bind(kernel, a, w, self.c, config, spec) for a, w in self.sets]
+        runs[0]()  # a launch that fails does so here, outside a capture
+        torch.cuda.synchronize()
+        graphs = []
+        for run in runs:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                run()
+            graphs.append(graph)
+
+        def launch(i: int) -> None:
+            graphs[i].replay()
+
+        return launch
 
     def _launcher(self, kernel: Any, config: dict[str, Any], family: str) -> tuple[Any, int]:
         """``launch(i)`` of *kernel* on rotating input set ``i``, and the launches one call makes:

@@ -172,13 +172,11 @@ class TritonEvaluator:
         self.close()
 
     def compile(self, config: Config, shape: Shape | None) -> Compiled:
-        from flysearch.kernels import spec_key
-
         if shape is None:
             raise ValueError("The Triton evaluator needs a GEMM shape.")
         compiler, _ = self._pools()
         self._n += 1
-        spec = spec_key(shape)
+        spec = family_spec(self.family, shape, self.arch)
         compiler.submit(self._n, compile_payload(config, shape, self.arch, self.family))
         (res,) = compiler.drain()
         if not res.ok or not res.value["ok"]:
@@ -202,25 +200,32 @@ class TritonEvaluator:
         return measurement_from_result(res.value, compiled.compile_s)
 
 
+def family_spec(family: str, shape: Shape, arch: str, sms: int | None = None) -> str:
+    """Which binary of Triton *family* *shape* needs on *arch* with *sms* SMs (``None``: the SMs of
+    *arch*'s default device)."""
+    from flysearch.kernels import triton_family
+    from flysearch.space import get_arch
+
+    return triton_family(family).spec_key(shape, sms or get_arch(arch).compute_units)
+
+
 def compile_payload(
-    config: Config, shape: Shape, arch: str, family: str = DEFAULT_TRITON_FAMILY
+    config: Config, shape: Shape, arch: str, family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None
 ) -> dict[str, Any]:
     """The compile task that builds *config* of Triton *family* for *shape*'s specialization on
-    *arch*."""
-    from flysearch.kernels import spec_key
-
-    return {"config": config.as_dict(), "spec": spec_key(shape), "arch": arch, "family": family}
+    *arch* with *sms* SMs (:func:`family_spec`)."""
+    return {"config": config.as_dict(), "spec": family_spec(family, shape, arch, sms), "arch": arch,
+            "family": family}
 
 
 def timing_payload(
     config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None,
-    family: str = DEFAULT_TRITON_FAMILY,
+    family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None,
 ) -> dict[str, Any]:
     """The timer task that validates and times *config* of Triton *family* on *shape*."""
-    from flysearch.kernels import spec_key
-
     return {
-        "op": "time", "shape": shape.as_dict(), "config": config.as_dict(), "spec": spec_key(shape),
+        "op": "time", "shape": shape.as_dict(), "config": config.as_dict(),
+        "spec": family_spec(family, shape, arch, sms),
         "arch": arch, "protocol": asdict(protocol) if protocol is not None else None, "best_ms": best_ms,
         "family": family,
     }

@@ -30,12 +30,15 @@ from flysearch.kernels._flydsl_config import (
     to_flydsl_config,
 )
 from flysearch.kernels._registry import (
+    TritonFamily,
     get_space,
     register_space,
+    register_triton_family,
     space_names,
     table_kernel,
     triton_compiler,
     triton_families,
+    triton_family,
 )
 from flysearch.kernels._triton_fused import gemm_launcher as fused_gemm_launcher
 from flysearch.kernels._triton_gemm import TILE_PARAMS, compile_config, spec_key
@@ -50,6 +53,7 @@ __all__ = [
     "TILE_PARAMS",
     "ConfigMappingError",
     "FlydslConfigSpec",
+    "TritonFamily",
     "aiter_hgemm_space",
     "aiter_root",
     "aiter_triton_launch_constexprs",
@@ -67,6 +71,7 @@ __all__ = [
     "import_aiter_module",
     "parse_kernel_name",
     "register_space",
+    "register_triton_family",
     "space_names",
     "spec_key",
     "table_kernel",
@@ -75,4 +80,5 @@ __all__ = [
     "triton_compiler",
     "triton_configs_dir",
     "triton_families",
+    "triton_family",
 ]

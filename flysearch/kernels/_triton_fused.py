@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flysearch.kernels._registry import register_space, register_triton_family
+from flysearch.kernels._registry import TritonFamily, register_space, register_triton_family
 from flysearch.kernels._triton_gemm import (
     CONSTRAINTS,
     PARAMS,
@@ -36,6 +36,7 @@ from flysearch.kernels._triton_gemm import (
     compile_source,
     gemm_operands,
     grid,
+    spec_key,
     splitk_source,
 )
 from flysearch.space import Config, Param, Space
@@ -74,7 +75,7 @@ def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_9
     return compile_source(kernel_source(config, spec), config, arch)
 
 
-register_triton_family(SPACE_NAME, compile_config)
+register_triton_family(TritonFamily(SPACE_NAME, compile_config, lambda shape, sms: spec_key(shape)))
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from flysearch.kernels._registry import register_space, register_triton_family
+from flysearch.kernels._registry import TritonFamily, register_space, register_triton_family
 from flysearch.space import Config, Constraint, Param, Space
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def compile_source(source: Any, config: Config | dict[str, Any], arch: str) -> A
     return triton.compile(source, target=target_for(arch), options=options)
 
 
-register_triton_family(SPACE_NAME, compile_config)
+register_triton_family(TritonFamily(SPACE_NAME, compile_config, lambda shape, sms: spec_key(shape)))
 
 
 def gemm_operands(a: Any, w: Any, c: Any) -> tuple[int, int, int]:

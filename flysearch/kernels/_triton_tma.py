@@ -62,7 +62,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flysearch.kernels._registry import register_space
+from flysearch.kernels._registry import TritonFamily, register_space, register_triton_family
 from flysearch.kernels._triton_gemm import (
     acc_registers_fit,
     gemm_operands,
@@ -78,12 +78,14 @@ if TYPE_CHECKING:
 __all__ = [
     "KERNEL_NAME",
     "SPACE_NAME",
+    "bind",
     "compile_config",
     "compiled_resources",
     "gemm_launcher",
     "grid",
     "kernel_source",
     "make_space",
+    "race_spec",
     "smem_bytes",
     "spec_key",
 ]
@@ -208,8 +210,19 @@ def spec_key(shape: Shape) -> str:
     return f"m={m},n16={int(shape.N % 16 == 0)},k16={int(shape.K % 16 == 0)}"
 
 
+def race_spec(shape: Shape, sms: int) -> str:
+    """:func:`spec_key` of *shape* on a GPU with *sms* SMs: the tile loop's stride is a compile-time
+    constant, so a binary serves one SM count (``"m=1,n16=1,k16=1,sms=132"``)."""
+    return f"{spec_key(shape)},sms={sms}"
+
+
 def _spec_parts(spec: str) -> dict[str, str]:
     return dict(p.split("=") for p in spec.split(","))
+
+
+def _spec_sms(spec: str, sms: int) -> int:
+    """The SM count *spec* names (:func:`race_spec`), else *sms*."""
+    return int(_spec_parts(spec).get("sms", sms))
 
 
 def _c_block(config: Config | dict[str, Any]) -> tuple[int, int]:
@@ -227,12 +240,14 @@ def _constexprs(config: Config | dict[str, Any], sms: int) -> dict[str, Any]:
 
 def kernel_source(config: Config | dict[str, Any], spec: str, sms: int = _DEFAULT_SMS) -> Any:
     """The Triton ``ASTSource`` of *config* for specialization *spec* (see :func:`spec_key`) on a
-    GPU with *sms* SMs (the tile loop's stride is a compile-time constant)."""
+    GPU with *sms* SMs (the tile loop's stride is a compile-time constant; an ``sms`` in *spec*,
+    :func:`race_spec`, wins)."""
     from triton.compiler import ASTSource
 
     from flysearch.kernels._triton_tma_jit import tma_gemm_kernel
 
     parts = _spec_parts(spec)
+    sms = _spec_sms(spec, sms)
     bm, bn, bk = int(config["BLOCK_M"]), int(config["BLOCK_N"]), int(config["BLOCK_K"])
     cm, cn = _c_block(config)
     signature = {
@@ -264,7 +279,8 @@ def compile_config(
 ) -> Any:
     """Compile (or load from the Triton cache) *config*; returns Triton's ``CompiledKernel``.
 
-    Needs no GPU: the target is named, so CPU worker processes can fill the Triton cache.
+    Needs no GPU: the target is named, so CPU worker processes can fill the Triton cache. *spec*
+    is :func:`spec_key`'s or :func:`race_spec`'s (whose SM count replaces *sms*).
     """
     import triton
 
@@ -305,6 +321,34 @@ def compiled_resources(kernel: Any) -> dict[str, int | None]:
 
 
 # -- launching -----------------------------------------------------------------------------------
+
+
+def bind(kernel: Any, a: Any, w: Any, c: Any, config: Config | dict[str, Any],
+         spec: str) -> Callable[[], None]:
+    """A zero-argument launch of ``c = a @ w.T`` by *kernel*, the binary of *config* compiled for
+    *spec* (:func:`race_spec`) and loaded from the Triton cache, on CUDA tensors: the race's timer
+    launches exactly what its compile workers built (no JIT, whose cache key could differ). The TMA
+    descriptors are built once here, so the launch can be captured in a CUDA graph.
+    """
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    m, n, k = gemm_operands(a, w, c)
+    if n % _TMA_ALIGN_ELEMS or k % _TMA_ALIGN_ELEMS:
+        raise ValueError(f"TMA needs N and K multiples of {_TMA_ALIGN_ELEMS}; got N={n}, K={k}")
+    bm, bn, bk = int(config["BLOCK_M"]), int(config["BLOCK_N"]), int(config["BLOCK_K"])
+    descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
+             TensorDescriptor.from_tensor(c, list(_c_block(config))))
+    sms = _spec_sms(spec, _DEFAULT_SMS)
+    args = (*descs, m, n, k, *_constexprs(config, sms).values())
+    runner = kernel[(min(sms, math.ceil(m / bm) * math.ceil(n / bn)), 1, 1)]
+
+    def launch() -> None:
+        runner(*args)
+
+    return launch
+
+
+register_triton_family(TritonFamily(SPACE_NAME, compile_config, race_spec, bind=bind, min_sm=90, needs="TMA"))
 
 
 def gemm_launcher(a: Any, w: Any, c: Any, config: Config | dict[str, Any],

@@ -6,9 +6,10 @@ named like ``triton_gemm/H200/1x4096x4096``. Rows go to the :class:`~flysearch.t
 batches (each one transaction), so an interruption loses at most the rows not yet flushed, and a
 rerun skips the configs a table already holds.
 
-Triton builds one binary per (config, specialization) and the kernel specializes only on whether N
-and K are multiples of 16 (:func:`flysearch.kernels.spec_key`), so a race over many
-shapes compiles each (specialization, config) once: compiles are queued in the order the timer will
+Triton builds one binary per (config, specialization) and the split-K kernel specializes only on
+whether N and K are multiples of 16 (:func:`flysearch.kernels.spec_key`; each family says its own,
+:class:`flysearch.kernels.TritonFamily`), so a race over many shapes compiles each
+(specialization, config) once: compiles are queued in the order the timer will
 need them, and later shapes are mostly served from the Triton cache.
 
 With :attr:`RaceSettings.retime`, each shape's top is then confirmed (:mod:`flysearch.evaluators`): the
@@ -46,6 +47,7 @@ from flysearch.evaluators import (
     WorkerPool,
     compile_payload,
     compile_task,
+    family_spec,
     interleaved_rounds,
     protocol_dict,
     rounds_record,
@@ -90,8 +92,9 @@ class RaceSettings:
         kernel: Kernel name, the first part of every table name (``None``: the family's, e.g.
             ``triton_gemm`` for the split-K family).
         family: The Triton family compiled and launched (:func:`flysearch.kernels.triton_families`):
-            the split-K GEMM or the fused split-K GEMM. The raced space may be another space of
-            the same kernel's parameters (an unpruned one, another grid).
+            the split-K GEMM, the fused split-K GEMM or the persistent TMA GEMM (Hopper and
+            newer). The raced space may be another space of the same kernel's parameters (an
+            unpruned one, another grid).
         arch: Target arch; ``None`` takes it from the GPU's name.
         workers: Compile worker processes (default: CPU count minus 2, at least 1).
         cache_dir: Triton cache directory shared by workers and timer (default: Triton's).
@@ -306,11 +309,16 @@ class _Race:
                                    timeout_s=settings.compile_timeout_s, env=env)
         self.timer = WorkerPool(settings.timer_fn, workers=1, timeout_s=settings.launch_timeout_s, env=env)
         self.compiled: dict[tuple[str, str], dict[str, Any]] = {}
+        self.sms: int | None = None  # the GPU's, once the timer has said
         self.buffer: dict[str, tuple[TableMeta, list[Row]]] = {}
         self.last_flush = time.monotonic()
         self.stopped = "done"
 
     # -- plumbing ---------------------------------------------------------------------------------
+
+    def spec(self, shape: Shape, arch: str) -> str:
+        """Which binary of the family *shape* needs on the race's GPU."""
+        return family_spec(self.s.family, shape, arch, self.sms)
 
     def out_of_time(self) -> bool:
         return self.s.deadline_s is not None and time.monotonic() - self.t0 > self.s.deadline_s
@@ -359,13 +367,15 @@ def run_race(
     """Race every feasible config of *space* over *shapes*; rows go to *store* as they come.
 
     Raises:
-        FlysearchError: the family is no Triton family flysearch races, the GPU timer could not
-            start, or the device maps to no arch profile.
+        FlysearchError: the family is no Triton family flysearch races or cannot run on the arch,
+            the GPU timer could not start, or the device maps to no arch profile.
     """
-    from flysearch.kernels import table_kernel, triton_compiler
+    from flysearch.kernels import table_kernel, triton_family
 
     settings = settings or RaceSettings()
-    triton_compiler(settings.family)  # an unknown family fails before any process starts
+    family = triton_family(settings.family)  # an unknown family fails before any process starts
+    if settings.arch is not None:
+        family.check_arch(get_arch(settings.arch))
     if settings.kernel is None:
         settings = replace(settings, kernel=table_kernel(settings.family))
     race = _Race(space, shapes, store, settings, progress)
@@ -376,6 +386,8 @@ def run_race(
 
 
 def _run(race: _Race) -> RaceReport:
+    from flysearch.kernels import triton_family
+
     info_res = race.timer_call({"op": "info"})
     if not info_res.ok:
         raise FlysearchError(
@@ -385,6 +397,8 @@ def _run(race: _Race) -> RaceReport:
     info = info_res.value
     # The profile of the GPU the timer sees (an MI308X has 80 CUs, not the MI300X's 304).
     arch = get_arch(race.s.arch).on_device(info["device"]) if race.s.arch else arch_of_device(info["device"])
+    triton_family(race.s.family).check_arch(arch)
+    race.sms = int(info["sms"]) if info.get("sms") else None
     device = device_label(info["device"])
     plans = _plan(race, arch, device)
     _submit_compiles(race, plans, arch.name)
@@ -420,16 +434,14 @@ def _plan(race: _Race, arch: Any, device: str) -> list[_Plan]:
 
 
 def _submit_compiles(race: _Race, plans: list[_Plan], arch: str) -> None:
-    from flysearch.kernels import spec_key
-
     seen: set[tuple[str, str]] = set()
     for plan in plans:
-        spec = spec_key(plan.race_shape.shape)
+        spec = race.spec(plan.race_shape.shape, arch)
         for config in plan.todo:
             task = (spec, config.key)
             if task not in seen:
                 seen.add(task)
-                payload = compile_payload(config, plan.race_shape.shape, arch, race.s.family)
+                payload = compile_payload(config, plan.race_shape.shape, arch, race.s.family, race.sms)
                 race.compiler.submit(task, payload)
 
 
@@ -447,8 +459,6 @@ def _meta(race: _Race, plan: _Plan, arch: str, info: dict[str, Any], vendor: dic
 
 
 def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> None:
-    from flysearch.kernels import spec_key
-
     start = time.monotonic()
     shape_d = plan.race_shape.shape.as_dict()
     proto = protocol_dict(race.s.protocol)
@@ -461,7 +471,7 @@ def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> No
         meta = _meta(race, plan, arch, info, vendor)
         race.store.add_rows(meta, [])
     plan.report.vendor_ms = vendor_ms(meta)
-    spec = spec_key(plan.race_shape.shape)
+    spec = race.spec(plan.race_shape.shape, arch)
     pending = list(plan.todo)
     in_flight: Config | None = None
     best: float | None = _best_so_far(race.store, plan.table)
@@ -528,17 +538,16 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
                  info: dict[str, Any]) -> int:
     """Time the table's top and cuBLAS in interleaved rounds and store them; the number of configs
     confirmed."""
-    from flysearch.kernels import spec_key
-
     settings = race.s.retime
     assert settings is not None
     rows = top_rows(table, settings.within, settings.min_k, settings.max_k)
     shape = plan.race_shape.shape
-    spec = spec_key(shape)
+    spec = race.spec(shape, arch)
     configs = {r.key: Config.from_dict(r.params) for r in rows}
     for r in rows:  # configs raced by an earlier run were not compiled by this one
         if (spec, r.key) not in race.compiled:
-            race.compiler.submit((spec, r.key), compile_payload(configs[r.key], shape, arch, race.s.family))
+            payload = compile_payload(configs[r.key], shape, arch, race.s.family, race.sms)
+            race.compiler.submit((spec, r.key), payload)
     while any((spec, r.key) not in race.compiled for r in rows):
         race.collect_compiles(race.compiler.poll(timeout=0.05))
 
@@ -553,7 +562,7 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
         if not compiled.get("ok"):
             return compiled.get("detail") or "compile failed"
         res = race.timer_call(timing_payload(configs[row.key], shape, arch, race.s.protocol, None,
-                                             race.s.family))
+                                             race.s.family, race.sms))
         timed = _timed_row(configs[row.key], res, compiled)
         return timed.time_ms if timed.ok and timed.time_ms else f"{timed.outcome}: {timed.detail}"
 

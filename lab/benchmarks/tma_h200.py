@@ -5,13 +5,15 @@ wins per shape.
         --out lab/benchmarks/data/h200_tma_holdout --workers 15                                   # GPU
     python lab/benchmarks/tma_h200.py report --out lab/benchmarks/results/tma_h200.md                 # CPU
 
-``race`` races every config of ``triton_gemm_tma`` that the family's rules keep at each shape
-(``flysearch/kernels/_triton_tma.py``) with ``_family_race.py``: compiles in ``--workers``
-processes, CUDA-graph launches validated and timed with the race's protocol, the top re-timed in
-interleaved rounds, cuBLAS beside it. ``report`` pairs each TMA table with the split-K table of the
-same shape (``--splitk`` folders, raced in the same session where the table says so) and names the
-fastest backend per shape, as aiter's ``libtype`` column does: split-K, TMA or cuBLAS, each by its
-re-timed best against the cuBLAS time of its own session.
+``race`` is ``flysearch race run --space triton_gemm_tma`` over the shapes, its tables dumped into
+``--out`` with the race's report: every config the family's rules keep at each shape
+(``flysearch/kernels/_triton_tma.py``), compiled in ``--workers`` processes, the binaries replayed
+from CUDA graphs, validated and timed with the race's protocol, the top re-timed in interleaved
+rounds with cuBLAS. (The committed tables were raced by the lab's own driver before the product's
+race took the family; each folder's ``race_report.json`` names the commit.) ``report`` pairs each
+TMA table with the split-K table of the same shape (``--splitk`` folders, raced in the same session
+where the table says so) and names the fastest backend per shape, as aiter's ``libtype`` column
+does: split-K, TMA or cuBLAS, each by its re-timed best against the cuBLAS time of its own session.
 """
 
 from __future__ import annotations
@@ -21,49 +23,37 @@ import datetime as dt
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from _family_race import Family, best, load, race_corpus, space_of  # noqa: E402
+from _family_race import best, load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402
-from flysearch.space import Shape, get_arch, load_corpus  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
 KERNEL = "triton_gemm_tma"
 
 
-def _configs(shape: Shape) -> list[dict[str, Any]]:
-    from flysearch.kernels import get_space
-
-    return [c.as_dict() for c in get_space(KERNEL).enumerate(shape, get_arch("sm_90")).feasible]
-
-
-def build(a: Any, w: Any, c: Any, config: dict[str, Any]) -> Any:
-    """One launch of the TMA family computing ``c = a @ w.T`` with *config*."""
-    from flysearch.kernels import tma_gemm_launcher
-
-    return tma_gemm_launcher(a, w, c, config)
-
-
-def _family() -> Family:
-    from flysearch.kernels import get_space
-
-    space = get_space(KERNEL)
-    return Family(kernel=KERNEL, space=space_of(KERNEL, list(space.params)), configs=_configs,
-                  builder="tma_h200:build", notes=f"{KERNEL}'s feasible set at the shape")
+def race_command(args: argparse.Namespace) -> list[str]:
+    """The ``flysearch race run`` that races the TMA family on *args*' shapes into ``--out``."""
+    db = args.db or Path(tempfile.gettempdir()) / f"{args.out.name}.db"
+    command = [sys.executable, "-m", "flysearch", "race", "run", "--space", KERNEL, "--shapes",
+               str(args.shapes), "--db", str(db), "--workers", str(args.workers), "--dump", str(args.out),
+               "--report", str(args.out / "race_report.json")]
+    command += [f"--only={name}" for name in args.only or []]
+    command += ["--cache-dir", args.cache_dir] if args.cache_dir else []
+    return command + (["--deadline", str(args.deadline)] if args.deadline else [])
 
 
 def race(args: argparse.Namespace) -> None:
-    corpus = [e for e in load_corpus(args.shapes) if not args.only or e.name in set(args.only)]
-    race_corpus(_family(), corpus, args.out, args.workers, "lab/benchmarks/tma_h200.py race",
-                cache_dir=args.cache_dir, deadline=args.deadline)
+    sys.exit(subprocess.run(race_command(args), check=False).returncode)
 
 
 def _shape_key(table: GroundTruth) -> tuple[int, int, int]:
@@ -149,7 +139,9 @@ def main() -> None:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     r.add_argument("--cache-dir", default=None)
-    r.add_argument("--deadline", type=float, default=None, help="start no shape after this many s")
+    r.add_argument("--deadline", type=float, default=None, help="start no work after this many s")
+    r.add_argument("--db", type=Path, default=None, help="the race's database (default: "
+                   "$TMPDIR/OUT's name.db; a rerun with the same one resumes)")
     p = sub.add_parser("report", help="compare the committed tables (CPU)")
     p.add_argument("--data", type=Path, action="append", required=True, help="folders of TMA tables")
     p.add_argument("--splitk", type=Path, action="append", required=True,

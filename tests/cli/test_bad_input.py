@@ -370,9 +370,10 @@ def test_a_shape_corpus_that_is_malformed_is_one_line(tmp_path: Path) -> None:
     code, out = run("race", "run", "--shapes", str(REPO / "studies" / "shapes_h200.toml"), "--only", "nope",
                     "--db", str(tmp_path / "r.db"))
     assert code == 2 and "--only names ['nope']" in one_error(out)
-    code, out = run("race", "run", "--shape", "1x4096x4096", "--space", "triton_gemm_tma",
+    code, out = run("race", "run", "--shape", "1x4096x4096", "--space", "flydsl_gemm",
                     "--db", str(tmp_path / "r.db"))
-    assert code == 2 and "--space triton_gemm_tma is no Triton family that flysearch races" in one_error(out)
+    assert code == 2 and ("--space flydsl_gemm is no Triton family that flysearch races; give one of "
+                          "triton_gemm_splitk, triton_gemm_splitk_fused, triton_gemm_tma.") in one_error(out)
     assert not (tmp_path / "r.db").exists()
 
 

@@ -140,3 +140,19 @@ def test_small_race_of_the_fused_family(tmp_path) -> None:
     print(row)
     assert row["table"].startswith("triton_gemm_fused/") and row["table"].endswith("/4x6144x4096")
     assert row["counts"].get("ok", 0) == 24 and row["cublas_ms"] is not None
+
+
+def test_small_race_of_the_tma_family(tmp_path) -> None:
+    """The TMA family through the product's race: the binaries its workers compiled, bound to TMA
+    descriptors and replayed from CUDA graphs, validated and timed; the M=1 specialization too."""
+    from flysearch.kernels._triton_tma import make_space as tma_space
+
+    store = TableStore(tmp_path / "race.db")
+    settings = RaceSettings(family="triton_gemm_tma", limit=16, workers=8, cache_dir=str(tmp_path / "cache"))
+    shapes = [RaceShape(Shape(1, 4096, 4096)), RaceShape(Shape(512, 1536, 7168))]
+    report = run_race(tma_space(), shapes, store, settings, progress=print)
+    assert report.measured == 32 and report.compile_failures == 0
+    for row in race_summary(store):
+        print(row)
+        assert row["table"].startswith("triton_gemm_tma/")
+        assert row["counts"] == {"ok": 16} and row["cublas_ms"] is not None and row["retimed"] >= 8

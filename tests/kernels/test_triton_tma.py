@@ -185,3 +185,30 @@ def test_the_launcher_refuses_a_program_count_outside_the_tiles() -> None:
     for programs in (0, 7):  # 2 x 3 = 6 tiles
         with pytest.raises(ValueError, match="programs must be 1 to the 6 tiles"):
             tma_gemm_launcher(a, w, c, config, programs=programs)
+
+
+def test_the_race_takes_the_tma_family_and_its_spec_names_the_sm_count() -> None:
+    from flysearch.kernels import triton_families, triton_family
+    from flysearch.kernels._triton_tma import race_spec
+
+    assert "triton_gemm_tma" in triton_families()
+    family = triton_family("triton_gemm_tma")
+    assert family.bind is not None and family.min_sm == 90
+    assert family.spec_key(Shape(1, 4096, 4096), 114) == race_spec(Shape(1, 4096, 4096), 114) == (
+        "m=1,n16=1,k16=1,sms=114")
+    family.check_arch(SM90)
+
+
+def test_cpu_compile_of_a_race_spec_strides_by_its_sm_count(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("triton")
+    from flysearch.kernels import triton_family
+    from flysearch.kernels._triton_tma import _constexprs
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    family = triton_family("triton_gemm_tma")
+    kernel = family.compile_config(GOOD, family.spec_key(Shape(16, 4096, 4096), 114), "sm_90")
+    names = kernel.src.fn.arg_names
+    constants = {names[i[0]]: v for i, v in kernel.src.constants.items()}
+    assert constants["NUM_SMS"] == 114 and constants["BLOCK_N"] == GOOD["BLOCK_N"]
+    # bind passes the binary every argument in the signature's order: 3 descriptors, M, N, K, constexprs
+    assert names == ["a_desc", "w_desc", "c_desc", "M", "N", "K", *_constexprs(GOOD, 114)]

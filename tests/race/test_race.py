@@ -62,7 +62,41 @@ def test_a_race_of_an_unknown_family_fails_before_starting(tmp_path) -> None:
 
     with pytest.raises(FlysearchError, match="no Triton family that flysearch races"):
         run_race(make_space(), [RaceShape(SHAPE)], TableStore(tmp_path / "x.db"),
-                 _settings(family="triton_gemm_tma"))
+                 _settings(family="flydsl_gemm"))
+
+
+def test_a_race_of_the_tma_family_compiles_each_binary_for_the_gpus_sm_count(tmp_path) -> None:
+    from flysearch.kernels._triton_tma import make_space as tma_space
+
+    store = TableStore(tmp_path / "tma.db")
+    shapes = [RaceShape(Shape(16, 4096, 4096)), RaceShape(Shape(32, 4096, 4096))]
+    settings = _settings(family="triton_gemm_tma", compile_fn=fakes.fake_compile_spec,
+                         timer_fn=fakes.fake_timer_spec, limit=6)
+    report = run_race(tma_space(), shapes, store, settings)
+    assert report.compiles == 6  # M=16 and M=32 specialize alike: one binary per config serves both
+    assert store.names() == ["triton_gemm_tma/H200/16x4096x4096", "triton_gemm_tma/H200/32x4096x4096"]
+    for name in store.names():
+        table = store.load(name)
+        assert table.meta.kernel == "triton_gemm_tma" and table.meta.space["name"] == "triton_gemm_tma"
+        ok = table.ok_rows()
+        assert len(ok) == 6 and table.retimed_ms()
+        # the binary for the fake H200's 132 SMs (the persistent loop's stride is compiled in)
+        assert {(r.extra["family"], r.extra["spec"]) for r in ok} == {
+            ("triton_gemm_tma", "m=16,n16=1,k16=1,sms=132")}
+
+
+def test_a_race_of_the_tma_family_on_a_gpu_without_tma_says_so(tmp_path) -> None:
+    from flysearch.errors import FlysearchError
+    from flysearch.kernels._triton_tma import make_space as tma_space
+
+    store = TableStore(tmp_path / "x.db")
+    settings = _settings(family="triton_gemm_tma", compile_fn=fakes.fake_compile_spec,
+                         timer_fn=fakes.fake_timer_a100)
+    with pytest.raises(FlysearchError, match=r"needs TMA \(sm_90 or newer\) and sm_80 has none"):
+        run_race(tma_space(), [RaceShape(SHAPE)], store, settings)
+    assert store.names() == []
+    with pytest.raises(FlysearchError, match="needs TMA"):  # a named arch fails before any process starts
+        run_race(tma_space(), [RaceShape(SHAPE)], store, _settings(family="triton_gemm_tma", arch="gfx942"))
 
 
 def test_race_records_every_config_with_its_outcome(raced) -> None:

@@ -26,8 +26,17 @@ def test_a_live_triton_backend_compiles_and_launches_its_family() -> None:
     assert fused.time_payload(config, shape, None)["family"] == "triton_gemm_splitk_fused"
 
 
+def test_a_live_tma_backend_compiles_for_the_arch_default_devices_sm_count() -> None:
+    config = Config.from_dict(dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_stages=4, num_warps=4,
+                                   EPILOGUE_SUBTILE=False))
+    tma = backend_to_serve("triton", space="triton_gemm_tma")
+    assert tma.kernel == "triton_gemm_tma"
+    payload = tma.compile_payload(config, Shape(16, 4096, 4096))
+    assert (payload["family"], payload["spec"]) == ("triton_gemm_tma", "m=16,n16=1,k16=1,sms=132")
+
+
 def test_a_registered_space_that_is_no_triton_family_is_refused() -> None:
-    """The TMA space is registered, but the live evaluator cannot compile it: refused before any
-    worker starts (it would otherwise compile the split-K kernel under the TMA configs' names)."""
-    with pytest.raises(InputFormatError, match="space 'triton_gemm_tma' is none of them"):
-        backend_to_serve("triton", space="triton_gemm_tma")
+    """aiter's Triton GEMM space is registered, but the live evaluator cannot compile it: refused
+    before any worker starts (it would otherwise compile the split-K kernel under its configs' names)."""
+    with pytest.raises(InputFormatError, match="space 'aiter_triton_gemm' is none of them"):
+        backend_to_serve("triton", space="aiter_triton_gemm")
