@@ -98,6 +98,20 @@ def compiles_to_within(
     return None
 
 
+def store_winners(store: Path) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
+    """Every key the store holds a winner for: (kernel name, key) -> (config, the tuner's report)."""
+    from flysearch.tune import TuneStore, store_url
+
+    with tempfile.TemporaryDirectory() as tmp:  # a copy: opening a store may write to it
+        copy = Path(tmp) / store.name
+        shutil.copyfile(store, copy)
+        return {(t.name, t.key): (t.config, t.report) for t in TuneStore(store_url(copy)).tuned()
+                if t.state == "done" and t.config}
+
+
+KERNEL_NAMES = {"softmax": "softmax_kernel", "layernorm": "layernorm_kernel", "matmul": "matmul_kernel"}
+
+
 def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -153,8 +167,7 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
         within1 = within5 = None
         if table is not None and (runs / "cold.db").exists():
             times = _race_ms(table)
-            name = {"softmax": "softmax_kernel", "layernorm": "layernorm_kernel", "matmul": "matmul_kernel"}
-            kernel = name.get(p["example"], p["example"])
+            kernel = KERNEL_NAMES.get(p["example"], p["example"])
             within1 = compiles_to_within(runs / "cold.db", kernel, p["key"], times, 0.01)
             within5 = compiles_to_within(runs / "cold.db", kernel, p["key"], times, 0.05)
         first[k] = within1
@@ -174,6 +187,27 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
                 warm_by_key.get(k, {}).get("wall_s", "not run"),
             ]
         )
+    # Keys tuned into the store but not re-timed with the race's top (a later phase of the call tuned
+    # them): the winner against the race's times.
+    late = []
+    if (runs / "cold.db").exists():
+        winners = store_winners(runs / "cold.db")
+        timed = {(p["example"], p["key"]) for p in pairs}
+        for (example, key), table in sorted(tables.items()):
+            won = winners.get((KERNEL_NAMES.get(example, example), key))
+            if (example, key) in timed or won is None:
+                continue
+            times = _race_ms(table)
+            config, report = won
+            ratio = times[",".join(f"{a}={b}" for a, b in sorted(config.items()))] / min(times.values())
+            within = [compiles_to_within(runs / "cold.db", KERNEL_NAMES[example], key, times, eps)
+                      for eps in (0.01, 0.05)]
+            first[(example, key)] = within[0]
+            late.append([example, key, len(table), report.get("sampler", ""), report.get("compiles", ""),
+                         *within,
+                         f"{ratio:.4f}", report.get("seconds", "")])
+            cold_ratios.append(ratio)
+            by_key.setdefault((example, key), {"example": example, "key": key, "report": report})
     ok = [r for r in cold_ratios if r is not None]
     n1 = sum(r <= 1.01 for r in ok)
     n3 = sum(r <= 1.03 for r in ok)
@@ -206,11 +240,19 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
         ),
         "",
     ]
+    if late:
+        lines += [
+            "Keys tuned into the same store by a later phase of the call (the cold phase stopped at its "
+            "deadline first), so not re-timed beside the race's top: the winner's race time over the "
+            "race's optimum (both from the race's table; counted in the figures above).",
+            "",
+            *_md_table(["kernel", "key", "feasible", "sampler", "compiles", "to 1%", "to 5%",
+                        "winner / race (table)", "tune s"], late),
+            "",
+        ]
     # Transfer: keys tuned with a prior.
     transfer = [
-        first[(r["example"], r["key"])]
-        for r in (cold or {}).get("runs", [])
-        if r["report"].get("sampler") == "costmodel" and (r["example"], r["key"]) in first
+        first[k] for k, r in by_key.items() if r["report"].get("sampler") == "costmodel" and k in first
     ]
     reached = [c for c in transfer if c is not None]
     if transfer:
@@ -304,13 +346,23 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
             "",
         ]
     if dispatch:
-        tunes = sum(k["tunes"] for k in dispatch["keys"])
+        # each key's "tunes" is the process's count so far for that kernel
+        tuned_here, last = [], {}
+        for k in dispatch["keys"]:
+            if k["tunes"] > last.get(k["example"], 0):
+                tuned_here.append(k)
+            last[k["example"]] = k["tunes"]
+        stored = [k for k in dispatch["keys"] if k not in tuned_here and (k["example"], k["key"]) in by_key]
         wrong = sum(not k["right"] for k in dispatch["keys"])
         lines += [
             "### A second process",
             "",
-            f"A new process with the cold run's store called every key: **{tunes} tunes** (target 0), "
-            f"{wrong} wrong outputs. The decorator's cost per call over launching the chosen config "
+            f"A new process with the cold run's store called every key: **0 tunes on the {len(stored)} keys "
+            "the cold run had tuned** (target 0)"
+            + (f"; it tuned the {len(tuned_here)} keys the cold run had not reached "
+               f"({', '.join(sorted({k['example'] for k in tuned_here}))}), one tune each"
+               if tuned_here else "")
+            + f"; {wrong} wrong outputs. The decorator's cost per call over launching the chosen config "
             "directly (host time, median of interleaved rounds of "
             f"{dispatch['overhead'][0]['calls'] if dispatch['overhead'] else '?'} calls):",
             "",
@@ -364,7 +416,8 @@ def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = 
     ]
     if held:
         lines += [
-            f"- winner within 1% of the race's re-timed optimum: **{sum(r <= 1.01 for r in ratios)} of "
+            "- winner within 1% of the race's optimum (re-timed together where the call got to it; see "
+            f"each section): **{sum(r <= 1.01 for r in ratios)} of "
             f"{len(ratios)}** (kernel, key) pairs, within 3%: **{sum(r <= 1.03 for r in ratios)} of "
             f"{len(ratios)}** (target: 90% within 1%, all within 3%)",
             f"- keys tuned with a prior of the kernel's earlier keys: {len(transfer)}; compiles to 1% of the "
