@@ -14,6 +14,8 @@ then stay in ``results.db``, so the same command resumes; the exit code is 128 +
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import re
 import shlex
 import signal
@@ -51,9 +53,12 @@ __all__ = ["compare"]
               help="Only rewrite the summary and figures from the runs stored in --out (give the same "
                    "overrides as the run).")
 @click.option("--no-plots", is_flag=True, help="Write the markdown and CSV summary only.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary rows (as summary.csv holds them) and the files written as JSON.")
 @user_errors
 def compare(study_file: str, out: str | None, seeds: str | None, budget: int | None, samplers: str | None,
-            tables: str | None, workers: int | None, report_only: bool, no_plots: bool) -> None:
+            tables: str | None, workers: int | None, report_only: bool, no_plots: bool,
+            as_json: bool) -> None:
     """Run seeds x samplers x tables of an experiment file through the replay evaluator.
 
     Results go to DIR/results.db (a rerun skips finished runs), then summary.md, summary.csv and
@@ -69,6 +74,7 @@ def compare(study_file: str, out: str | None, seeds: str | None, budget: int | N
     from flysearch.compare import (
         RESULTS_DB,
         check_output_folder,
+        experiment_summary,
         key_mistake,
         load_experiment,
         report_experiment,
@@ -103,8 +109,20 @@ def compare(study_file: str, out: str | None, seeds: str | None, budget: int | N
         except Stopped as stop:
             click.echo(_stopped_line(exp.name, stop.signum, counts, out_dir / RESULTS_DB), err=True)
             sys.exit(128 + stop.signum)
+    if as_json:
+        rows = [] if exp.kind == "key_mistake" else experiment_summary(exp)
+        click.echo(json.dumps({"summary": [{k: _json_value(v) for k, v in row.items()} for row in rows],
+                               "files": [str(p) for p in paths]}, indent=2))
+        return
     for path in paths:
         click.echo(str(path))
+
+
+def _json_value(value: Any) -> Any:
+    """A summary cell as JSON has it: a number that is not finite (an unreached target) is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 # -- overrides ------------------------------------------------------------------------------------

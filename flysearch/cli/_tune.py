@@ -35,8 +35,9 @@ def tune() -> None:
 @click.option("--keys", "keys_path", required=True, type=click.Path(dir_okay=False),
               help="A TOML file of [[key]] tables: the key values to tune, one table each.")
 @store_option
+@click.option("--json", "as_json", is_flag=True, help="Print the tuned keys as JSON (as 'tune show --json').")
 @user_errors
-def tune_run(workload: str, keys_path: str, store: str | None) -> None:
+def tune_run(workload: str, keys_path: str, store: str | None, as_json: bool) -> None:
     """Call FUNCTION(**key) for each key of the keys file, so that every decorated kernel it calls
     tunes that key now (a key tuned before is dispatched from the store: nothing compiles).
 
@@ -57,7 +58,7 @@ def tune_run(workload: str, keys_path: str, store: str | None) -> None:
             console.print(f"Stopped by {stop.name}; the tuned keys are stored, and the key in progress "
                           "resumes where it stopped on the next run.")
             raise SystemExit(128 + stop.signum) from None
-    _show(store, None, as_json=False)
+    _show(store, None, as_json=as_json)
 
 
 @tune.command("race")
@@ -101,9 +102,10 @@ def tune_race(workload: str, keys_path: str, out: str) -> None:
 @click.option("--budget", type=click.IntRange(min=1), default=None,
               help="Compile this many configs of each key (drawn at random) instead of every feasible one.")
 @store_option
+@click.option("--json", "as_json", is_flag=True, help="Print each key's summary and table file as JSON.")
 @user_errors
 def tune_check(workload: str, keys_path: str, arch: str, out: str, budget: int | None,
-               store: str | None) -> None:
+               store: str | None, as_json: bool) -> None:
     """Compile every feasible config of each key of the decorated Triton or FlyDSL kernels FUNCTION
     calls for an AMD arch, on this machine (no GPU needed, nothing launched), and read each one's
     registers, LDS, spills and occupancy. Configs that spill, overflow LDS or fit no wave are
@@ -126,6 +128,10 @@ def tune_check(workload: str, keys_path: str, arch: str, out: str, budget: int |
         except Stopped as stop:
             console.print(f"Stopped by {stop.name}; the keys checked so far are written to {out}.")
             raise SystemExit(128 + stop.signum) from None
+    if as_json:
+        click.echo(json.dumps([{"summary": line, "table": str(path)} for line, path in run.checked],
+                              indent=2))
+        return
     for line, _path in run.checked:
         console.print(escape(line))
     console.print(f"Check tables in {out}." if run.checked else

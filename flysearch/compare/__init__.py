@@ -23,7 +23,13 @@ from flysearch.compare._experiment import (
     select_tables,
 )
 from flysearch.compare._provenance import code_commit, host_description
-from flysearch.compare._report import fmt_csv, key_mistake, report_experiment, summary_rows
+from flysearch.compare._report import (
+    experiment_summary,
+    fmt_csv,
+    key_mistake,
+    report_experiment,
+    summary_rows,
+)
 from flysearch.compare._run import (
     RESULTS_DB,
     load_runs,
@@ -43,6 +49,7 @@ __all__ = [
     "check_output_folder",
     "code_commit",
     "evaluate_held_out",
+    "experiment_summary",
     "fmt_csv",
     "host_description",
     "key_mistake",

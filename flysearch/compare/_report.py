@@ -32,7 +32,7 @@ from flysearch.compare._metrics import (
 from flysearch.compare._run import TableInfo
 from flysearch.errors import FlysearchError, InputFormatError
 
-__all__ = ["ANALYTIC", "fmt_csv", "summary_rows", "write_csv", "write_markdown"]
+__all__ = ["ANALYTIC", "experiment_summary", "fmt_csv", "summary_rows", "write_csv", "write_markdown"]
 
 ANALYTIC = "random (analytic)"
 
@@ -333,6 +333,15 @@ def write_markdown(
 
 
 # -- an experiment's outputs ------------------------------------------------------------------------
+
+
+def experiment_summary(exp: Any) -> list[dict[str, Any]]:
+    """The summary rows of a finished (or partial) experiment, as ``summary.csv`` holds them: per
+    table and per group, each sampler plus the analytic random reference."""
+    from flysearch.compare._run import RESULTS_DB, load_runs, load_table_infos
+
+    infos = load_table_infos(exp)
+    return summary_rows(_asked_for(load_runs(Path(exp.output) / RESULTS_DB), exp, infos), infos, exp.budget)
 
 
 def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> list[Path]:

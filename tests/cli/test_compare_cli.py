@@ -4,7 +4,9 @@ without a terminal, and Ctrl-C / SIGTERM stopping the command and its worker pro
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
+import json
 import os
 import queue
 import re
@@ -103,6 +105,12 @@ def test_report_only_reads_the_out_folder(tmp_path: Path, monkeypatch: pytest.Mo
     result = _compare(path, "--out", out, "--report-only", "--no-plots")
     assert result.exit_code == 0, result.output
     assert (out / "summary.md").is_file() and not (tmp_path / "committed").exists()
+    # --json: the summary rows summary.csv holds, and the files written, on stdout alone
+    shown = json.loads(_compare(path, "--out", out, "--report-only", "--no-plots", "--json").stdout)
+    with (out / "summary.csv").open() as f:
+        csv_rows = list(csv.DictReader(f))
+    assert [r["sampler"] for r in shown["summary"]] == [r["sampler"] for r in csv_rows]
+    assert {Path(p).name for p in shown["files"]} == {"summary.md", "summary.csv"}
 
 
 def test_a_committed_experiment_with_overrides_leaves_the_repository_alone(
