@@ -172,7 +172,7 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
             ``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg``.
         key: The arguments whose values key a config (a tensor's key value is its shape and dtype).
         constraints: Named predicates ``(config, key, arch) -> bool`` that prune configs before
-            anything compiles (what ``prune_configs_by`` does for ``triton.autotune``).
+            anything compiles.
         reference: ``reference(**arguments)`` -> the expected value of each of *outputs*; every
             config's result is checked against it, and a wrong one is never chosen.
         outputs: The arguments the kernel writes.
@@ -190,16 +190,17 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
         store: A path or database URL (default: ``$FLYSEARCH_AUTOTUNE_DB`` or
             ``~/.cache/flysearch/autotune.db``).
         name: The kernel's name in the store (default: the function's name).
-        prune_configs_by: Not taken: write its pruning as *constraints*.
+        prune_configs_by: ``triton.autotune``'s ``{"early_config_prune": fn}``: before a key is tuned,
+            ``fn(configs, named_args)`` is called once with the key's feasible configs (``triton.Config``
+            objects for a Triton kernel, dicts otherwise) and the call's arguments by name; the configs
+            it returns are the ones searched. ``perf_model`` and ``top_k`` are not taken: the search
+            (and, after a few keys, the cost model) does their job.
 
     Raises:
         AutotuneError: a key that is not an argument, a space parameter the kernel does not take,
             an unwritable store, or bad settings.
     """
-    if prune_configs_by is not None:
-        raise AutotuneError("flysearch.autotune takes no prune_configs_by: write each pruning rule as a "
-                            "named predicate in constraints= (it sees the config, the key values and "
-                            "the arch).")
+    early_prune = _early_prune(prune_configs_by)
     settings = TuneSettings(budget=budget, sampler=sampler, seed=seed, transfer_after=transfer_after,
                             transfer_budget=transfer_budget, finalists=finalists, rounds=rounds,
                             protocol=_protocol(warmup, rep, protocol))
@@ -210,6 +211,11 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
     def decorate(fn: Any) -> Autotuned:
         kernel_name = name or getattr(python_function(fn), "__name__", "kernel")
         tuned_space = make_space(kernel_name, space, constraints)
+        pruning = _EarlyPrune(early_prune, _is_triton(fn), tuned_space) if early_prune is not None else None
+        if pruning is not None:  # named by the function's source: editing it makes another space
+            tuned_space = Space(tuned_space.name, list(tuned_space.params), [
+                *tuned_space.constraints, Constraint(f"early_config_prune[{source_hash(early_prune)}]",
+                                                     pruning.keeps)])
         tunable = [p.name for p in tuned_space.params]
         if _is_triton(fn):
             import triton
@@ -225,13 +231,85 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
             versions, cls = "", CallAutotuned
         tuner = Tuner(kernel_name, tuned_space, settings, TuneStore(url), source=source_hash(fn),
                       versions=versions)
-        return cls(fn, tuner, args, check)
+        tuned = cls(fn, tuner, args, check)
+        tuned.pruning = pruning
+        return tuned
 
     return decorate
 
 
+def _early_prune(prune_configs_by: Any) -> Callable[..., Any] | None:
+    """The ``early_config_prune`` function of ``triton.autotune``'s *prune_configs_by*, if any."""
+    if prune_configs_by is None:
+        return None
+    if not isinstance(prune_configs_by, Mapping):
+        raise AutotuneError("prune_configs_by must be a dict, as triton.autotune's: "
+                            "{'early_config_prune': fn}.")
+    other = sorted(set(prune_configs_by) - {"early_config_prune"})
+    if other:
+        raise AutotuneError(f"prune_configs_by takes only early_config_prune, not {', '.join(other)}: the "
+                            "search (and, after a few keys, the cost model) replaces a perf model; write "
+                            "any other rule as a named predicate in constraints=.")
+    fn = prune_configs_by.get("early_config_prune")
+    if not callable(fn):
+        raise AutotuneError("prune_configs_by's early_config_prune must be a function "
+                            "fn(configs, named_args) -> the configs to keep.")
+    return fn
+
+
+class _EarlyPrune:
+    """``early_config_prune`` as a constraint: the configs it kept for each key (a key it has not
+    seen keeps every config until :meth:`run` has seen the key's call). *base* is the space
+    without it, whose feasible configs the function is offered."""
+
+    def __init__(self, fn: Callable[..., Any], triton: bool, base: Space) -> None:
+        self.fn, self.triton, self.base = fn, triton, base
+        self.kept: dict[str, frozenset[str]] = {}
+
+    def keeps(self, config: Any, key: Any, arch: Any) -> bool:
+        kept = self.kept.get(key.key)
+        return kept is None or config.key in kept
+
+    def run(self, key: KeyValues, arch: ArchProfile | None, arguments: Mapping[str, Any]) -> None:
+        """Call the function once on *key*'s feasible configs and the call's *arguments*."""
+        if key.key in self.kept:
+            return
+        space = self.base
+        feasible = space.enumerate(key, arch).feasible
+        by_id, offered = {}, []
+        for config in feasible:
+            item = _triton_config(config.as_dict()) if self.triton else config.as_dict()
+            by_id[id(item)] = config.key
+            offered.append(item)
+        try:
+            returned = list(self.fn(offered, dict(arguments)))
+        except Exception as e:
+            raise AutotuneError(f"early_config_prune raised {type(e).__name__}: {e}") from e
+        kept = set()
+        for item in returned:
+            if id(item) in by_id:
+                kept.add(by_id[id(item)])
+            else:  # a new object: read its values
+                values = dict(item.all_kwargs()) if hasattr(item, "all_kwargs") else dict(item)
+                kept.add(space.config_from_dict({k: v for k, v in values.items()
+                                                 if k in {p.name for p in space.params}}).key)
+        if not kept:
+            raise AutotuneError(f"early_config_prune kept none of the {len(feasible)} feasible configs of "
+                                f"{key.key}; it must return at least one.")
+        self.kept[key.key] = frozenset(kept)
+
+
+def _triton_config(values: Mapping[str, Any]) -> Any:
+    import triton
+
+    options = {k: values[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in values}
+    return triton.Config({k: v for k, v in values.items() if k not in options}, **options)
+
+
 class Autotuned:
     """A kernel under ``@flysearch.autotune``: dispatches each call to its key's best config."""
+
+    pruning: _EarlyPrune | None = None
 
     def __init__(self, fn: Any, tuner: Tuner, args: KernelArgs, check: dict[str, Any]) -> None:
         self.fn, self.tuner, self.args, self.check = fn, tuner, args, check
@@ -266,6 +344,8 @@ class Autotuned:
         arguments = self.args.bind(args, kwargs)
         key = self.args.named(values)
         run = _CHECKING.get()
+        if self.pruning is not None:
+            self.pruning.run(key, run.arch if run is not None else self._device(arguments)[1], arguments)
         if run is not None:  # check the key for an AMD arch instead: nothing is launched
             table = self._check(arguments, grid, key, run.arch, run.budget)
             path = run.folder / f"{_file_name(self.tuner.name)}__{_file_name(key.key)}.table.json.gz"
@@ -293,6 +373,8 @@ class Autotuned:
         arguments = self.args.bind(args, kwargs)
         device, arch = self._device(arguments)
         key = self.args.named(self.args.values(args, kwargs))
+        if self.pruning is not None:
+            self.pruning.run(key, arch, arguments)
         return self.tuner.race(key, device, arch, self._evaluator(arguments, grid, arch), **options)
 
     def _check(self, arguments: dict[str, Any], grid: Any, key: KeyValues, arch: ArchProfile,

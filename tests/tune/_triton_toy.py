@@ -17,10 +17,14 @@ def _fits(config, key, arch):
     return config["BLOCK"] <= 4 * key["n"]
 
 
+def _one_warp(configs, nargs):  # triton.autotune's early_config_prune, on triton.Config objects
+    return [c for c in configs if c.num_warps == 1 and nargs["scale"] > 0]
+
+
 @flysearch.autotune(space={"BLOCK": [16, 32, 64, 128], "num_warps": [1, 2]}, key=["n"],
                     constraints=[_fits], reference=lambda x, y, n, scale: x * scale, outputs=["y"],
                     store=sys.argv[1] if __name__ == "__main__" else None, budget=4, rounds=2,
-                    finalists=2)
+                    finalists=2, prune_configs_by={"early_config_prune": _one_warp})
 @triton.jit
 def scale_kernel(x, y, n, scale, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

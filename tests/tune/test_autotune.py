@@ -161,7 +161,9 @@ def test_a_tensor_key_is_its_shape_and_dtype(tmp_path):
     ({"key": "n"}, "key must be a list"),
     ({"space": {}}, "non-empty dict"),
     ({"budget": 0}, "budget must be a positive"),
-    ({"prune_configs_by": {"early_config_prune": len}}, "constraints="),
+    ({"prune_configs_by": {"perf_model": len, "top_k": 4}}, "not perf_model, top_k"),
+    ({"prune_configs_by": {"early_config_prune": 3}}, "must be a function"),
+    ({"prune_configs_by": [len]}, "must be a dict"),
 ])
 def test_bad_arguments_are_one_clear_error(tmp_path, options, message):
     kwargs = {"space": _fake.SPACE, "key": ["n"], "store": str(tmp_path / "s.db"), **options}
@@ -187,8 +189,8 @@ def test_a_triton_kernel_is_tuned_and_launched_as_kernel_grid(tmp_path):
     out = subprocess.run([sys.executable, str(HERE / "_triton_toy.py"), str(tmp_path / "s.db")], env=env,
                          capture_output=True, text=True, check=True, timeout=300)
     stored = json.loads(out.stdout.splitlines()[-1])
-    assert stored["n=10"][1] == 4 and stored["n=100"][1] == 8  # the constraint saw each key
-    assert stored["n=10"][0]["BLOCK"] in (16, 32)
+    assert stored["n=10"][1] == 2 and stored["n=100"][1] == 4  # the constraint and the pruning saw each key
+    assert stored["n=10"][0]["BLOCK"] in (16, 32) and stored["n=10"][0]["num_warps"] == 1
     assert "A new study" not in out.stderr  # tuning is quiet
 
 
@@ -240,3 +242,28 @@ def test_a_flydsl_jit_function_is_read_through_its_wrapper(tmp_path):
     assert first.tuner.source == again.tuner.source  # the same kernel, found again in the store
     with pytest.raises(AutotuneError, match="'TILE', which toy_add does not take"):
         tuned({"TILE": [64]})
+
+
+def test_early_config_prune_is_called_once_per_key_and_only_its_configs_are_searched(tmp_path):
+    seen = []
+
+    def prune(configs, nargs):  # triton.autotune's early_config_prune: configs and named arguments
+        seen.append((len(configs), nargs["n"]))
+        return [c for c in configs if c["chunk"] <= nargs["n"] // 16 and c["unroll"] != 4]
+
+    k = _fake.tuned(str(tmp_path / "s.db"), budget=18, prune_configs_by={"early_config_prune": prune})
+    x, out = _run(k, 4096, tmp_path / "log")
+    assert np.array_equal(out, 2 * x)
+    assert seen == [(18, 4096)]
+    built = {(c["chunk"], c["unroll"]) for c in _fake.calls(tmp_path / "log")}
+    assert built == {(c, u) for c in (32, 64, 128, 256) for u in (1, 2)}  # all it kept, nothing else
+    (tuned,) = k.store.tuned()
+    assert tuned.report["n_feasible"] == 8
+    _run(k, 4096, tmp_path / "log")  # a tuned key: dispatched, not pruned again
+    assert seen == [(18, 4096)]
+
+
+def test_early_config_prune_that_keeps_nothing_is_one_clear_error(tmp_path):
+    k = _fake.tuned(str(tmp_path / "s.db"), prune_configs_by={"early_config_prune": lambda c, n: []})
+    with pytest.raises(AutotuneError, match="kept none of the 18 feasible configs"):
+        _run(k, 1024, tmp_path / "log")
