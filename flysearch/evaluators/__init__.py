@@ -41,6 +41,13 @@ if TYPE_CHECKING:
         triton_backend,
         warm_triton,
     )
+    from flysearch.evaluators._messages import (
+        CompileResult,
+        InfoTask,
+        TimerInfo,
+        measurement_from_json,
+        measurement_json,
+    )
     from flysearch.evaluators._pool import TaskResult, WorkerPool
     from flysearch.evaluators._registry import (
         EvaluatorEntry,
@@ -117,9 +124,15 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "evaluator_entry",
     "evaluator_names",
     "register_evaluator",
-    # Live backends: what a live study's pool compiles and its GPU process times.
+    # Live backends: what a live study's pool compiles and its GPU process times, and the typed
+    # messages their processes exchange.
     "GPU_VARS",
     "LiveBackend",
+    "CompileResult",
+    "InfoTask",
+    "TimerInfo",
+    "measurement_from_json",
+    "measurement_json",
     "compile_worker_init",
     "flydsl_backend",
     "gpu_env",
@@ -208,6 +221,11 @@ _HOME = {
     "LAUNCH_TIMEOUT_S": "_triton",
     "LLD_MIN": "_toolchain",
     "LiveBackend": "_live_backends",
+    "CompileResult": "_messages",
+    "InfoTask": "_messages",
+    "TimerInfo": "_messages",
+    "measurement_from_json": "_messages",
+    "measurement_json": "_messages",
     "Measurement": "flysearch.tables",
     "measure": "_base",
     "Outcome": "flysearch.tables",

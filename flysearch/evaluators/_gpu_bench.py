@@ -26,7 +26,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["TimingProtocol", "device_info", "protocol_dict", "run_op", "shape_bench", "time_launches"]
+from flysearch.evaluators._messages import InfoTask
+
+__all__ = ["TimeTask", "TimerTask", "TimingProtocol", "VendorTask", "device_info", "protocol_dict", "run_op",
+           "shape_bench", "time_launches", "timer_request"]
 
 DEFAULT_TRITON_FAMILY = "triton_gemm_splitk"
 """The Triton family a payload without ``"family"`` compiles and launches."""
@@ -59,22 +62,78 @@ class TimingProtocol:
     slow_batches: int = 3
 
 
-_STATE: dict[str, Any] = {}
+@dataclass(frozen=True)
+class TimeTask:
+    """The timer's task that validates and times one config of a Triton family.
+
+    Attributes:
+        shape: The GEMM shape (``{"M", "N", "K", "dtype"}``).
+        config: The config's parameters.
+        spec: Which binary of the family the shape needs (:func:`flysearch.evaluators.family_spec`).
+        arch: The target.
+        protocol: The timing protocol's fields (:func:`protocol_dict`), ``None`` for the default.
+        best_ms: The shape's best time so far (slower configs get fewer batches), if any.
+        family: The Triton family.
+    """
+
+    shape: dict[str, Any]
+    config: dict[str, Any]
+    spec: str
+    arch: str = "sm_90"
+    protocol: dict[str, Any] | None = None
+    best_ms: float | None = None
+    family: str = DEFAULT_TRITON_FAMILY
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": "time", "shape": self.shape, "config": self.config, "spec": self.spec,
+                "arch": self.arch, "protocol": self.protocol, "best_ms": self.best_ms, "family": self.family}
 
 
-def run_op(payload: dict[str, Any]) -> dict[str, Any]:
-    """Dispatch one timer operation: ``"info"``, ``"vendor"`` (cuBLAS) or ``"time"`` (a config)."""
-    op = payload["op"]
+@dataclass(frozen=True)
+class VendorTask:
+    """The timer's task that validates and times the vendor's GEMM (cuBLAS) on *shape*."""
+
+    shape: dict[str, Any]
+    protocol: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": "vendor", "shape": self.shape, "protocol": self.protocol}
+
+
+TimerTask = InfoTask | TimeTask | VendorTask
+
+
+def timer_request(doc: dict[str, Any]) -> TimerTask:
+    """The typed task of a timer payload dict (``{"op": "info" | "time" | "vendor", ...}``)."""
+    op = doc["op"]
     if op == "info":
-        return device_info()
-    protocol = TimingProtocol(**(payload.get("protocol") or {}))
-    bench = _bench_for(payload["shape"], protocol)
+        return InfoTask(doc.get("device"))
     if op == "vendor":
-        return bench.time_vendor()
+        return VendorTask(doc["shape"], doc.get("protocol"))
     if op == "time":
-        return bench.time_config(payload["config"], payload["spec"], payload.get("arch", "sm_90"),
-                                 payload.get("best_ms"), payload.get("family", DEFAULT_TRITON_FAMILY))
+        return TimeTask(doc["shape"], doc["config"], doc["spec"], doc.get("arch", "sm_90"),
+                        doc.get("protocol"), doc.get("best_ms"), doc.get("family", DEFAULT_TRITON_FAMILY))
     raise ValueError(f"Unknown timer op {op!r}.")
+
+
+class _Current:
+    """The shape the timer holds inputs and references for (one at a time)."""
+
+    bench: _ShapeBench | None = None
+
+
+def run_op(task: TimerTask | dict[str, Any]) -> dict[str, Any]:
+    """Run one timer operation: describe the device, time the vendor's GEMM (cuBLAS) or a config.
+    A payload dict is read as :func:`timer_request` reads it."""
+    if isinstance(task, dict):
+        task = timer_request(task)
+    if isinstance(task, InfoTask):
+        return device_info()
+    protocol = TimingProtocol(**(task.protocol or {}))
+    bench = _bench_for(task.shape, protocol)
+    if isinstance(task, VendorTask):
+        return bench.time_vendor()
+    return bench.time_config(task.config, task.spec, task.arch, task.best_ms, task.family)
 
 
 def driver_from_proc(text: str) -> str | None:
@@ -149,13 +208,13 @@ def shape_bench(shape: dict[str, Any], protocol: TimingProtocol | None = None) -
 
 def _bench_for(shape: dict[str, Any], protocol: TimingProtocol) -> _ShapeBench:
     key = (int(shape["M"]), int(shape["N"]), int(shape["K"]), str(shape.get("dtype", "bf16")), protocol)
-    if _STATE.get("bench") is None or _STATE["bench"].key != key:
+    if _Current.bench is None or _Current.bench.key != key:
         import torch
 
-        _STATE.pop("bench", None)  # free the previous shape's tensors first
+        _Current.bench = None  # free the previous shape's tensors first
         torch.cuda.empty_cache()
-        _STATE["bench"] = _ShapeBench(key, protocol)
-    return _STATE["bench"]
+        _Current.bench = _ShapeBench(key, protocol)
+    return _Current.bench
 
 
 def time_launches(launch: Callable[[int], Any], protocol: TimingProtocol, *, n_sets: int = 1, ops: int = 1,

@@ -1,15 +1,17 @@
 """What a live study compiles and times with: Triton on a CUDA GPU, FlyDSL on an AMD GPU, or a
 ground-truth table played back in real time.
 
-A backend is two module-level task functions and the payloads they take, so that the live study
+A backend is two module-level task functions and the tasks they take, so that the live study
 (:mod:`flysearch.study`) can run the compile task in a pool of CPU processes and the timer task in
-one process that owns the GPU, each behind a :class:`~flysearch.evaluators.WorkerPool`:
+one process that owns the GPU, each behind a :class:`~flysearch.evaluators.WorkerPool`. Tasks
+are each backend's frozen dataclasses; answers are the types of :mod:`flysearch.evaluators`'s
+messages:
 
-* ``compile_fn(payload) -> {"ok", "compile_s", "detail", "outcome"?, "extra"?}``: builds one config
-  (a build failure is ``ok=False``; a binary that cannot run, e.g. it spills, is ``outcome="rejected"``);
-* ``timer_fn(payload) -> {...}``: ``{"op": "info"}`` describes the device
-  (``{"device", "versions", ...}``); ``{"op": "time", ...}`` validates and times one config and
-  answers ``{"outcome", "time_ms", "bench_s", "detail", "extra"}``.
+* ``compile_fn(task) -> CompileResult``: builds one config (a build failure is ``ok=False``; a
+  binary that cannot run, e.g. it spills, has ``outcome=REJECTED``);
+* ``timer_fn(task)``: an :class:`InfoTask` is answered with a :class:`TimerInfo` (the device); a
+  backend's timing task validates and times one config and is answered with a
+  :class:`~flysearch.tables.Measurement` (its ``compile_s`` unset: the compile's is the study's).
 
 Backends:
 
@@ -35,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flysearch.evaluators._gpu_bench import DEFAULT_TRITON_FAMILY
-from flysearch.tables import Outcome
+from flysearch.evaluators._messages import CompileResult, InfoTask, TimerInfo
+from flysearch.tables import Measurement, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +48,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GPU_VARS",
+    "FlydslTask",
     "LiveBackend",
+    "SimulatedCompileTask",
+    "SimulatedTimeTask",
     "compile_worker_init",
     "flydsl_backend",
     "simulated_backend",
@@ -65,8 +71,8 @@ class LiveBackend:
         kernel: Kernel family, the first part of the table name the measurements land in.
         compile_fn: Module-level compile task.
         timer_fn: Module-level timer task.
-        compile_payload: ``(config, shape) -> payload`` for *compile_fn*.
-        time_payload: ``(config, shape, best_ms) -> payload`` for *timer_fn*.
+        compile_payload: ``(config, shape) -> task`` for *compile_fn*.
+        time_payload: ``(config, shape, best_ms) -> task`` for *timer_fn*.
         env: Environment of the compile workers and the timer (a shared compiler cache).
         timer_env: Extra environment of the timer only (the GPU it owns).
         compile_timeout_s: Seconds before a compile's worker is killed.
@@ -77,15 +83,15 @@ class LiveBackend:
 
     name: str
     kernel: str
-    compile_fn: Callable[[dict[str, Any]], Any]
-    timer_fn: Callable[[dict[str, Any]], Any]
-    compile_payload: Callable[[Config, Shape | None], dict[str, Any]]
-    time_payload: Callable[[Config, Shape | None, float | None], dict[str, Any]]
+    compile_fn: Callable[[Any], CompileResult]
+    timer_fn: Callable[[Any], Any]
+    compile_payload: Callable[[Config, Shape | None], Any]
+    time_payload: Callable[[Config, Shape | None, float | None], Any]
     env: dict[str, str] = field(default_factory=dict)
     timer_env: dict[str, str] = field(default_factory=dict)
     compile_timeout_s: float = 120.0
     launch_timeout_s: float = 60.0
-    info_payload: dict[str, Any] = field(default_factory=lambda: {"op": "info"})
+    info_payload: InfoTask = field(default_factory=InfoTask)
     warmup: Callable[[], None] | None = None
 
 
@@ -130,28 +136,30 @@ def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: st
                    protocol: Any = None, family: str = DEFAULT_TRITON_FAMILY) -> LiveBackend:
     """A Triton family's GEMM (:func:`flysearch.kernels.triton_families`; the split-K one by
     default), compiled by ``triton.compile`` in CPU workers, timed on one GPU."""
+    from flysearch.evaluators._gpu_bench import TimeTask
     from flysearch.evaluators._triton import (
         COMPILE_TIMEOUT_S,
         LAUNCH_TIMEOUT_S,
-        compile_task,
-        timer_task,
-        timing_payload,
+        TritonCompileTask,
+        compile_request,
+        live_compile_task,
+        live_timer_task,
+        timing_request,
     )
-    from flysearch.evaluators._triton import compile_payload as triton_compile_payload
 
-    def compile_payload(config: Config, shape: Shape | None) -> dict[str, Any]:
+    def compile_payload(config: Config, shape: Shape | None) -> TritonCompileTask:
         assert shape is not None, "the Triton backend needs a GEMM shape"
-        return triton_compile_payload(config, shape, arch, family)
+        return compile_request(config, shape, arch, family)
 
-    def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> dict[str, Any]:
+    def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> TimeTask:
         assert shape is not None, "the Triton backend needs a GEMM shape"
-        return timing_payload(config, shape, arch, protocol, best_ms, family)
+        return timing_request(config, shape, arch, protocol, best_ms, family)
 
     from flysearch.kernels import table_kernel, triton_compiler
 
     triton_compiler(family)  # an unknown family fails here, not in every compile worker
     env = {"TRITON_CACHE_DIR": cache_dir} if cache_dir else {}
-    return LiveBackend("triton", table_kernel(family), compile_task, timer_task, compile_payload,
+    return LiveBackend("triton", table_kernel(family), live_compile_task, live_timer_task, compile_payload,
                        time_payload, env, gpu_env(gpu), COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S,
                        warmup=warm_triton)
 
@@ -159,60 +167,75 @@ def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: st
 # -- FlyDSL ---------------------------------------------------------------------------------------
 
 
-def flydsl_compile_task(payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FlydslTask:
+    """Build (and, in the timer, validate and time) one config of a FlyDSL kernel factory.
+
+    Attributes:
+        factory: The kernel factory, ``module:function``.
+        arch: The AMD arch (``gfx942``, ``gfx950``).
+        config: The config's parameters.
+        shape: The GEMM shape's fields.
+        timeout_s: Seconds the compile-only build may take.
+    """
+
+    factory: str
+    arch: str
+    config: dict[str, Any]
+    shape: dict[str, Any]
+    timeout_s: float = 120.0
+
+
+def flydsl_compile_task(task: FlydslTask) -> CompileResult:
     """Compile-only build for the AMD arch in a subprocess; resources read back (CPU worker)."""
     from flysearch.evaluators._flydsl import FlydslCompileEvaluator
     from flysearch.space import Config, Shape
 
-    ev = FlydslCompileEvaluator(payload["factory"], payload["arch"],
-                                timeout_s=payload.get("timeout_s", 120.0))
-    compiled = ev.compile(Config.from_dict(payload["config"]), Shape(**payload["shape"]))
+    ev = FlydslCompileEvaluator(task.factory, task.arch, timeout_s=task.timeout_s)
+    compiled = ev.compile(Config.from_dict(task.config), Shape(**task.shape))
     extra = ev.resources(compiled)
     if compiled.outcome is Outcome.OK:
-        return {"ok": True, "compile_s": compiled.compile_s, "detail": "", "extra": extra}
-    return {"ok": False, "compile_s": compiled.compile_s, "detail": compiled.detail,
-            "outcome": compiled.outcome.value, "extra": extra}
+        return CompileResult(True, compiled.compile_s, "", None, extra)
+    return CompileResult(False, compiled.compile_s, compiled.detail, compiled.outcome, extra)
 
 
-def flydsl_timer_task(payload: dict[str, Any]) -> dict[str, Any]:
+def flydsl_timer_task(task: InfoTask | FlydslTask) -> TimerInfo | Measurement:
     """Build on the AMD GPU, validate against the torch reference and time (the timer process).
 
     Not run on AMD hardware (see the module docstring).
     """
     import torch
 
-    if payload["op"] == "info":
+    if isinstance(task, InfoTask):
         import flydsl
 
-        return {"device": torch.cuda.get_device_name(0), "versions": {
+        return TimerInfo(torch.cuda.get_device_name(0), {
             "torch": torch.__version__, "flydsl": getattr(flydsl, "__version__", ""),
-            "hip": str(getattr(torch.version, "hip", ""))}}
+            "hip": str(getattr(torch.version, "hip", ""))})
     from flysearch.evaluators._base import Compiled
     from flysearch.evaluators._flydsl import FlydslLiveEvaluator
     from flysearch.space import Config, Shape
 
-    ev = FlydslLiveEvaluator(payload["factory"], payload["arch"])
-    config, shape = Config.from_dict(payload["config"]), Shape(**payload["shape"])
-    checked = Compiled(config, shape, Outcome.OK, payload.get("compile_s"), [])
+    ev = FlydslLiveEvaluator(task.factory, task.arch)
+    config, shape = Config.from_dict(task.config), Shape(**task.shape)
+    checked = Compiled(config, shape, Outcome.OK, None, [])
     try:
         compiled = ev._compile_on_device(config, shape, checked)
     except Exception as exc:  # a build that fails on the device is a recorded failure
-        return {"outcome": Outcome.COMPILE_FAILED.value, "time_ms": None, "bench_s": 0.0,
-                "detail": str(exc)[:200], "extra": {}}
+        return Measurement(Outcome.COMPILE_FAILED, None, None, 0.0, str(exc)[:200], {})
     m = ev.time(compiled)
-    return {"outcome": m.outcome.value, "time_ms": m.time_ms, "bench_s": m.bench_s, "detail": m.detail,
-            "extra": m.extra}
+    return Measurement(m.outcome, m.time_ms, None, m.bench_s, m.detail, m.extra)
 
 
 def flydsl_backend(factory: str, arch: str, *, gpu: str | int | None = None) -> LiveBackend:
     """A FlyDSL kernel factory (``module:function``) for an AMD arch (``gfx942``, ``gfx950``)."""
 
-    def compile_payload(config: Config, shape: Shape | None) -> dict[str, Any]:
+    def compile_payload(config: Config, shape: Shape | None) -> FlydslTask:
         assert shape is not None, "the FlyDSL backend needs a GEMM shape"
-        return {"factory": factory, "arch": arch, "config": config.as_dict(), "shape": shape.as_dict()}
+        return FlydslTask(factory, arch, config.as_dict(), shape.as_dict())
 
-    def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> dict[str, Any]:
-        return {"op": "time", **compile_payload(config, shape)}
+    def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> FlydslTask:
+        return compile_payload(config, shape)
 
     return LiveBackend("flydsl", factory.rsplit(":", 1)[-1], flydsl_compile_task, flydsl_timer_task,
                        compile_payload, time_payload, {}, gpu_env(gpu))
@@ -221,41 +244,87 @@ def flydsl_backend(factory: str, arch: str, *, gpu: str | int | None = None) -> 
 # -- a table played back in real time ------------------------------------------------------------
 
 
-def simulated_compile_task(payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SimulatedCompileTask:
+    """Play one config's compile back: its table row's seconds, outcome and reason.
+
+    Attributes:
+        key: The config's key.
+        compile_s: The recorded compile seconds.
+        outcome: The row's outcome (a ``compile_failed`` row fails its compile).
+        detail: The row's reason for a failure.
+        scale: Factor on the seconds slept.
+        log: A file to append ``key, pid, time`` to, if any.
+        crash: End the process abruptly instead (a compiler that segfaults).
+    """
+
+    key: str
+    compile_s: float
+    outcome: str
+    detail: str = ""
+    scale: float = 1.0
+    log: str | None = None
+    crash: bool = False
+
+
+@dataclass(frozen=True)
+class SimulatedTimeTask:
+    """Play one config's timing back: its table row's time, with noise seeded by (key, round).
+
+    Attributes:
+        key: The config's key.
+        outcome: The row's outcome.
+        time_ms: The row's time.
+        bench_s: The seconds the timing sleeps (before *scale*).
+        scale: Factor on the seconds slept.
+        noise: Sigma of the multiplicative log-normal noise.
+        round: How many times this config was timed before (its noise's seed).
+        detail: The row's reason for a failure.
+    """
+
+    key: str
+    outcome: str
+    time_ms: float | None
+    bench_s: float | None
+    scale: float = 1.0
+    noise: float = 0.0
+    round: int = 0
+    detail: str = ""
+
+
+def simulated_compile_task(task: SimulatedCompileTask) -> CompileResult:
     """Sleep the recorded compile time (scaled); append the key to the compile log, if any.
 
-    ``payload["crash"]`` ends the process abruptly (a compiler that segfaults).
+    ``task.crash`` ends the process abruptly (a compiler that segfaults).
     """
-    if payload.get("crash"):
+    if task.crash:
         os._exit(139)
-    time.sleep(max(0.0, (payload.get("compile_s") or 0.0) * payload.get("scale", 1.0)))
-    log = payload.get("log")
-    if log:
-        line = f"{payload['key']}\t{os.getpid()}\t{time.time():.6f}\n".encode()
-        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    time.sleep(max(0.0, (task.compile_s or 0.0) * task.scale))
+    if task.log:
+        line = f"{task.key}\t{os.getpid()}\t{time.time():.6f}\n".encode()
+        fd = os.open(task.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)
         finally:
             os.close(fd)
-    if payload.get("outcome") == Outcome.COMPILE_FAILED.value:
-        return {"ok": False, "compile_s": payload.get("compile_s"), "detail": payload.get("detail", "")}
-    return {"ok": True, "compile_s": payload.get("compile_s"), "detail": ""}
+    if task.outcome == Outcome.COMPILE_FAILED.value:
+        return CompileResult(False, task.compile_s, task.detail)
+    return CompileResult(True, task.compile_s, "")
 
 
-def simulated_timer_task(payload: dict[str, Any]) -> dict[str, Any]:
+def simulated_timer_task(task: InfoTask | SimulatedTimeTask) -> TimerInfo | Measurement:
     """Answer from the table row: sleep its timing seconds (scaled) and return its time with
     multiplicative log-normal noise seeded by (key, round)."""
-    if payload["op"] == "info":
-        return {"device": payload.get("device", "simulated"), "versions": {"simulated": "1"}, "bench_s": 0.0}
-    time.sleep(max(0.0, (payload.get("bench_s") or 0.0) * payload.get("scale", 1.0)))
-    outcome = payload["outcome"]
-    time_ms = payload.get("time_ms")
-    sigma = payload.get("noise", 0.0)
-    if outcome == Outcome.OK.value and time_ms is not None and sigma > 0:
-        seed = zlib.crc32(f"{payload['key']}|{payload.get('round', 0)}".encode())
-        time_ms = time_ms * math.exp(random.Random(seed).gauss(0.0, sigma))
-    return {"outcome": outcome, "time_ms": time_ms if outcome == Outcome.OK.value else None,
-            "bench_s": payload.get("bench_s"), "detail": payload.get("detail", ""), "extra": {}}
+    if isinstance(task, InfoTask):
+        return TimerInfo(task.device or "simulated", {"simulated": "1"}, {"bench_s": 0.0})
+    time.sleep(max(0.0, (task.bench_s or 0.0) * task.scale))
+    outcome = Outcome(task.outcome)
+    time_ms = task.time_ms
+    if outcome is Outcome.OK and time_ms is not None and task.noise > 0:
+        seed = zlib.crc32(f"{task.key}|{task.round}".encode())
+        time_ms = time_ms * math.exp(random.Random(seed).gauss(0.0, task.noise))
+    return Measurement(outcome, time_ms if outcome is Outcome.OK else None, None, task.bench_s, task.detail,
+                       {})
 
 
 def simulated_backend(table: GroundTruth, *, scale: float = 1.0, noise: float = 0.0,
@@ -268,18 +337,18 @@ def simulated_backend(table: GroundTruth, *, scale: float = 1.0, noise: float = 
     as that GPU's."""
     rounds: dict[str, int] = {}
 
-    def compile_payload(config: Config, shape: Shape | None) -> dict[str, Any]:
+    def compile_payload(config: Config, shape: Shape | None) -> SimulatedCompileTask:
         row = table.row(config.key)
-        return {"key": config.key, "compile_s": row.compile_s or 0.0, "outcome": row.outcome,
-                "detail": row.detail, "scale": scale, "log": compile_log, "crash": config.key in crash_keys}
+        return SimulatedCompileTask(config.key, row.compile_s or 0.0, row.outcome, row.detail, scale,
+                                    compile_log, config.key in crash_keys)
 
-    def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> dict[str, Any]:
+    def time_payload(config: Config, shape: Shape | None, best_ms: float | None) -> SimulatedTimeTask:
         row = table.row(config.key)
         rounds[config.key] = rounds.get(config.key, -1) + 1
-        return {"op": "time", "key": config.key, "outcome": row.outcome, "time_ms": row.time_ms,
-                "bench_s": row.bench_s if row.bench_s is not None else default_bench_s, "scale": scale,
-                "noise": noise, "round": rounds[config.key], "detail": row.detail}
+        return SimulatedTimeTask(config.key, row.outcome, row.time_ms,
+                                 row.bench_s if row.bench_s is not None else default_bench_s, scale, noise,
+                                 rounds[config.key], row.detail)
 
     return LiveBackend("simulated", table.meta.kernel or "table", simulated_compile_task,
                        simulated_timer_task, compile_payload, time_payload, timer_env=gpu_env(gpu),
-                       info_payload={"op": "info", "device": table.meta.device or "simulated"})
+                       info_payload=InfoTask(table.meta.device or "simulated"))

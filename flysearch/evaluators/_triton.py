@@ -15,13 +15,15 @@ then time); :mod:`flysearch.race` drives the same two task functions as a pipeli
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from flysearch.evaluators._base import Compiled, Measurement
-from flysearch.evaluators._gpu_bench import DEFAULT_TRITON_FAMILY
+from flysearch.evaluators._gpu_bench import DEFAULT_TRITON_FAMILY, TimerTask, TimeTask
+from flysearch.evaluators._messages import CompileResult, InfoTask, TimerInfo, measurement_from_json
 from flysearch.evaluators._pool import WorkerPool
 from flysearch.evaluators._worker_process import Retire
 from flysearch.tables import Outcome
@@ -33,10 +35,15 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPILE_TIMEOUT_S",
     "LAUNCH_TIMEOUT_S",
+    "TritonCompileTask",
     "TritonEvaluator",
+    "compile_request",
     "compile_task",
+    "live_compile_task",
+    "live_timer_task",
     "measurement_from_result",
     "timer_task",
+    "timing_request",
 ]
 
 # NOTE(flysearch): the slowest compile seen for this kernel family (256x256 tiles, 4 stages) takes a
@@ -87,7 +94,7 @@ def compile_task(payload: dict[str, Any]) -> dict[str, Any]:
             "cache_hit": seen.get("cache_hit", False)}
 
 
-def timer_task(payload: dict[str, Any]) -> Any:
+def timer_task(payload: TimerTask | dict[str, Any]) -> Any:
     """Run one GPU operation in the timer process (see :func:`gpu_bench.run_op`).
 
     A CUDA error can leave the context unusable, so after a failed launch the timer answers and
@@ -95,20 +102,33 @@ def timer_task(payload: dict[str, Any]) -> Any:
     """
     from flysearch.evaluators import _gpu_bench as gpu_bench
 
+    task = gpu_bench.timer_request(payload) if isinstance(payload, dict) else payload
     start = time.perf_counter()
-    result = gpu_bench.run_op(payload)
-    if payload.get("op") == "info":
+    result = gpu_bench.run_op(task)
+    if isinstance(task, InfoTask):
         result = {**result, "bench_s": time.perf_counter() - start}  # the GPU's start-up
     return Retire(result) if result.get("fatal") else result
 
 
+def live_compile_task(task: TritonCompileTask) -> CompileResult:
+    """:func:`compile_task`, typed: what a live study's compile pool runs."""
+    return CompileResult.from_json(compile_task(task.to_json()))
+
+
+def live_timer_task(task: TimerTask) -> TimerInfo | Measurement | Retire:
+    """:func:`timer_task`, typed: what a live study's timer runs (a device's description for an
+    :class:`InfoTask`, else a measurement; retiring the timer after a failed launch)."""
+    answer = timer_task(task)
+    if isinstance(task, InfoTask):
+        return TimerInfo.from_json(answer)
+    if isinstance(answer, Retire):
+        return Retire(measurement_from_json(answer.value))
+    return measurement_from_json(answer)
+
+
 def measurement_from_result(result: dict[str, Any], compile_s: float | None) -> Measurement:
     """Turn a timer answer into a :class:`Measurement`."""
-    outcome = Outcome(result["outcome"])
-    return Measurement(
-        outcome, result.get("time_ms") if outcome is Outcome.OK else None, compile_s,
-        result.get("bench_s"), result.get("detail", ""), dict(result.get("extra", {})),
-    )
+    return dataclasses.replace(measurement_from_json(result), compile_s=compile_s)
 
 
 class TritonEvaluator:
@@ -209,23 +229,53 @@ def family_spec(family: str, shape: Shape, arch: str, sms: int | None = None) ->
     return triton_family(family).spec_key(shape, sms or get_arch(arch).compute_units)
 
 
+@dataclass(frozen=True)
+class TritonCompileTask:
+    """The compile task that builds one config of a Triton family (:func:`compile_task`).
+
+    Attributes:
+        config: The config's parameters.
+        spec: Which binary of the family the shape needs (:func:`family_spec`).
+        arch: The target.
+        family: The Triton family.
+    """
+
+    config: dict[str, Any]
+    spec: str
+    arch: str = "sm_90"
+    family: str = DEFAULT_TRITON_FAMILY
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config, "spec": self.spec, "arch": self.arch, "family": self.family}
+
+
+def compile_request(
+    config: Config, shape: Shape, arch: str, family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None
+) -> TritonCompileTask:
+    """The compile task that builds *config* of Triton *family* for *shape*'s specialization on
+    *arch* with *sms* SMs (:func:`family_spec`)."""
+    return TritonCompileTask(config.as_dict(), family_spec(family, shape, arch, sms), arch, family)
+
+
 def compile_payload(
     config: Config, shape: Shape, arch: str, family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None
 ) -> dict[str, Any]:
-    """The compile task that builds *config* of Triton *family* for *shape*'s specialization on
-    *arch* with *sms* SMs (:func:`family_spec`)."""
-    return {"config": config.as_dict(), "spec": family_spec(family, shape, arch, sms), "arch": arch,
-            "family": family}
+    """:func:`compile_request` as the payload dict :func:`compile_task` takes."""
+    return compile_request(config, shape, arch, family, sms).to_json()
+
+
+def timing_request(
+    config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None,
+    family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None,
+) -> TimeTask:
+    """The timer task that validates and times *config* of Triton *family* on *shape*."""
+    return TimeTask(shape.as_dict(), config.as_dict(), family_spec(family, shape, arch, sms), arch,
+                    asdict(protocol) if protocol is not None else None, best_ms, family)
 
 
 def timing_payload(
     config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None,
     family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None,
 ) -> dict[str, Any]:
-    """The timer task that validates and times *config* of Triton *family* on *shape*."""
-    return {
-        "op": "time", "shape": shape.as_dict(), "config": config.as_dict(),
-        "spec": family_spec(family, shape, arch, sms),
-        "arch": arch, "protocol": asdict(protocol) if protocol is not None else None, "best_ms": best_ms,
-        "family": family,
-    }
+    """:func:`timing_request` as the payload dict :func:`timer_task` takes."""
+    return timing_request(config, shape, arch, protocol, best_ms, family, sms).to_json()

@@ -210,10 +210,10 @@ def test_live_flydsl_backend_compiles_in_the_pool_and_reads_resources() -> None:
     with WorkerPool(backend.compile_fn, workers=1, timeout_s=300) as pool:
         pool.submit("k", payload)
         (res,) = pool.drain()
-    assert res.ok and res.value["ok"], res
-    assert res.value["extra"]["vgpr"] > 0 and res.value["compile_s"] > 0
+    assert res.ok and res.value.ok, res
+    assert res.value.extra["vgpr"] > 0 and res.value.compile_s > 0
     timing = backend.time_payload(Config.from_dict({"BLOCK_M": 16, "num_warps": 1}), shape, None)
-    assert timing["op"] == "time" and timing["arch"] == "gfx942"
+    assert timing.arch == "gfx942" and timing.shape == shape.as_dict()
 
 
 def test_export_names_cu_when_no_profile_knows_the_device(tmp_path: Path) -> None:

@@ -426,3 +426,48 @@ def _completed(path: Path) -> int:
     names = optuna.get_all_study_names(storage)  # one, named after the default sampler; none yet
     return sum(t.state == optuna.trial.TrialState.COMPLETE
                for name in names for t in optuna.load_study(study_name=name, storage=storage).trials)
+
+
+def test_typed_tasks_and_answers_cross_the_server_socket_and_round_trip_as_json(sock, db):  # noqa: F811
+    """A served simulated timer and compile worker take the live backend's typed tasks over the
+    server's socket and answer typed results, whose JSON (what a claim stores) reads back equal."""
+    from flysearch.evaluators import (
+        CompileResult,
+        Measurement,
+        Outcome,
+        TimerInfo,
+        measurement_from_json,
+        measurement_json,
+        simulated_backend,
+    )
+    from flysearch.space import Config
+    from flysearch.tables import TableStore
+
+    store = TableStore(db)
+    table = store.load(TABLE)
+    store.close()
+    backend = simulated_backend(table, scale=0.0)
+    row = next(r for r in table.rows.values() if r.ok)
+    config = Config.from_dict(row.params)
+    specs = [WorkerSpec(backend.timer_fn, None, warm=backend.info_payload, name="timer"),
+             WorkerSpec(backend.compile_fn, None, name="compile")]
+    with serving(specs, sock):
+        wait_warm(sock, timeout_s=30)
+        with WorkerPool(backend.timer_fn, workers=1, timeout_s=30, server=sock) as timer, \
+                WorkerPool(backend.compile_fn, workers=1, timeout_s=30, server=sock) as compiler:
+            info, timed = _run(timer, backend.info_payload, backend.time_payload(config, None, None))
+            (built,) = _run(compiler, backend.compile_payload(config, None))
+            assert (timer.served, compiler.served) == (1, 1)
+    assert info.value == TimerInfo(table.meta.device, {"simulated": "1"}, {"bench_s": 0.0})
+    assert timed.value == Measurement(Outcome.OK, row.time_ms, None, row.bench_s or 0.02, row.detail, {})
+    assert built.value == CompileResult(True, row.compile_s or 0.0, "")
+    spills = CompileResult(False, 2.0, "spills", Outcome.REJECTED, {"vgpr": 256})
+    assert spills.failure() == Measurement(Outcome.REJECTED, None, 2.0, 0.0, "spills", {"vgpr": 256})
+    for answer in (built.value, spills, CompileResult.from_json(
+            {"ok": True, "compile_s": 1.5, "detail": "", "shared": 1024, "cache_hit": False})):
+        doc = json.loads(json.dumps(answer.to_json()))
+        assert CompileResult.from_json(doc) == answer and doc == answer.to_json()
+    stored = measurement_json(timed.value)
+    assert measurement_from_json(json.loads(json.dumps(stored))) == timed.value
+    assert sorted(stored) == ["bench_s", "compile_s", "detail", "extra", "outcome", "time_ms"]
+    assert TimerInfo.from_json(json.loads(json.dumps(info.value.to_json()))) == info.value

@@ -19,11 +19,11 @@ def test_a_live_triton_backend_compiles_and_launches_its_family() -> None:
     shape = Shape(4, 6144, 4096)
     default = backend_to_serve("triton")
     assert default.kernel == "triton_gemm"
-    assert default.compile_payload(config, shape)["family"] == "triton_gemm_splitk"
+    assert default.compile_payload(config, shape).family == "triton_gemm_splitk"
     fused = backend_to_serve("triton", space="triton_gemm_splitk_fused")
     assert fused.kernel == "triton_gemm_fused"
-    assert fused.compile_payload(config, shape)["family"] == "triton_gemm_splitk_fused"
-    assert fused.time_payload(config, shape, None)["family"] == "triton_gemm_splitk_fused"
+    assert fused.compile_payload(config, shape).family == "triton_gemm_splitk_fused"
+    assert fused.time_payload(config, shape, None).family == "triton_gemm_splitk_fused"
 
 
 def test_a_live_tma_backend_compiles_for_the_arch_default_devices_sm_count() -> None:
@@ -32,7 +32,7 @@ def test_a_live_tma_backend_compiles_for_the_arch_default_devices_sm_count() -> 
     tma = backend_to_serve("triton", space="triton_gemm_tma")
     assert tma.kernel == "triton_gemm_tma"
     payload = tma.compile_payload(config, Shape(16, 4096, 4096))
-    assert (payload["family"], payload["spec"]) == ("triton_gemm_tma", "m=16,n16=1,k16=1,sms=132")
+    assert (payload.family, payload.spec) == ("triton_gemm_tma", "m=16,n16=1,k16=1,sms=132")
 
 
 def test_a_registered_space_that_is_no_triton_family_is_refused() -> None:

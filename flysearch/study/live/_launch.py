@@ -27,7 +27,7 @@ import multiprocessing as mp
 import os
 import shutil
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from queue import Empty
 from typing import TYPE_CHECKING, Any
 
@@ -247,23 +247,47 @@ def warm_study() -> None:
         TableStore(os.path.join(tmp, "tables.db")).close()
 
 
-def served_study(payload: dict[str, Any]) -> dict[str, Any]:
-    """Run a command's live studies in a worker server's warm ``study`` process (see
-    :func:`run_on_server`): ``{"reports": [...]}``, or ``{"error": message}`` for a user's mistake.
+@dataclass(frozen=True)
+class StudyTask:
+    """A command's live studies, for a served ``study`` process: run *jobs* on *gpus* in *cwd*."""
 
-    The server's warm-up task, ``{"priors": [paths]}``, loads the priors it serves instead, so that
+    jobs: list[StudySpec]
+    gpus: list[str] | None
+    cwd: str
+
+
+@dataclass(frozen=True)
+class LoadPriors:
+    """A served ``study`` process's warm-up task: load the cost-model files *priors*."""
+
+    priors: list[str]
+
+
+@dataclass(frozen=True)
+class StudyAnswer:
+    """What a served ``study`` process answers: the reports, or a user's mistake."""
+
+    reports: list[LiveReport] = field(default_factory=list)
+    error: str | None = None
+
+
+def served_study(task: StudyTask | LoadPriors) -> StudyAnswer:
+    """Run a command's live studies in a worker server's warm ``study`` process (see
+    :func:`run_on_server`): their reports, or the message of a user's mistake.
+
+    The server's warm-up task, :class:`LoadPriors`, loads the priors it serves instead, so that
     a study that names one of them finds it loaded (``flysearch serve --prior``)."""
-    if "priors" in payload:
-        for path in payload["priors"]:
+    if isinstance(task, LoadPriors):
+        for path in task.priors:
             _load_prior(path)
-        return {}
-    os.chdir(payload["cwd"])  # it ends with its command (a served worker ends with its client)
-    jobs, gpus = payload["jobs"], payload["gpus"]
+        return StudyAnswer()
+    os.chdir(task.cwd)  # it ends with its command (a served worker ends with its client)
+    jobs, gpus = task.jobs, task.gpus
     try:
         reports = run_workers(jobs[0], gpus) if len(jobs) == 1 else run_shapes(jobs, gpus)
     except FlysearchError as exc:
-        return {"error": str(exc)}
-    return {"reports": reports}
+        return StudyAnswer(error=str(exc))
+    return StudyAnswer(reports)
 
 
 def run_on_server(server: str, jobs: Sequence[StudySpec],
@@ -300,7 +324,7 @@ class _ServedRun:
             return None
         run = cls(*served)
         try:
-            run.conn.send((0, {"jobs": list(jobs), "gpus": gpus, "cwd": os.getcwd()}))
+            run.conn.send((0, StudyTask(list(jobs), gpus, os.getcwd())))
         except OSError:
             run.conn.close()
             raise FlysearchError(f"The worker server's study process (pid {run.process.pid}) died.") from None
@@ -332,9 +356,9 @@ class _ServedRun:
             self.conn.close()
         if status != "ok":
             raise FlysearchError(f"The study failed on the worker server: {detail}")
-        if "error" in value:
-            raise FlysearchError(value["error"])
-        return value["reports"]
+        if value.error is not None:
+            raise FlysearchError(value.error)
+        return value.reports
 
     def stop(self) -> None:
         """Stop the study (SIGTERM: it unwinds), killing it after 10 s."""
@@ -541,12 +565,12 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
     from flysearch.study.live._pipeline import compile_initializer
 
     def timer(env: dict[str, str], name: str) -> WorkerSpec:
-        return WorkerSpec(backend.timer_fn, None, env=env, pinned=GPU_VARS, warm=dict(backend.info_payload),
+        return WorkerSpec(backend.timer_fn, None, env=env, pinned=GPU_VARS, warm=backend.info_payload,
                           spares=timers, name=name, refill="now")
 
     timer_specs = [timer({**backend.timer_env, **gpu_env(g)}, f"timer:{g}") for g in gpus]
     specs = [
-        WorkerSpec(served_study, warm_study, warm={"priors": list(priors)} if priors else None,
+        WorkerSpec(served_study, warm_study, warm=LoadPriors(list(priors)) if priors else None,
                    spares=max(1, len(gpus)), name="study", refill="now"),
         *(timer_specs or [timer(dict(backend.timer_env), "timer")]),
         WorkerSpec(backend.compile_fn, compile_initializer(backend), spares=compile_workers, name="compile",

@@ -25,7 +25,16 @@ import optuna
 from optuna.trial import TrialState
 
 from flysearch.errors import FlysearchError
-from flysearch.evaluators import TaskResult, WorkerPool, compile_worker_init
+from flysearch.evaluators import (
+    CompileResult,
+    Measurement,
+    TaskResult,
+    TimerInfo,
+    WorkerPool,
+    compile_worker_init,
+    measurement_from_json,
+    measurement_json,
+)
 from flysearch.samplers import SearchContext
 from flysearch.space import device_label
 from flysearch.study._claims import ClaimRow, ClaimStore
@@ -79,7 +88,7 @@ class _Item:
     trial: optuna.trial.Trial
     config: Config
     claim: ClaimRow
-    compiled: dict[str, Any] | None = None
+    compiled: CompileResult | None = None
 
 
 def start_pools(backend: LiveBackend, live: LiveSettings, *,
@@ -113,7 +122,7 @@ def compile_initializer(backend: LiveBackend) -> Callable[[], None]:
 
 def ask_device(timer: WorkerPool, backend: LiveBackend) -> None:
     """Ask the timer for its device (a study's first task; the answer marks the GPU ready)."""
-    timer.submit("info", dict(backend.info_payload))
+    timer.submit("info", backend.info_payload)
     timer.dispatch()  # not poll(): a warm timer may answer at once, and the loop reads the answer
 
 
@@ -154,8 +163,8 @@ class Pipeline:
         self.meta: TableMeta | None = None
         self.rows: list[Row] = []
         # Written at the end of each loop pass, one transaction each (see flush).
-        self.compiled_batch: dict[str, dict[str, Any]] = {}
-        self.finished_batch: list[tuple[_Item, dict[str, Any]]] = []
+        self.compiled_batch: dict[str, dict[str, Any]] = {}  # key -> CompileResult.to_json()
+        self.finished_batch: list[tuple[_Item, Measurement]] = []
         self.compiler, self.timer = pools
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
         self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
@@ -221,7 +230,8 @@ class Pipeline:
         """Fold another worker's finished claim into the history (so it answers duplicates)."""
         if row.key in self.history.by_key or row.result is None:
             return
-        self.history.add(row.trial if row.trial is not None else -1, _record_of(row, row.result))
+        self.history.add(row.trial if row.trial is not None else -1,
+                         _record_of(row, measurement_from_json(row.result)))
 
     # -- the study loop's evaluator (flysearch.study._loop.TrialEvaluator) ------------------------
 
@@ -269,7 +279,7 @@ class Pipeline:
             assert claim.row is not None
             item = self.items[key] = _Item(trial, config, claim.row)
             if claim.status == "compiled" and claim.row.result is not None:
-                item.compiled = claim.row.result
+                item.compiled = CompileResult.from_json(claim.row.result)
                 self.ready.append(key)
             else:
                 self.compiler.submit(key, self.backend.compile_payload(config, self.shape))
@@ -296,9 +306,10 @@ class Pipeline:
         ``max_attempts`` workers), finish *trial* as its compile: record, table row, tell."""
         if row.worker != self.claims.worker or row.trial != trial.number or row.result is None:
             return False
-        self._add_rows([_table_row(config, row.result)])
+        measured = measurement_from_json(row.result)
+        self._add_rows([_table_row(config, measured)])
         self.history.compiles = max(self.history.compiles, row.compile_index)
-        record = _record_of(row, row.result)
+        record = _record_of(row, measured)
         record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
         self.trials.finish(trial, record)
         self.save()
@@ -320,20 +331,17 @@ class Pipeline:
         self._observe("compile", self.log.compile_intervals[-1])
         item = self.items[res.task_id]
         self.log.compiled += 1
-        if res.ok and res.value.get("ok"):
-            item.compiled = dict(res.value)
-            self.compiled_batch[item.config.key] = item.compiled
-            self.ready.append(item.config.key)
+        if not res.ok:
+            self.finish(item, Measurement(Outcome.COMPILE_FAILED, None, res.elapsed_s, 0.0,
+                                          f"compile {res.status}: {res.detail}", {}))
             return
-        if res.ok:
-            outcome = res.value.get("outcome", Outcome.COMPILE_FAILED.value)
-            result = {"outcome": outcome, "time_ms": None, "compile_s": res.value.get("compile_s"),
-                      "bench_s": 0.0, "detail": res.value.get("detail", ""),
-                      "extra": res.value.get("extra", {})}
-        else:
-            result = {"outcome": Outcome.COMPILE_FAILED.value, "time_ms": None, "compile_s": res.elapsed_s,
-                      "bench_s": 0.0, "detail": f"compile {res.status}: {res.detail}", "extra": {}}
-        self.finish(item, result)
+        compiled: CompileResult = res.value
+        if not compiled.ok:
+            self.finish(item, compiled.failure())
+            return
+        item.compiled = compiled
+        self.compiled_batch[item.config.key] = compiled.to_json()
+        self.ready.append(item.config.key)
 
     def on_timed(self, res: TaskResult) -> None:
         if res.task_id == "info":
@@ -347,23 +355,18 @@ class Pipeline:
         self.timing.discard(res.task_id)
         self.log.timed += 1
         self._observe("timing", self.log.timer_intervals[-1])
-        compiled = item.compiled or {}
-        extra = dict(compiled.get("extra", {}))
+        compile_s = item.compiled.compile_s if item.compiled is not None else None
+        extra = dict(item.compiled.extra or {}) if item.compiled is not None else {}
         if not res.ok:
-            result = {"outcome": Outcome.RUNTIME_FAILED.value, "time_ms": None,
-                      "compile_s": compiled.get("compile_s"), "bench_s": res.elapsed_s,
-                      "detail": f"timer {res.status}: {res.detail}", "extra": extra}
-        else:
-            v = res.value
-            outcome = Outcome(v["outcome"])
-            time_ms = v.get("time_ms") if outcome is Outcome.OK else None
-            result = {"outcome": outcome.value, "time_ms": time_ms,
-                      "compile_s": compiled.get("compile_s"), "bench_s": v.get("bench_s"),
-                      "detail": v.get("detail", ""), "extra": {**extra, **dict(v.get("extra", {}))}}
-        self.finish(item, result)
+            self.finish(item, Measurement(Outcome.RUNTIME_FAILED, None, compile_s, res.elapsed_s,
+                                          f"timer {res.status}: {res.detail}", extra))
+            return
+        m: Measurement = res.value
+        self.finish(item, Measurement(m.outcome, m.time_ms if m.outcome is Outcome.OK else None, compile_s,
+                                      m.bench_s, m.detail, {**extra, **m.extra}))
 
     def on_info(self, res: TaskResult) -> None:
-        if not res.ok or "device" not in (res.value or {}):
+        if not res.ok or not isinstance(res.value, TimerInfo):
             detail = res.detail if not res.ok else str(res.value)[:200]
             raise FlysearchError(
                 f"The {self.backend.name} timer could not start ({res.status}: {detail}); a live study "
@@ -371,7 +374,7 @@ class Pipeline:
         self.meta = self._table_meta(res.value)
         self._sync_table()
 
-    def finish(self, item: _Item, result: dict[str, Any]) -> None:
+    def finish(self, item: _Item, result: Measurement) -> None:
         """Queue one measurement; :meth:`flush` stores it at the end of the loop's pass."""
         self.finished_batch.append((item, result))
 
@@ -397,12 +400,13 @@ class Pipeline:
         self.unsaved.clear()
         self._add_rows(rows)
 
-    def _store(self, batch: list[tuple[_Item, dict[str, Any]]], rows: list[Row]) -> None:
+    def _store(self, batch: list[tuple[_Item, Measurement]], rows: list[Row]) -> None:
         """Finish *batch*'s claims and write their trials in one transaction (see :meth:`flush`);
         the table rows of the measurements kept are appended to *rows*."""
         with self.claims.writing() as c:
             lost = set(self.claims.finish_many(
-                [(item.config.key, result, result["outcome"] != Outcome.OK.value) for item, result in batch],
+                [(item.config.key, measurement_json(result), result.outcome is not Outcome.OK)
+                 for item, result in batch],
                 conn=c, lost_ok=True))
             for item, result in batch:
                 key = item.config.key
@@ -411,7 +415,7 @@ class Pipeline:
                     self.waiting.setdefault(key, []).append(item.trial)
                     continue
                 self.history.compiles = max(self.history.compiles, item.claim.compile_index)
-                self.history.cost_s += (result.get("compile_s") or 0.0) + (result.get("bench_s") or 0.0)
+                self.history.cost_s += result.cost_s
                 record = _record_of(item.claim, result)
                 record.compile_index = item.claim.compile_index
                 record.cost_s = self.history.cost_s
@@ -427,17 +431,17 @@ class Pipeline:
         elif rows:
             self.store.add_rows(self.meta, rows)
 
-    def _table_meta(self, info: dict[str, Any]) -> TableMeta:
-        device = device_label(info["device"])
+    def _table_meta(self, info: TimerInfo) -> TableMeta:
+        device = device_label(info.device)
         shape = self.shape
         where = f"{shape.M}x{shape.N}x{shape.K}" if shape is not None else self.space.name
         name = self.live.table or f"live/{self.backend.kernel}/{device}/{where}"
         problem = dict(self.context.problem or {})
         notes = {"study": self.study.study_name, "sampler": self.s.sampler, "backend": self.backend.name}
         return TableMeta(name=name, kernel=self.backend.kernel, arch=self.arch.name if self.arch else "",
-                         device=str(info["device"]), problem=problem, space=self.space.to_json(),
+                         device=info.device, problem=problem, space=self.space.to_json(),
                          source=f"flysearch live study {self.study.study_name}",
-                         versions=dict(info.get("versions", {})), notes=json.dumps(notes, sort_keys=True))
+                         versions=dict(info.versions), notes=json.dumps(notes, sort_keys=True))
 
     def _sync_table(self) -> None:
         """Write buffered rows, and the study's finished claims the table lacks (all workers')."""
@@ -447,7 +451,8 @@ class Pipeline:
         have |= {r.key for r in rows}
         for claim in self.claims.rows(finished_only=True):
             if claim.key not in have and claim.result is not None:
-                rows.append(_table_row(self.space.decode(claim.params, self.s.encoding), claim.result))
+                rows.append(_table_row(self.space.decode(claim.params, self.s.encoding),
+                                       measurement_from_json(claim.result)))
         self.store.add_rows(self.meta, rows)
         self.rows.clear()
         self.log.table, self.log.device = self.meta.name, self.meta.device
@@ -518,7 +523,7 @@ class Pipeline:
                 item = self.items[key] = _Item(first, self.space.decode(first.params, self.s.encoding),
                                                claim.row)
                 if claim.status == "compiled" and claim.row.result is not None:
-                    item.compiled = claim.row.result
+                    item.compiled = CompileResult.from_json(claim.row.result)
                     self.ready.append(key)
                 else:
                     self.compiler.submit(key, self.backend.compile_payload(item.config, self.shape))
@@ -590,25 +595,23 @@ class Pipeline:
         self.flush()
 
 
-def _table_row(config: Config, result: dict[str, Any]) -> Row:
-    return Row(config.key, config.as_dict(), result["outcome"], result.get("time_ms"),
-               result.get("compile_s"), result.get("bench_s"), result.get("detail", ""),
-               dict(result.get("extra") or {}))
+def _table_row(config: Config, result: Measurement) -> Row:
+    return Row.from_measurement(config.key, config.as_dict(), result)
 
 
-def _record_of(claim: ClaimRow, result: dict[str, Any]) -> TrialRecord:
-    outcome = result["outcome"]
+def _record_of(claim: ClaimRow, result: Measurement) -> TrialRecord:
+    outcome = Outcome(result.outcome)
     return TrialRecord(
-        claim.key, outcome, result.get("time_ms") if outcome == Outcome.OK.value else None,
-        rejected_by=result.get("detail") if outcome == Outcome.REJECTED.value else None,
-        compile_s=result.get("compile_s"), detail=result.get("detail", ""),
+        claim.key, outcome.value, result.time_ms if outcome is Outcome.OK else None,
+        rejected_by=result.detail if outcome is Outcome.REJECTED else None,
+        compile_s=result.compile_s, detail=result.detail,
     )
 
 
 def _trial_of(live: Pipeline, row: ClaimRow) -> FrozenTrial:
     """The finished trial of a claim's measurement (learnt into the history)."""
     assert row.result is not None
-    record = _record_of(row, row.result)
+    record = _record_of(row, measurement_from_json(row.result))
     record.compile_index = row.compile_index
     live._learn(row)
     value = live.history.value(record)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from flysearch.errors import FlysearchError
-from flysearch.evaluators import retime_finalists
+from flysearch.evaluators import measurement_from_json, retime_finalists
 from flysearch.samplers import SearchContext, make_sampler
 from flysearch.study._claims import ClaimStore
 from flysearch.study._loop import run_loop
@@ -226,12 +226,13 @@ def _finalists(r: Pipeline) -> dict[str, Any] | None:
     rows = r.claims.rows()
     if any(not row.finished for row in rows):
         return None  # another worker is still measuring; the last one to finish re-times
-    ok = [row for row in rows
-          if row.result and row.result.get("outcome") == Outcome.OK.value and row.result.get("time_ms")]
+    measured = {row.key: measurement_from_json(row.result) for row in rows if row.result}
+    ok = [row for row in rows if row.key in measured and measured[row.key].outcome is Outcome.OK
+          and measured[row.key].time_ms]
     # One lock per state of the study: a study resumed with a larger budget re-times again.
     if len(ok) < 2 or not r.claims.try_lock(f"finalists@{len(rows)}"):
         return r.durable.user_attrs.get(FINALISTS_ATTR)
-    ok.sort(key=lambda row: (row.result["time_ms"], row.key))  # type: ignore[index]
+    ok.sort(key=lambda row: (measured[row.key].time_ms, row.key))
     top = ok[: r.live.finalists]
     configs = {row.key: r.space.decode(row.params, r.s.encoding) for row in top}
 
@@ -239,11 +240,11 @@ def _finalists(r: Pipeline) -> dict[str, Any] | None:
         r.timer.submit(("final", key), r.backend.time_payload(configs[key], r.shape, None))
         (res,) = r.timer.drain()
         r.log.timer_intervals.append(r._interval(res))
-        if not res.ok or res.value.get("outcome") != Outcome.OK.value:
+        if not res.ok or res.value.outcome is not Outcome.OK:
             return None
-        return float(res.value["time_ms"])
+        return float(res.value.time_ms)
 
-    search = {row.key: float(row.result["time_ms"]) for row in top}  # type: ignore[index]
+    search = {row.key: float(measured[row.key].time_ms) for row in top}  # type: ignore[arg-type]
     try:
         report = retime_finalists(list(configs), time_one, rounds=r.live.rounds, seed=r.s.seed,
                         noise_floor=r.live.noise_floor, search_ms=search)
