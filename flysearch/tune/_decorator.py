@@ -37,7 +37,14 @@ from flysearch.errors import AutotuneError, UnknownArchError
 from flysearch.evaluators import RetimeSettings, TimingProtocol
 from flysearch.space import ArchProfile, Constraint, Param, Space, arch_of_device, get_arch
 from flysearch.tables import GroundTruth, dump_table_file
-from flysearch.tune._keys import KernelArgs, KeyValues, callable_names, python_function, source_hash
+from flysearch.tune._keys import (
+    LAUNCH_OPTIONS,
+    KernelArgs,
+    KeyValues,
+    callable_names,
+    python_function,
+    source_hash,
+)
 from flysearch.tune._measure import CallLauncher, KernelEvaluator, TritonLauncher
 from flysearch.tune._store import TuneStore, store_url
 from flysearch.tune._tuner import Tuner, TuneSettings, check_summary
@@ -302,7 +309,7 @@ class _EarlyPrune:
 def _triton_config(values: Mapping[str, Any]) -> Any:
     import triton
 
-    options = {k: values[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in values}
+    options = {k: values[k] for k in LAUNCH_OPTIONS if k in values}
     return triton.Config({k: v for k, v in values.items() if k not in options}, **options)
 
 

@@ -266,7 +266,9 @@ def dispatch(
 def _triton_config(params: Mapping[str, Any]) -> Any:
     import triton
 
-    options = {k: params[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in params}
+    from flysearch.tune import LAUNCH_OPTIONS
+
+    options = {k: params[k] for k in LAUNCH_OPTIONS if k in params}
     kwargs = {k: v for k, v in params.items() if k not in options}
     return triton.Config(kwargs, **options)
 
