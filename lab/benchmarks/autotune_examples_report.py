@@ -84,17 +84,13 @@ def compiles_to_within(
     from flysearch.tune import Tuner, TuneStore, store_url
 
     best = min(times.values())
-    with tempfile.TemporaryDirectory() as tmp:  # a copy: opening a store may write to it
-        copy = Path(tmp) / store.name
-        shutil.copyfile(store, copy)
-        tuned = [t for t in TuneStore(store_url(copy)).tuned(name=kernel_name) if t.key == key]
-        if not tuned:
-            return None
-        study = optuna.load_study(study_name=Tuner.study_name(tuned[0].kernel, key),
-                                  storage=f"sqlite:///{copy}")
-        for _t, r in sorted(trial_records(study), key=lambda tr: tr[1].compile_index or 0):
-            if r.compile_index and r.key in times and times[r.key] <= best * (1 + eps):
-                return r.compile_index
+    tuned = [t for t in TuneStore(store_url(store)).tuned(name=kernel_name) if t.key == key]
+    if not tuned:
+        return None
+    study = optuna.load_study(study_name=Tuner.study_name(tuned[0].kernel, key), storage=f"sqlite:///{store}")
+    for _t, r in sorted(trial_records(study), key=lambda tr: tr[1].compile_index or 0):
+        if r.compile_index and r.key in times and times[r.key] <= best * (1 + eps):
+            return r.compile_index
     return None
 
 
@@ -102,11 +98,8 @@ def store_winners(store: Path) -> dict[tuple[str, str], tuple[dict[str, Any], di
     """Every key the store holds a winner for: (kernel name, key) -> (config, the tuner's report)."""
     from flysearch.tune import TuneStore, store_url
 
-    with tempfile.TemporaryDirectory() as tmp:  # a copy: opening a store may write to it
-        copy = Path(tmp) / store.name
-        shutil.copyfile(store, copy)
-        return {(t.name, t.key): (t.config, t.report) for t in TuneStore(store_url(copy)).tuned()
-                if t.state == "done" and t.config}
+    return {(t.name, t.key): (t.config, t.report) for t in TuneStore(store_url(store)).tuned()
+            if t.state == "done" and t.config}
 
 
 KERNEL_NAMES = {"softmax": "softmax_kernel", "layernorm": "layernorm_kernel", "matmul": "matmul_kernel"}
@@ -120,7 +113,17 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]]:
     """One device call's section and its figures (winner ratios, compiles to 1% of the keys tuned
-    with a prior, wall-clock ratios to triton.autotune)."""
+    with a prior, wall-clock ratios to triton.autotune), its store read from one copy (opening a
+    store may write to it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = data / "runs" / "cold.db"
+        copy = Path(tmp) / store.name
+        if store.exists():
+            shutil.copyfile(store, copy)
+        return _section_of(data, heldout, copy if store.exists() else None)
+
+
+def _section_of(data: Path, heldout: bool, store: Path | None) -> tuple[list[str], dict[str, list[Any]]]:
     races, runs = data / "races", data / "runs"
     cold, warm = _load(runs / "cold.json"), _load(runs / "warm.json") or _warm_from_log(runs / "log.txt")
     dispatch, final = _load(runs / "dispatch.json"), _load(runs / "final.json")
@@ -165,11 +168,11 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
         report = run.get("report", {})
         table = tables.get(k)
         within1 = within5 = None
-        if table is not None and (runs / "cold.db").exists():
+        if table is not None and store is not None:
             times = _race_ms(table)
             kernel = KERNEL_NAMES.get(p["example"], p["example"])
-            within1 = compiles_to_within(runs / "cold.db", kernel, p["key"], times, 0.01)
-            within5 = compiles_to_within(runs / "cold.db", kernel, p["key"], times, 0.05)
+            within1 = compiles_to_within(store, kernel, p["key"], times, 0.01)
+            within5 = compiles_to_within(store, kernel, p["key"], times, 0.05)
         first[k] = within1
         cold_ratios.append(p.get("cold_ratio"))
         rows.append(
@@ -190,8 +193,8 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
     # Keys tuned into the store but not re-timed with the race's top (a later phase of the call tuned
     # them): the winner against the race's times.
     late = []
-    if (runs / "cold.db").exists():
-        winners = store_winners(runs / "cold.db")
+    if store is not None:
+        winners = store_winners(store)
         timed = {(p["example"], p["key"]) for p in pairs}
         for (example, key), table in sorted(tables.items()):
             won = winners.get((KERNEL_NAMES.get(example, example), key))
@@ -200,7 +203,7 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
             times = _race_ms(table)
             config, report = won
             ratio = times[",".join(f"{a}={b}" for a, b in sorted(config.items()))] / min(times.values())
-            within = [compiles_to_within(runs / "cold.db", KERNEL_NAMES[example], key, times, eps)
+            within = [compiles_to_within(store, KERNEL_NAMES[example], key, times, eps)
                       for eps in (0.01, 0.05)]
             first[(example, key)] = within[0]
             late.append([example, key, len(table), report.get("sampler", ""), report.get("compiles", ""),
