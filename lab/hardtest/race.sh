@@ -6,8 +6,8 @@
 set -eu
 OUT=$1; mkdir -p "$OUT"
 for family in splitk fused; do
-  space=triton_gemm_splitk; [[ $family == fused ]] && space=triton_gemm_splitk_fused
+  mkdir -p "$OUT/h100_hardtest_$family"; space=triton_gemm_splitk; [[ $family == fused ]] && space=triton_gemm_splitk_fused
   python3 -m flysearch race run --shapes "lab/hardtest/shapes_$family.toml" --space "$space" \
     --db "/tmp/hardtest_$family.db" --dump "$OUT/h100_hardtest_$family" --deadline 270 \
-    --report "$OUT/h100_hardtest_$family/race_report.json" 2>&1 | tail -20
+    --report "$OUT/h100_hardtest_$family/race_report.json" 2>&1 | tail -20; test "${PIPESTATUS[0]}" = 0
 done
