@@ -72,6 +72,11 @@ def _tables(*patterns: str) -> list[GroundTruth]:
     return out
 
 
+def _devices(tables: Sequence[GroundTruth]) -> str:
+    """The GPUs a list of tables was raced on, as their metadata names them."""
+    return ", ".join(sorted({t.meta.device for t in tables}))
+
+
 def _times(t: GroundTruth) -> dict[str, float]:
     return {r.key: r.time_ms for r in t.ok_rows() if r.time_ms is not None}
 
@@ -133,6 +138,11 @@ def _fmt(r: int | None) -> str:
     return "-" if r is None else str(r)
 
 
+def _devices(tables: Sequence[GroundTruth]) -> str:
+    """The GPUs a list of tables was raced on, as their metadata names them."""
+    return ", ".join(sorted({t.meta.device for t in tables}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=BENCHMARKS / "results" / "transfer_baselines.md")
@@ -162,12 +172,13 @@ def main() -> None:
         what = (f"{len(scored)} test tables (`{where}`), "
                 f"every baseline computed from the {len(tables)} training tables alone"
                 + (", against each table's re-timed optimum" if args.retimed else ""))
-        title = f"H200 split-K, test set {args.test.name}"
+        title = f"priors from {_devices(tables)}, test set {args.test.name}"
     lines = [
         f"# Cheap transfer baselines against the cost model ({title})", "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
-        f"- hardware: {platform.machine()} CPU; the tables were raced on an NVIDIA H200",
+        f"- hardware: {platform.machine()} CPU; the scored tables were raced on {_devices(scored)}, "
+        f"the training tables on {_devices(tables)}",
         f"- versions: Python {platform.python_version()}, "
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),
         f"- date: {dt.date.today().isoformat()}",
