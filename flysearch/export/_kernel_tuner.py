@@ -36,10 +36,6 @@ __all__ = ["kernel_tuner_cache", "write_kernel_tuner_cache"]
 _FAILURE_NAMES = {outcome.value: name for name, outcome in FAILURE_OUTCOMES.items()}
 
 
-def _text(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, bool) else str(value)
-
-
 def kernel_tuner_cache(table: GroundTruth, *, rename: Mapping[str, str] | None = None,
                        problem_size: list[int] | None = None) -> dict[str, Any]:
     """The Kernel Tuner cache of *table*, as a JSON-ready dict.
@@ -62,7 +58,7 @@ def kernel_tuner_cache(table: GroundTruth, *, rename: Mapping[str, str] | None =
         raise InputFormatError(f"The renames give two parameters one name: {', '.join(keys)}.")
     shape = table.meta.shape()
     cache: dict[str, Any] = {}
-    for row in sorted(table.rows.values(), key=lambda r: [_text(r.params[n]) for n in names]):
+    for row in sorted(table.rows.values(), key=lambda r: [str(r.params[n]) for n in names]):
         entry: dict[str, Any] = {k: row.params[n] for k, n in zip(keys, names, strict=True)}
         if row.ok:
             entry["time"] = row.time_ms
@@ -72,8 +68,8 @@ def kernel_tuner_cache(table: GroundTruth, *, rename: Mapping[str, str] | None =
             entry["compile_time"] = row.compile_s * 1000.0
         if row.bench_s is not None:
             entry["benchmark_time"] = row.bench_s * 1000.0
-        cache[",".join(_text(row.params[n]) for n in names)] = entry
-    used = {n: sorted({r.params[n] for r in table.rows.values()}, key=_text) for n in names}
+        cache[",".join(str(row.params[n]) for n in names)] = entry  # as Kernel Tuner keys it
+    used = {n: sorted({r.params[n] for r in table.rows.values()}, key=str) for n in names}
     values = {rename.get(p["name"], p["name"]): [v for v in p["values"] if v in used[p["name"]]]
               or used[p["name"]] for p in table.meta.space.get("params", [])}
     return {

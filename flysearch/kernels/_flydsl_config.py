@@ -42,9 +42,6 @@ __all__ = [
     "triton_to_flydsl",
 ]
 
-_COMPILER_FIELDS = ("waves_per_eu",)
-
-
 class ConfigMappingError(FlysearchError, ValueError):
     """A config that cannot be expressed in the target framework as it stands."""
 

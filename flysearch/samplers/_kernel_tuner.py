@@ -52,9 +52,16 @@ SciPy's ``LatinHypercube`` without a seed, so no two runs agree and a comparison
 repeated."""
 
 
-def _text(value: Any) -> str:
-    # How Kernel Tuner writes a value into a cache key.
-    return json.dumps(value) if isinstance(value, bool) else str(value)
+def _kt_value(value: Any) -> Any:
+    # A bool goes to Kernel Tuner as 0 or 1: Kernel Tuner 1.5 indexes a NumPy array with a parameter's
+    # values when they are all ints, and a bool index there is a mask, so True and False would share one
+    # index and its neighbour searches would fail.
+    return int(value) if isinstance(value, bool) else value
+
+
+def _kt_key(params: Mapping[str, Any] | Config, names: list[str]) -> str:
+    # How Kernel Tuner writes a config into a cache key and looks it up: ``str`` of each value.
+    return ",".join(str(params[n]) for n in names)
 
 
 def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[str, float | None], *,
@@ -81,8 +88,17 @@ def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[
     cache, by_kt_key = _cache(context, measured)
     names = cache["tune_params_keys"]
 
-    def listed(params: Mapping[str, Any]) -> bool:  # the space is the table's feasible configs
-        return ",".join(_text(params[n]) for n in names) in by_kt_key
+    def listed(*values: Any, **named: Any) -> bool:
+        # The space is the table's feasible configs. Kernel Tuner calls a restriction three ways: the
+        # values in parameter order (building the space), one dict, or keyword arguments (checking a
+        # config that its cache lacks).
+        if named:
+            params: Mapping[str, Any] = named
+        elif len(values) == 1 and isinstance(values[0], Mapping):
+            params = values[0]
+        else:
+            params = dict(zip(names, values, strict=True))
+        return _kt_key(params, names) in by_kt_key
 
     max_fevals = min(budget or len(by_kt_key), len(by_kt_key))
     py_state, np_state = random.getstate(), np.random.get_state()
@@ -103,7 +119,7 @@ def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[
         np.random.set_state(np_state)
     order: dict[str, Config] = {}
     for result in results:
-        config = by_kt_key.get(",".join(_text(result[n]) for n in names))
+        config = by_kt_key.get(_kt_key(result, names))
         if config is not None:
             order.setdefault(config.key, config)
     return [context.space.encode(c, context.encoding) for c in order.values()]
@@ -115,13 +131,15 @@ def _cache(context: SearchContext,
     Tuner key."""
     names = [p.name for p in context.space.params]
     configs = [c for c in context.feasible if c.key in measured]
-    by_kt_key = {",".join(_text(c[n]) for n in names): c for c in configs}
+    kt_params = [{n: _kt_value(c[n]) for n in names} for c in configs]
+    by_kt_key = {_kt_key(params, names): c for params, c in zip(kt_params, configs, strict=True)}
     used = {n: {c[n] for c in configs} for n in names}
     entries = {}
-    for kt_key, config in by_kt_key.items():
+    for params, config in zip(kt_params, configs, strict=True):
         ms = measured[config.key]
-        entries[kt_key] = {**config.as_dict(), "time": ms if ms is not None else "CompilationFailedConfig"}
-    values = {p.name: [v for v in p.values if v in used[p.name]] for p in context.space.params}
+        time = ms if ms is not None else "CompilationFailedConfig"
+        entries[_kt_key(params, names)] = {**params, "time": time}
+    values = {p.name: [_kt_value(v) for v in p.values if v in used[p.name]] for p in context.space.params}
     cache = {
         "device_name": "flysearch replay", "kernel_name": "flysearch", "problem_size": [1],
         "tune_params_keys": names, "tune_params": values, "objective": "time", "cache": entries,

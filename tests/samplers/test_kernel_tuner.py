@@ -15,7 +15,8 @@ from flysearch.evaluators import ReplayEvaluator
 from flysearch.samplers import make_sampler
 from flysearch.space import Config
 from flysearch.study import StudySpec, run_study, trial_records
-from flysearch.tables import GroundTruth, Row, TableMeta, space_for_table
+from flysearch.tables import GroundTruth, Row, TableMeta, read_table_file, space_for_table
+from tests.conftest import REPO
 
 kernel_tuner = pytest.importorskip("kernel_tuner")
 pytestmark = pytest.mark.filterwarnings("ignore:None of the tunable parameters:UserWarning")
@@ -87,6 +88,19 @@ def test_a_kt_sampler_is_seeded_and_leaves_the_global_generators_alone(table: Gr
     assert random.random() == expected
     assert _study(table, "kt:pso", budget=25, seed=1) == first
     assert _study(table, "kt:pso", budget=25, seed=2) != first
+
+
+@pytest.mark.parametrize("strategy", ["greedy_ils", "pso"])
+def test_a_kt_sampler_searches_a_committed_table_with_a_bool_parameter(strategy: str) -> None:
+    # triton_gemm_tma's EPILOGUE_SUBTILE is a bool: Kernel Tuner must find each config in the cache
+    # and tell its two values apart.
+    meta, rows = read_table_file(REPO / "lab" / "benchmarks" / "data" / "h100_tma_holdout"
+                                 / "triton_gemm_tma__H100__1x7168x5120.table.json.gz")
+    table = GroundTruth(meta, {r.key: r for r in rows})
+    compiled = _study(table, f"kt:{strategy}", budget=40, seed=0)
+    assert len(compiled) == len(set(compiled)) == 40
+    assert set(compiled) <= set(table.rows)
+    assert {table.rows[k].params["EPILOGUE_SUBTILE"] for k in compiled} == {False, True}
 
 
 def test_a_live_study_refuses_a_kt_sampler_in_one_line(table: GroundTruth) -> None:
