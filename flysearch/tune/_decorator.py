@@ -168,7 +168,7 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
              reset_to_zero: Sequence[str] = (), restore_value: Sequence[str] = (),
              warmup: int | None = None, rep: float | None = None, protocol: TimingProtocol | None = None,
              budget: int | None = None, sampler: str = "auto", seed: int = 0, transfer_after: int = 3,
-             transfer_budget: int = 32, finalists: int = 5, finalist_within: float = 0.10,
+             transfer_budget: int = 32, finalists: int = 5, finalist_within: float = 0.15,
              rounds: int = 10,
              store: str | os.PathLike[str] | None = None, name: str | None = None,
              prune_configs_by: Any = None) -> Callable[[Any], Autotuned]:

@@ -85,7 +85,7 @@ class TuneSettings:
     transfer_after: int = 3
     transfer_budget: int = 32
     finalists: int = 5
-    finalist_within: float = 0.10
+    finalist_within: float = 0.15
     max_finalists: int = 12
     rounds: int = 10
     protocol: TimingProtocol = field(default_factory=TimingProtocol)
