@@ -17,6 +17,8 @@ from flysearch.tune._tuner import (
     TuneSettings,
     check_summary,
     cold_budget,
+    finalist_keys,
+    round_adjusted,
     space_fingerprint,
 )
 from flysearch.tune._workload_file import load_keys, load_workload, run_workload, store_env
@@ -37,10 +39,12 @@ __all__ = [
     "check_summary",
     "checking",
     "cold_budget",
+    "finalist_keys",
     "load_keys",
     "load_workload",
     "make_space",
     "racing",
+    "round_adjusted",
     "run_workload",
     "space_fingerprint",
     "store_env",

@@ -168,7 +168,8 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
              reset_to_zero: Sequence[str] = (), restore_value: Sequence[str] = (),
              warmup: int | None = None, rep: float | None = None, protocol: TimingProtocol | None = None,
              budget: int | None = None, sampler: str = "auto", seed: int = 0, transfer_after: int = 3,
-             transfer_budget: int = 32, finalists: int = 5, rounds: int = 5,
+             transfer_budget: int = 32, finalists: int = 5, finalist_within: float = 0.15,
+             rounds: int = 10,
              store: str | os.PathLike[str] | None = None, name: str | None = None,
              prune_configs_by: Any = None) -> Callable[[Any], Autotuned]:
     """Tune a kernel's config per key, in few compiles, and remember it.
@@ -193,7 +194,10 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
         seed: Seed of the samplers and of the finalists' rounds.
         transfer_after: Tuned keys after which a prior trained on them ranks the next key's configs.
         transfer_budget: Compiles for a key tuned with that prior.
-        finalists, rounds: Best configs re-timed, and the interleaved rounds they get.
+        finalists, finalist_within, rounds: The configs re-timed before the winner is chosen (the
+            *finalists* fastest of the study, and every config within *finalist_within* of its best,
+            at most 12), and the interleaved rounds they get (the winner: the best median once each
+            round's common drift is divided out).
         store: A path or database URL (default: ``$FLYSEARCH_AUTOTUNE_DB`` or
             ``~/.cache/flysearch/autotune.db``).
         name: The kernel's name in the store (default: the function's name).
@@ -209,7 +213,8 @@ def autotune(space: Space | Mapping[str, Iterable[Any]], key: Sequence[str], *,
     """
     early_prune = _early_prune(prune_configs_by)
     settings = TuneSettings(budget=budget, sampler=sampler, seed=seed, transfer_after=transfer_after,
-                            transfer_budget=transfer_budget, finalists=finalists, rounds=rounds,
+                            transfer_budget=transfer_budget, finalists=finalists,
+                            finalist_within=finalist_within, rounds=rounds,
                             protocol=_protocol(warmup, rep, protocol))
     url = store_url(store)
     check = {"reference": reference, "outputs": tuple(outputs), "rtol": rtol, "atol": atol,

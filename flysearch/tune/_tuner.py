@@ -2,10 +2,11 @@
 
 For a call whose key values were never tuned, :meth:`Tuner.config` runs one study
 (:func:`flysearch.study.run_study`) over the space's feasible configs for that key, compiles
-counted, then re-times its finalists in interleaved rounds (:func:`flysearch.evaluators.retime_finalists`)
-and stores the winner. **It learns across keys**: once ``transfer_after`` keys of the kernel are
-tuned, a prior (:func:`flysearch.costmodel.fit_prior`) trained on their studies ranks the new key's
-configs before anything compiles, and the ``costmodel`` sampler follows it with a small budget.
+counted, then re-times its finalists in interleaved rounds (:func:`finalist_keys`,
+:func:`round_adjusted`) and stores the winner. **It learns across keys**: once ``transfer_after``
+keys of the kernel are tuned, a prior (:func:`flysearch.costmodel.fit_prior`) trained on their
+studies ranks the new key's configs before anything compiles, and the ``costmodel`` sampler follows
+it with a small budget.
 
 Every trial is kept in the store's Optuna study of the key, so a tune that is interrupted (Ctrl-C,
 a kill, a crash of the kernel) resumes where it stopped, and :meth:`Tuner.tables` gives every tuned
@@ -19,6 +20,7 @@ import hashlib
 import json
 import logging
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -33,9 +35,9 @@ from flysearch.evaluators import (
     RetimeSettings,
     TimingProtocol,
     amd_verdict,
+    decide,
     interleaved_rounds,
     resource_extra,
-    retime_finalists,
     top_rows,
     with_rounds,
 )
@@ -46,7 +48,8 @@ from flysearch.tune._keys import KeyValues
 from flysearch.tune._measure import KernelEvaluator
 from flysearch.tune._store import TuneStore
 
-__all__ = ["TuneResult", "TuneSettings", "Tuner", "check_summary", "cold_budget", "space_fingerprint"]
+__all__ = ["TuneResult", "TuneSettings", "Tuner", "check_summary", "cold_budget", "finalist_keys",
+           "round_adjusted", "space_fingerprint"]
 
 log = logging.getLogger("flysearch.autotune")
 
@@ -67,7 +70,11 @@ class TuneSettings:
         seed: Seed of the samplers and of the re-timing order.
         transfer_after: Tuned keys of the kernel after which a prior ranks the next key's configs.
         transfer_budget: Unique compiles for a key tuned with a prior.
-        finalists: Best configs re-timed in interleaved rounds before the winner is chosen.
+        finalists: The fastest configs re-timed in interleaved rounds before the winner is chosen
+            (at least this many; see :func:`finalist_keys`).
+        finalist_within: Also re-time every config whose searched time is within this fraction of
+            the study's best (a search timing of a large GEMM can be 10-20% off).
+        max_finalists: At most this many finalists.
         rounds: Rounds of that re-timing.
         protocol: How a config is timed (batches, their length, warm-up runs).
     """
@@ -78,14 +85,22 @@ class TuneSettings:
     transfer_after: int = 3
     transfer_budget: int = 32
     finalists: int = 5
-    rounds: int = 5
+    finalist_within: float = 0.15
+    max_finalists: int = 12
+    rounds: int = 10
     protocol: TimingProtocol = field(default_factory=TimingProtocol)
 
     def __post_init__(self) -> None:
-        for name in ("transfer_budget", "finalists", "rounds"):
+        for name in ("transfer_budget", "finalists", "max_finalists", "rounds"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise AutotuneError(f"{name} must be a positive integer, got {value!r}.")
+        if self.max_finalists < self.finalists:
+            raise AutotuneError(f"max_finalists ({self.max_finalists}) must be at least finalists "
+                                f"({self.finalists}).")
+        if not isinstance(self.finalist_within, (int, float)) or not 0 <= self.finalist_within < 1:
+            raise AutotuneError(f"finalist_within must be a fraction in [0, 1), got "
+                                f"{self.finalist_within!r}.")
         if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 1):
             raise AutotuneError(f"budget must be a positive number of compiles, got {self.budget!r}.")
 
@@ -110,6 +125,45 @@ class TuneResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def finalist_keys(searched_ms: dict[str, float], at_least: int, within: float, at_most: int) -> list[str]:
+    """The configs a study re-times before it names a winner, fastest first by their searched time
+    (*searched_ms*: config key -> ms): the *at_least* fastest, and every other one within *within*
+    of the fastest, at most *at_most* in all.
+
+    Example:
+        >>> finalist_keys({"a": 1.0, "b": 1.08, "c": 1.2, "d": 1.05}, 1, 0.1, 5)
+        ['a', 'd', 'b']
+    """
+    order = sorted(searched_ms, key=lambda k: (searched_ms[k], k))
+    if not order:
+        return []
+    best = searched_ms[order[0]]
+    near = sum(searched_ms[k] <= best * (1 + within) for k in order)
+    return order[: min(at_most, max(at_least, near))]
+
+
+def round_adjusted(samples: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Each finalist's re-timed samples (ms, one per interleaved round, every finalist timed in
+    every round) with each round's common factor divided out.
+
+    A GPU's clocks drift between rounds (a large GEMM on an H100 can run 10-20% slower in one round
+    than in the next, for every config of the round alike), and that drift, not the configs, can
+    decide a comparison of medians. A round's factor is the geometric mean, over the finalists, of
+    each one's sample in that round over its median; divided by it, the samples keep their scale (ms)
+    and lose what the round shared.
+
+    Example:
+        >>> adjusted = round_adjusted({"a": [1.0, 1.2, 1.0], "b": [1.02, 1.224, 1.02]})
+        >>> [round(t, 3) for t in adjusted["a"]], [round(t, 3) for t in adjusted["b"]]
+        ([1.0, 1.0, 1.0], [1.02, 1.02, 1.02])
+    """
+    rounds = min(len(v) for v in samples.values())
+    medians = {k: statistics.median(v[:rounds]) for k, v in samples.items()}
+    factors = [statistics.geometric_mean([v[r] / medians[k] for k, v in samples.items()])
+               for r in range(rounds)]
+    return {k: [t / f for t, f in zip(v[:rounds], factors, strict=True)] for k, v in samples.items()}
 
 
 def space_fingerprint(space: Space) -> str:
@@ -211,11 +265,18 @@ class Tuner:
             raise AutotuneError(f"No config of {self.name} ran correctly for {key.key} "
                                 f"({summary.failed} failed of {summary.compiles} compiled); see the "
                                 "study's failures with 'flysearch tune show'.")
-        finalists = sorted(ok, key=lambda k: (ok[k][0], k))[: s.finalists]
-        report = retime_finalists(
+        finalists = finalist_keys({k: ms for k, (ms, _i) in ok.items()}, s.finalists, s.finalist_within,
+                                  s.max_finalists)
+        samples, failed = interleaved_rounds(
             finalists, lambda k: evaluator.time_again(k, self.space.config_from_key(k).as_dict()),
-            rounds=s.rounds, seed=s.seed, search_ms={k: ok[k][0] for k in finalists})
+            s.rounds, s.seed, key=lambda k: k)
         evaluator.done()
+        timed = {k: v for k, v in samples.items() if k not in failed and v}
+        if not timed:
+            raise AutotuneError(f"No finalist of {self.name} could be timed again for {key.key} "
+                                f"({next(iter(failed.values()), 'no timing')}); see the study with "
+                                "'flysearch tune show'.")
+        report = decide(round_adjusted(timed), search_ms={k: ok[k][0] for k in timed})
         order = sorted(ok.values())
         best = order[0][0]
         first_within = {f"{int(eps * 100)}%": min((i for ms, i in ok.values() if ms <= best * (1 + eps)),

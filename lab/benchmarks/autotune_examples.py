@@ -65,14 +65,14 @@ def _example(name: str) -> ModuleType:
 
 
 HELDOUT = ROOT / "lab" / "benchmarks" / "autotune_heldout_keys.toml"
-KEYSET = {"heldout": False}  # set in main: --heldout tunes and races the held-out keys instead
+KEYSET: dict[str, Path | None] = {"file": None}  # set in main: --heldout or --keys-file picks the keys
 
 
 def _keys(module: ModuleType, n: int) -> list[dict[str, int]]:
-    if KEYSET["heldout"]:
+    if KEYSET["file"] is not None:
         import tomllib
 
-        keys = tomllib.loads(HELDOUT.read_text())[module.__name__.rsplit(".", 1)[-1]][:n]
+        keys = tomllib.loads(KEYSET["file"].read_text())[module.__name__.rsplit(".", 1)[-1]][:n]
     else:
         keys = list(module.KEYS[:n])
     if DEVICE == "cpu":  # rows (and M) down to SMALL, the other sizes down to 256 (a few apart)
@@ -487,8 +487,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--step", choices=("compile", "time", "both"), default="both")
     parser.add_argument("--heldout", action="store_true",
                         help=f"the keys of {HELDOUT.name}, not the examples' KEYS")
+    parser.add_argument("--keys-file", type=Path,
+                        help="the keys of this TOML file (a list per example, as in the held-out files)")
     a = parser.parse_args(argv)
-    KEYSET["heldout"] = a.heldout
+    if a.heldout and a.keys_file:
+        parser.error("--heldout and --keys-file both name the keys; give one")
+    KEYSET["file"] = HELDOUT if a.heldout else a.keys_file
     examples = a.examples.split(",")
     if a.phase == "tune":
         tune(a.store, a.out, examples, a.keys)

@@ -4,10 +4,18 @@
 # process's dispatch, the race's timings, the winners re-timed with the race's top, and
 # triton.autotune on a subset; each phase stops at its deadline (seconds after the start) so that
 # the results are packed before the call's limit (OUT/runs.tgz, OUT/races.tgz). Env: EXAMPLES, KEYS,
-# HELDOUT=1 (the held-out keys), SCALE, SUBSET. Usage: lab/benchmarks/autotune_examples.sh OUT [PHASES]
+# HELDOUT=1 (the first held-out keys, autotune_heldout_keys.toml), HELDOUT=2 (the second,
+# autotune_heldout2_keys.toml) or KEYS_FILE (any such file), SCALE, SUBSET.
+# Usage: lab/benchmarks/autotune_examples.sh OUT [PHASES]
 set -u
 OUT=$1; PHASES=${2:-"cold warm dispatch race final baseline"}
-B="lab/benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul} --keys ${KEYS:-8} ${HELDOUT:+--heldout}"; R=/tmp/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
+case ${HELDOUT:-} in
+  "") KF=${KEYS_FILE:-} ;;
+  1) KF=lab/benchmarks/autotune_heldout_keys.toml ;;
+  2) KF=lab/benchmarks/autotune_heldout2_keys.toml ;;
+  *) echo "HELDOUT must be 1 or 2, not $HELDOUT" >&2; exit 2 ;;
+esac
+B="lab/benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul} --keys ${KEYS:-8} ${KF:+--keys-file $KF}"; R=/tmp/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 # Deadlines scale with $SCALE percent (100: the whole call takes about 590 s).

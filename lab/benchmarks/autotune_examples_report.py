@@ -4,9 +4,10 @@ against the exhaustive race, from the files a device run brought back (no GPU ne
 Each device call's files lie in one folder DIR: DIR/runs/{cold,warm,dispatch,final,baseline_cold,
 baseline_warm}.json, DIR/runs/cold.db (the cold run's store: each tuned key's study, in compile
 order), DIR/runs/command.txt and log.txt, and DIR/races/*.table.json.gz. The report has one section
-per folder, the held-out ones (``--heldout``: keys raced after the policy was frozen) first and
-summed up, then the development ones (``--dev``), and is written as one Markdown file. Every figure
-is computed here from those files.
+per folder, the held-out ones first, summed up per held-out set (``--heldout``: the first set's
+keys, ``--heldout2``: the second's, each raced once after the policy was frozen, see
+:data:`HELDOUT_SETS`), then the development ones (``--dev``), and is written as one Markdown file.
+Every figure is computed here from those files.
 
     python lab/benchmarks/autotune_examples_report.py --heldout lab/benchmarks/data/autotune_h100_heldout \
         --heldout lab/benchmarks/data/autotune_h100_heldout_mm --dev lab/benchmarks/data/autotune_h100_b \
@@ -111,7 +112,15 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]]:
+# Each held-out set: its name in the report, the keys it ran and the freeze record its run was made under.
+HELDOUT_SETS = {
+    1: ("Held out", "lab/benchmarks/autotune_heldout_keys.toml", "lab/freeze/autotune-heldout.toml"),
+    2: ("Held out (second set)", "lab/benchmarks/autotune_heldout2_keys.toml",
+        "lab/freeze/autotune-heldout2.toml"),
+}
+
+
+def _section(data: Path, heldout: int) -> tuple[list[str], dict[str, list[Any]]]:
     """One device call's section and its figures (winner ratios, compiles to 1% of the keys tuned
     with a prior, wall-clock ratios to triton.autotune), its store read from one copy (opening a
     store may write to it)."""
@@ -123,7 +132,7 @@ def _section(data: Path, heldout: bool) -> tuple[list[str], dict[str, list[Any]]
         return _section_of(data, heldout, copy if store.exists() else None)
 
 
-def _section_of(data: Path, heldout: bool, store: Path | None) -> tuple[list[str], dict[str, list[Any]]]:
+def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str], dict[str, list[Any]]]:
     races, runs = data / "races", data / "runs"
     cold, warm = _load(runs / "cold.json"), _load(runs / "warm.json") or _warm_from_log(runs / "log.txt")
     dispatch, final = _load(runs / "dispatch.json"), _load(runs / "final.json")
@@ -132,7 +141,7 @@ def _section_of(data: Path, heldout: bool, store: Path | None) -> tuple[list[str
     machine = (cold or {}).get("machine", {})
     rel = data.resolve().relative_to(ROOT) if data.resolve().is_relative_to(ROOT) else data
     lines = [
-        f"## {'Held out' if heldout else 'Development'}: `{rel}`",
+        f"## {HELDOUT_SETS[heldout][0] if heldout else 'Development'}: `{rel}`",
         "",
         f"- device call: {_read(runs / 'command.txt')} (its output: `runs/log.txt`)",
         f"- hardware: {machine.get('device', '?')}, {machine.get('cpus', '?')} CPU cores; torch "
@@ -387,54 +396,66 @@ def _section_of(data: Path, heldout: bool, store: Path | None) -> tuple[list[str
     return lines, {"ratios": ok, "transfer": transfer, "wall_cold": ratios_c_all, "wall_warm": ratios_w_all}
 
 
-def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = "") -> None:
-    sections = [(d, True) for d in heldout] + [(d, False) for d in dev]
-    parts = [_section(d, h) for d, h in sections]
-    held = [stats for (_d, h), (_l, stats) in zip(sections, parts, strict=True) if h]
+def _heldout_summary(n: int, held: list[dict[str, list[Any]]]) -> list[str]:
+    """The summary of held-out set *n* over its sections' figures."""
+    name, keys, freeze = HELDOUT_SETS[n]
+    lines = [f"## {name}: summary", "",
+             f"The keys of `{keys}`, chosen and committed before they were raced; the policy frozen in "
+             f"`{freeze}` (checked by `python lab/freeze/check.py {freeze}`), run once.", ""]
+    if not held:
+        return [*lines, "Not run yet.", ""]
 
-    def pooled(name: str) -> list[Any]:
-        return [v for stats in held for v in stats[name]]
+    def pooled(figure: str) -> list[Any]:
+        return [v for stats in held for v in stats[figure]]
 
     ratios, transfer = pooled("ratios"), pooled("transfer")
     wall_c, wall_w = [r for r in pooled("wall_cold") if r == r], [r for r in pooled("wall_warm") if r == r]
     med_t = statistics.median([c if c is not None else float("inf") for c in transfer]) if transfer else None
+    return [
+        *lines,
+        "- winner within 1% of the race's optimum (re-timed together where the call got to it; see "
+        f"each section): **{sum(r <= 1.01 for r in ratios)} of "
+        f"{len(ratios)}** (kernel, key) pairs, within 3%: **{sum(r <= 1.03 for r in ratios)} of "
+        f"{len(ratios)}** (target: 90% within 1%, all within 3%)",
+        f"- keys tuned with a prior of the kernel's earlier keys: {len(transfer)}; compiles to 1% of the "
+        f"race's optimum: median **{med_t}** (target: at most 3)",
+        "- wall clock to the winner over triton.autotune's (estimated over the full feasible list from "
+        "a measured subset): median cold **"
+        + (f"{statistics.median(wall_c):.3f}** (max {max(wall_c):.3f})" if wall_c else "not run**")
+        + ", warm **"
+        + (f"{statistics.median(wall_w):.3f}** (max {max(wall_w):.3f})" if wall_w else "not run**")
+        + " (target: at most 0.10)",
+        "",
+    ]
+
+
+def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = "",
+                 heldout2: list[Path] | None = None) -> None:
+    """The report of the held-out folders of the first set (*heldout*), of the second (*heldout2*)
+    and of the development folders (*dev*)."""
+    heldout2 = heldout2 or []
+    sections = [(d, 1) for d in heldout] + [(d, 2) for d in heldout2] + [(d, 0) for d in dev]
+    parts = [_section(d, h) for d, h in sections]
     lines = [
         "# flysearch.autotune on kernels flysearch does not ship",
         "",
         "- command: `python lab/benchmarks/autotune_examples_report.py "
-        + " ".join([f"--heldout {d}" for d in heldout] + [f"--dev {d}" for d in dev]) + f" --out {out}`",
+        + " ".join([f"--heldout {d}" for d in heldout] + [f"--heldout2 {d}" for d in heldout2]
+                   + [f"--dev {d}" for d in dev]) + f" --out {out}`",
         f"- commit: {commit or 'unknown'} (each section names its device call, with the commit it ran)",
         "- hardware: see each section (one H100 for every call)",
         "",
         "The three kernels of `examples/` (a fused softmax, a layer norm forward, a GEMM under its own "
         "parameter names), tuned by `@flysearch.autotune` as a user would run it and raced exhaustively "
-        "over the same feasible configs on the same GPU. The held-out sections ran the keys of "
-        "`lab/benchmarks/autotune_heldout_keys.toml`, chosen and committed with the frozen policy "
-        "(`lab/freeze/autotune-heldout.toml`, checked by `python lab/freeze/check.py`) before they were "
-        "raced, once. The development sections are the examples' own keys, run before the policy was "
-        "frozen (their races informed it): development numbers.",
-        "",
-        "## Held-out summary",
+        "over the same feasible configs on the same GPU. Each held-out set's keys were chosen and "
+        "committed before they were raced, and run once with the policy frozen for it (its summary "
+        "names its keys and its freeze record). The development sections are the examples' own keys, "
+        "run before the policy was frozen (their races informed it): development numbers.",
         "",
     ]
-    if held:
-        lines += [
-            "- winner within 1% of the race's optimum (re-timed together where the call got to it; see "
-            f"each section): **{sum(r <= 1.01 for r in ratios)} of "
-            f"{len(ratios)}** (kernel, key) pairs, within 3%: **{sum(r <= 1.03 for r in ratios)} of "
-            f"{len(ratios)}** (target: 90% within 1%, all within 3%)",
-            f"- keys tuned with a prior of the kernel's earlier keys: {len(transfer)}; compiles to 1% of the "
-            f"race's optimum: median **{med_t}** (target: at most 3)",
-            "- wall clock to the winner over triton.autotune's (estimated over the full feasible list from "
-            "a measured subset): median cold **"
-            + (f"{statistics.median(wall_c):.3f}** (max {max(wall_c):.3f})" if wall_c else "not run**")
-            + ", warm **"
-            + (f"{statistics.median(wall_w):.3f}** (max {max(wall_w):.3f})" if wall_w else "not run**")
-            + " (target: at most 0.10)",
-            "",
-        ]
-    else:
-        lines += ["Not run yet.", ""]
+    for n in sorted({h for _d, h in sections if h} or {1}):
+        lines += _heldout_summary(n, [stats for (_d, h), (_l, stats) in zip(sections, parts, strict=True)
+                                      if h == n])
     for section, _stats in parts:
         lines += section
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -448,13 +469,16 @@ def main() -> None:
     import subprocess
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--heldout", type=Path, action="append", default=[])
+    parser.add_argument("--heldout", type=Path, action="append", default=[],
+                        help="a folder of the first held-out set's run")
+    parser.add_argument("--heldout2", type=Path, action="append", default=[],
+                        help="a folder of the second held-out set's run")
     parser.add_argument("--dev", type=Path, action="append", default=[])
     parser.add_argument("--out", type=Path, required=True)
     a = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
-    write_report(a.heldout, a.dev, a.out, commit)
+    write_report(a.heldout, a.dev, a.out, commit, a.heldout2)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ kernel, each H100 race of the softmax example (``lab/benchmarks/data/autotune_h1
 decorator tunes them (the default cold start, then a prior from the kernel's earlier keys), with
 each compile and timing answered from the key's table and each finalist's re-timing from its
 re-timed median. This replays the policy, not the measurement: the live figures are
-``lab/benchmarks/autotune_examples.py``'s.
+``lab/benchmarks/autotune_examples.py``'s. A finalist answers the same time in every round, so the
+replay shows whether the search compiles a config near the optimum and whether the finalists hold it
+(the search's times are the race's, its re-timings the race's re-timed medians); it cannot show how
+the rounds cope with timing noise or clock drift, which decide the live misses.
 
     python lab/benchmarks/autotune_replay.py --orders 3 --out lab/benchmarks/results/autotune_replay.md
 """
@@ -68,7 +71,9 @@ class _Replayed(ReplayEvaluator):
 
     def time_again(self, key: str, params: dict[str, Any]) -> float | None:
         row = self.table.rows[key]
-        return self.table.retimed_ms().get(key, row.time_ms) if row.ok else None
+        if not hasattr(self, "_retimed"):
+            self._retimed = self.table.retimed_ms()
+        return self._retimed.get(key, row.time_ms) if row.ok else None
 
 
 def _load(kernel: str) -> dict[KeyValues, GroundTruth]:
@@ -179,6 +184,13 @@ def report(results: dict[str, list[dict[str, Any]]], out: Path, command: str) ->
         "policy (the default cold start on a kernel's first three keys, then a prior trained on its "
         "earlier keys) does what it should; the live figures are in "
         "[autotune_examples.md](autotune_examples.md).",
+        "",
+        "What a replay can and cannot show: every finalist answers the same time in every round (its "
+        "race's re-timed median), and the search's timings are the race's. So the replay shows how many "
+        "compiles the search needs to reach a config within 1% of the optimum and whether the finalists "
+        "hold one; it cannot show how the finalists' rounds cope with timing noise or with the GPU's "
+        "clocks drifting between rounds, which decide the live runs' misses (the study's own timings of "
+        "a large GEMM were 5-20% off the race's on the H100).",
         "",
         *[line for kernel, rows in results.items() for line in _summary(kernel, rows)],
         "",
