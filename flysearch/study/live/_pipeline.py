@@ -307,7 +307,7 @@ class Pipeline:
         if row.worker != self.claims.worker or row.trial != trial.number or row.result is None:
             return False
         measured = measurement_from_json(row.result)
-        self._add_rows([_table_row(config, measured)])
+        self._add_rows([Row.from_measurement(config.key, config.as_dict(), measured)])
         self.history.compiles = max(self.history.compiles, row.compile_index)
         record = _record_of(row, measured)
         record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
@@ -331,11 +331,7 @@ class Pipeline:
         self._observe("compile", self.log.compile_intervals[-1])
         item = self.items[res.task_id]
         self.log.compiled += 1
-        if not res.ok:
-            self.finish(item, Measurement(Outcome.COMPILE_FAILED, None, res.elapsed_s, 0.0,
-                                          f"compile {res.status}: {res.detail}", {}))
-            return
-        compiled: CompileResult = res.value
+        compiled = CompileResult.of_task(res)
         if not compiled.ok:
             self.finish(item, compiled.failure())
             return
@@ -355,15 +351,8 @@ class Pipeline:
         self.timing.discard(res.task_id)
         self.log.timed += 1
         self._observe("timing", self.log.timer_intervals[-1])
-        compile_s = item.compiled.compile_s if item.compiled is not None else None
-        extra = dict(item.compiled.extra or {}) if item.compiled is not None else {}
-        if not res.ok:
-            self.finish(item, Measurement(Outcome.RUNTIME_FAILED, None, compile_s, res.elapsed_s,
-                                          f"timer {res.status}: {res.detail}", extra))
-            return
-        m: Measurement = res.value
-        self.finish(item, Measurement(m.outcome, m.time_ms if m.outcome is Outcome.OK else None, compile_s,
-                                      m.bench_s, m.detail, {**extra, **m.extra}))
+        assert item.compiled is not None  # only built configs are timed
+        self.finish(item, item.compiled.timed(res))
 
     def on_info(self, res: TaskResult) -> None:
         if not res.ok or not isinstance(res.value, TimerInfo):
@@ -422,7 +411,7 @@ class Pipeline:
                 self.trials.finish(item.trial, record)
                 for trial in self.waiting.pop(key, []):
                     self._duplicate(trial, key)
-                rows.append(_table_row(item.config, result))
+                rows.append(Row.from_measurement(item.config.key, item.config.as_dict(), result))
             add_finished_trials(self.durable, self.unsaved, connection=c)
 
     def _add_rows(self, rows: list[Row]) -> None:
@@ -451,8 +440,9 @@ class Pipeline:
         have |= {r.key for r in rows}
         for claim in self.claims.rows(finished_only=True):
             if claim.key not in have and claim.result is not None:
-                rows.append(_table_row(self.space.decode(claim.params, self.s.encoding),
-                                       measurement_from_json(claim.result)))
+                config = self.space.decode(claim.params, self.s.encoding)
+                rows.append(Row.from_measurement(config.key, config.as_dict(),
+                                                 measurement_from_json(claim.result)))
         self.store.add_rows(self.meta, rows)
         self.rows.clear()
         self.log.table, self.log.device = self.meta.name, self.meta.device
@@ -593,10 +583,6 @@ class Pipeline:
             self.on_timed(res)
         self.dispatch_timer()
         self.flush()
-
-
-def _table_row(config: Config, result: Measurement) -> Row:
-    return Row.from_measurement(config.key, config.as_dict(), result)
 
 
 def _record_of(claim: ClaimRow, result: Measurement) -> TrialRecord:
