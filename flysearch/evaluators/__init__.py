@@ -5,8 +5,9 @@ The public names come in nine groups (``__all__`` lists them in this order): wha
 (:class:`Evaluator` and its results, :class:`ReplayEvaluator`, Triton's and FlyDSL's evaluators);
 the evaluators a study names, found by name (:func:`register_evaluator` adds one); the live
 backends a live study's pipeline runs; Triton's task functions and the timing protocol; aiter's
-Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that keeps them
-warm); re-timing; a user's kernel compiled for an AMD arch; and the FlyDSL toolchain.
+Triton GEMM compiled for AMD on a CPU; the worker processes (pools, the compile pool -> GPU
+pipeline, and a server that keeps them warm); re-timing; a user's kernel compiled for an AMD
+arch; and the FlyDSL toolchain.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flysearch.evaluators._base import Compiled, Evaluator, measure
+    from flysearch.evaluators._compile_pipeline import CompilePipeline
     from flysearch.evaluators._flydsl import (
         FlydslCompileEvaluator,
         FlydslLiveEvaluator,
@@ -166,7 +168,9 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "amd_compile_fix",
     "amd_compile_task",
     "smoke_compile",
-    # Killable worker processes: pools, and a server that keeps them warm between commands.
+    # Killable worker processes: pools, the compile pool -> GPU timer pipeline a race and a live
+    # study run, and a server that keeps them warm between commands.
+    "CompilePipeline",
     "ServedProcess",
     "TaskResult",
     "WorkerPool",
@@ -222,6 +226,7 @@ _HOME = {
     "COMPILE_TIMEOUT_S": "_triton",
     "DEFAULT_TRITON_FAMILY": "_gpu_bench",
     "Compiled": "_base",
+    "CompilePipeline": "_compile_pipeline",
     "Evaluator": "_base",
     "FlydslCompileEvaluator": "_flydsl",
     "FlydslLiveEvaluator": "_flydsl",

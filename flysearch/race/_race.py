@@ -41,6 +41,7 @@ from flysearch.evaluators import (
     COMPILE_TIMEOUT_S,
     DEFAULT_TRITON_FAMILY,
     LAUNCH_TIMEOUT_S,
+    CompilePipeline,
     CompileResult,
     InfoTask,
     Measurement,
@@ -316,9 +317,9 @@ class _Race:
         import os
 
         workers = settings.workers or max(1, (os.cpu_count() or 2) - 2)
-        self.compiler = WorkerPool(settings.compile_fn, workers=workers,
-                                   timeout_s=settings.compile_timeout_s, env=env)
-        self.timer = WorkerPool(settings.timer_fn, workers=1, timeout_s=settings.launch_timeout_s, env=env)
+        self.pipe = CompilePipeline(
+            WorkerPool(settings.compile_fn, workers=workers, timeout_s=settings.compile_timeout_s, env=env),
+            WorkerPool(settings.timer_fn, workers=1, timeout_s=settings.launch_timeout_s, env=env))
         self.compiled: dict[tuple[str, str], CompileResult] = {}
         self.sms: int | None = None  # the GPU's, once the timer has said
         self.buffer: dict[str, tuple[TableMeta, list[Row]]] = {}
@@ -335,16 +336,19 @@ class _Race:
         return self.s.deadline_s is not None and time.monotonic() - self.t0 > self.s.deadline_s
 
     def timer_call(self, task: TimerTask, timeout_s: float | None = None) -> TaskResult:
-        self.timer.submit(("op", type(task).__name__), task, timeout_s=timeout_s)
+        """Run *task* on the timer (alone), collecting compiles meanwhile."""
+        self.pipe.time(("op", type(task).__name__), task, timeout_s=timeout_s)
         while True:
-            results = self.timer.poll(timeout=0.05)
-            self.collect_compiles(self.compiler.poll(0))
-            if results:
-                return results[0]
+            timed = self.wait(0.05)
+            if timed:
+                return timed[0]
 
-    def collect_compiles(self, results: list[TaskResult]) -> None:
-        for r in results:
-            self.compiled[r.task_id] = _kept(CompileResult.of_task(r))
+    def wait(self, timeout: float) -> list[TaskResult]:
+        """Wait up to *timeout* seconds for an answer; keep the compiles, return the timings."""
+        built, timed = self.pipe.wait(timeout)
+        for res, compiled in built:
+            self.compiled[res.task_id] = compiled
+        return timed
 
     def add_row(self, meta: TableMeta, row: Row) -> None:
         self.buffer.setdefault(meta.name, (meta, []))[1].append(row)
@@ -362,8 +366,7 @@ class _Race:
 
     def close(self) -> None:
         self.flush()
-        self.compiler.close()
-        self.timer.close()
+        self.pipe.close()
 
 
 def run_race(
@@ -448,8 +451,8 @@ def _submit_compiles(race: _Race, plans: list[_Plan], arch: str) -> None:
             task = (spec, config.key)
             if task not in seen:
                 seen.add(task)
-                race.compiler.submit(task, compile_request(config, plan.race_shape.shape, arch, race.s.family,
-                                                           race.sms))
+                race.pipe.compile(task, compile_request(config, plan.race_shape.shape, arch, race.s.family,
+                                                        race.sms))
 
 
 def _meta(race: _Race, plan: _Plan, arch: str, info: TimerInfo, vendor: dict[str, Any]) -> TableMeta:
@@ -481,31 +484,28 @@ def _race_shape(race: _Race, plan: _Plan, arch: str, info: TimerInfo) -> None:
     in_flight: Config | None = None
     best: float | None = _best_so_far(race.store, plan.table)
     while pending or in_flight is not None:
-        race.collect_compiles(race.compiler.poll(0))
         pending = _drop_failed_compiles(race, plan, meta, spec, pending)
         if in_flight is None and not race.out_of_time():
             ready = next((c for c in pending if _built(race.compiled.get((spec, c.key)))), None)
             if ready is not None:
                 pending.remove(ready)
                 in_flight = ready
-                race.timer.submit(ready.key, timing_request(ready, shape, arch, race.s.protocol, best,
-                                                            race.s.family, race.sms))
+                race.pipe.time(ready.key, timing_request(ready, shape, arch, race.s.protocol, best,
+                                                         race.s.family, race.sms))
         elif in_flight is None:
             race.stopped = "deadline"
             break
-        for res in race.timer.poll(timeout=0.02 if in_flight is not None else 0.0):
+        if in_flight is None and not pending:
+            break
+        for res in race.wait(0.05):  # a compile or the timing in flight, whichever answers first
             assert in_flight is not None
             row = Row.from_measurement(in_flight.key, in_flight.as_dict(),
-                                       race.compiled[(spec, in_flight.key)].timed(res))
+                                       _kept(race.compiled[(spec, in_flight.key)]).timed(res))
             if row.ok and (best is None or (row.time_ms or 0) < best):
                 best = row.time_ms
             _count(plan.report, row)
             race.add_row(meta, row)
             in_flight = None
-        if in_flight is None and pending and not any(
-            race.compiled.get((spec, c.key)) for c in pending
-        ):
-            race.collect_compiles(race.compiler.poll(timeout=0.05))
     race.flush()
     _finish_report(race, plan, start)
 
@@ -566,10 +566,10 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
     configs = {r.key: Config.from_dict(r.params) for r in rows}
     for r in rows:  # configs raced by an earlier run were not compiled by this one
         if (spec, r.key) not in race.compiled:
-            race.compiler.submit((spec, r.key), compile_request(configs[r.key], shape, arch, race.s.family,
-                                                                race.sms))
+            race.pipe.compile((spec, r.key), compile_request(configs[r.key], shape, arch, race.s.family,
+                                                             race.sms))
     while any((spec, r.key) not in race.compiled for r in rows):
-        race.collect_compiles(race.compiler.poll(timeout=0.05))
+        race.wait(0.05)  # nothing is timing
 
     def time_one(row: Row) -> float | str:
         if row.key == VENDOR_KEY:
@@ -577,7 +577,7 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
             if vendor["outcome"] == Outcome.OK.value and vendor["time_ms"]:
                 return float(vendor["time_ms"])
             return f"{vendor['outcome']}: {vendor.get('detail', '')}"
-        compiled = race.compiled[(spec, row.key)]
+        compiled = _kept(race.compiled[(spec, row.key)])
         if not compiled.ok:
             return compiled.detail or "compile failed"
         res = race.timer_call(timing_request(configs[row.key], shape, arch, race.s.protocol, None,
@@ -624,7 +624,7 @@ def _drop_failed_compiles(
     for c in pending:
         compiled = race.compiled.get((spec, c.key))
         if compiled is not None and not compiled.ok:
-            row = Row.from_measurement(c.key, c.as_dict(), compiled.failure())
+            row = Row.from_measurement(c.key, c.as_dict(), _kept(compiled).failure())
             _count(plan.report, row)
             race.add_row(meta, row)
         else:

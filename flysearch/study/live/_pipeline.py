@@ -18,7 +18,6 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -26,6 +25,7 @@ from optuna.trial import TrialState
 
 from flysearch.errors import FlysearchError
 from flysearch.evaluators import (
+    CompilePipeline,
     CompileResult,
     Measurement,
     TaskResult,
@@ -146,7 +146,6 @@ class Pipeline:
         self.space, self.backend, self.s, self.live = space, backend, settings, live
         self.placeholders: dict[str, int] = {}
         self.last_pull = 0.0
-        self.blocked_s = 0.0  # seconds the loop waited for a compile or a timing
         self.pulled_to = 0.0  # finished_at of the newest claim pulled
         self.claims, self.store, self.context = claims, store, context
         self.shape, self.arch = context.shape, context.arch
@@ -165,14 +164,19 @@ class Pipeline:
         # Written at the end of each loop pass, one transaction each (see flush).
         self.compiled_batch: dict[str, dict[str, Any]] = {}  # key -> CompileResult.to_json()
         self.finished_batch: list[tuple[_Item, Measurement]] = []
+        self.pipe = CompilePipeline(*pools)  # its blocked_s: seconds the loop waited for an answer
         self.compiler, self.timer = pools
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
         self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
         self._sums: dict[str, float] = {}  # time-weighted sums of the samples, and their seconds
 
     def close(self) -> None:
-        self.compiler.close(grace_s=0.0, wait=False)  # idle workers hold nothing to lose
-        self.timer.close(grace_s=0.0, wait=False)
+        self.pipe.close(grace_s=0.0, wait=False)  # idle workers hold nothing to lose
+
+    @property
+    def blocked_s(self) -> float:
+        """Seconds the loop waited for a compile or a timing."""
+        return self.pipe.blocked_s
 
     @property
     def in_flight(self) -> int:
@@ -326,12 +330,11 @@ class Pipeline:
         now = time.monotonic()
         return now - res.elapsed_s, now
 
-    def on_compiled(self, res: TaskResult) -> None:
+    def on_compiled(self, res: TaskResult, compiled: CompileResult) -> None:
         self.log.compile_intervals.append(self._interval(res))
         self._observe("compile", self.log.compile_intervals[-1])
         item = self.items[res.task_id]
         self.log.compiled += 1
-        compiled = CompileResult.of_task(res)
         if not compiled.ok:
             self.finish(item, compiled.failure())
             return
@@ -563,21 +566,12 @@ class Pipeline:
 
     def poll(self, timeout: float) -> None:
         """Block until a compile or a timing finishes (or *timeout* seconds), then handle it."""
-        handles = self.compiler.handles() + self.timer.handles()
+        self.pipe.dispatch()
         self.sample()
-        deadlines = [d for d in (self.compiler.next_deadline(), self.timer.next_deadline()) if d is not None]
-        if deadlines:
-            timeout = max(0.0, min(timeout, min(deadlines) - time.monotonic()))
-        start = time.monotonic()
-        if handles:
-            wait(handles, timeout)
-        elif timeout > 0:
-            time.sleep(timeout)
-        self.blocked_s += time.monotonic() - start
-        compiled, timed = self.compiler.poll(0), self.timer.poll(0)
+        built, timed = self.pipe.wait(timeout)
         self.timing.difference_update(res.task_id for res in timed)
-        for res in compiled:
-            self.on_compiled(res)
+        for res, compiled in built:
+            self.on_compiled(res, compiled)
         self.dispatch_timer()  # feed the GPU before storing what it measured
         for res in timed:
             self.on_timed(res)
