@@ -1,15 +1,29 @@
 """Stand-ins for the GPU task functions, for CPU tests of the pool and of the race scheduler.
 
 They are module-level so that spawned workers can import them. Their behaviour is a fixed function of
-the config, so a test knows which configs fail, crash or hang.
+the config, so a test knows which configs fail, crash or hang. The race's stand-ins take the tasks
+and answer the typed messages that :func:`flysearch.evaluators.compile_task` and
+:func:`flysearch.evaluators.timer_task` do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 from typing import Any
+
+from flysearch.evaluators import (
+    CompileResult,
+    InfoTask,
+    Measurement,
+    Outcome,
+    TimerInfo,
+    TimerTask,
+    TimeTask,
+    TritonCompileTask,
+)
 
 CRASH_COMPILE = {"BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_stages": 2, "num_warps": 4}
 HANG_COMPILE = {"BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_stages": 3, "num_warps": 4}
@@ -71,35 +85,34 @@ def fail(x: int) -> int:
     raise ValueError(f"bad input {x}")
 
 
-def fake_compile(payload: dict[str, Any]) -> dict[str, Any]:
-    config = payload["config"]
+def fake_compile(task: TritonCompileTask) -> CompileResult:
+    config = task.config
     if _matches(config, CRASH_COMPILE):
         os._exit(11)
     if _matches(config, HANG_COMPILE):
         time.sleep(600)
     if config["BLOCK_K"] == 256 and config["num_stages"] == 4:
-        return {"ok": False, "compile_s": 0.01, "detail": "out of resources: shared memory", "shared": 1}
-    return {"ok": True, "compile_s": 0.001 * config["BLOCK_K"], "detail": "", "shared": 0}
+        return CompileResult(False, 0.01, "out of resources: shared memory", notes={"shared": 1})
+    return CompileResult(True, 0.001 * config["BLOCK_K"], "", notes={"shared": 0})
 
 
 def fake_time_ms(config: dict[str, Any]) -> float:
     return 1.0 + 0.001 * config["BLOCK_N"] + 0.01 * config["num_stages"] + 0.1 / config["SPLIT_K"]
 
 
-def fake_timer(payload: dict[str, Any]) -> dict[str, Any]:
-    op = payload["op"]
-    if op == "info":
-        return {"device": "NVIDIA H200", "sms": 132, "l2_bytes": 60 * 2**20,
-                "versions": {"driver": "fake", "cuda": "fake", "torch": "fake", "triton": "fake"}}
-    if op == "vendor":
-        return {"outcome": "ok", "time_ms": 1.05, "bench_s": 0.0, "extra": {}}
-    config = payload["config"]
+def fake_timer(task: TimerTask) -> TimerInfo | Measurement:
+    if isinstance(task, InfoTask):
+        return TimerInfo("NVIDIA H200", {"driver": "fake", "cuda": "fake", "torch": "fake", "triton": "fake"},
+                         {"sms": 132, "l2_bytes": 60 * 2**20})
+    if not isinstance(task, TimeTask):  # the vendor's GEMM
+        return Measurement(Outcome.OK, 1.05, None, 0.0)
+    config = task.config
     if _matches(config, CRASH_TIMER):
         os._exit(7)
     if config["SPLIT_K"] == 16:
-        return {"outcome": "wrong_result", "detail": "relative error 0.5 > 0.01", "bench_s": 0.0,
-                "extra": {"rel_err": 0.5}}
-    return {"outcome": "ok", "time_ms": fake_time_ms(config), "bench_s": 0.001, "extra": {}}
+        return Measurement(Outcome.WRONG_RESULT, None, None, 0.0, "relative error 0.5 > 0.01",
+                           {"rel_err": 0.5})
+    return Measurement(Outcome.OK, fake_time_ms(config), None, 0.001)
 
 
 def raise_init() -> None:
@@ -118,65 +131,70 @@ def flaky_init() -> None:
 LUCKY = {"BLOCK_N": 32, "BLOCK_K": 64, "SPLIT_K": 8, "num_stages": 3, "num_warps": 4}
 
 
-def fake_timer_lucky(payload: dict[str, Any]) -> dict[str, Any]:
+def fake_timer_lucky(task: TimerTask) -> TimerInfo | Measurement:
     """:func:`fake_timer`, except that the race's one timing of :data:`LUCKY` (a call that passes
     the best time so far) comes out 20% fast, as a single timing near the top sometimes does; every
     re-timing of it (``best_ms`` ``None``) gives its true time."""
-    answer = fake_timer(payload)
-    if payload["op"] == "time" and payload.get("best_ms") is not None and _matches(payload["config"], LUCKY):
-        answer = {**answer, "time_ms": 0.8 * answer["time_ms"]}
+    answer = fake_timer(task)
+    if isinstance(task, TimeTask) and task.best_ms is not None and _matches(task.config, LUCKY):
+        assert isinstance(answer, Measurement) and answer.time_ms is not None
+        answer = dataclasses.replace(answer, time_ms=0.8 * answer.time_ms)
     return answer
 
 
 VENDOR_CALLS_ENV = "FLYSEARCH_TEST_VENDOR_CALLS"
 
 
-def fake_timer_warm_vendor(payload: dict[str, Any]) -> dict[str, Any]:
+def fake_timer_warm_vendor(task: TimerTask) -> TimerInfo | Measurement:
     """:func:`fake_timer_lucky`, except that cuBLAS is fast (1.05 ms) only the first time it is
     timed and 1.10 ms after, as on a GPU that idled before the race's first timing. Calls are counted
     in the file named by :data:`VENDOR_CALLS_ENV` (a timer restarted after a crash keeps the count)."""
-    answer = fake_timer_lucky(payload)
-    if payload["op"] == "vendor":
+    answer = fake_timer_lucky(task)
+    if not isinstance(task, (InfoTask, TimeTask)):  # the vendor's GEMM
         counter = os.environ[VENDOR_CALLS_ENV]
         calls = int(open(counter).read() or 0) if os.path.exists(counter) else 0
         with open(counter, "w") as f:
             f.write(str(calls + 1))
         if calls:
-            answer = {**answer, "time_ms": 1.10}
+            answer = dataclasses.replace(answer, time_ms=1.10)
     return answer
 
 
-def fake_compile_family(payload: dict[str, Any]) -> dict[str, Any]:
+def fake_compile_family(task: TritonCompileTask) -> CompileResult:
     """:func:`fake_compile` for the fused split-K family only: any other family fails to compile."""
-    if payload.get("family") != "triton_gemm_splitk_fused":
-        return {"ok": False, "compile_s": 0.0, "detail": f"family {payload.get('family')}", "shared": 0}
-    return fake_compile(payload)
+    if task.family != "triton_gemm_splitk_fused":
+        return CompileResult(False, 0.0, f"family {task.family}", notes={"shared": 0})
+    return fake_compile(task)
 
 
-def fake_timer_family(payload: dict[str, Any]) -> dict[str, Any]:
+def fake_timer_family(task: TimerTask) -> TimerInfo | Measurement:
     """:func:`fake_timer`, its answers to configs naming the family it was asked to launch."""
-    answer = fake_timer(payload)
-    if payload["op"] == "time":
-        answer = {**answer, "extra": {**answer.get("extra", {}), "family": payload.get("family")}}
+    answer = fake_timer(task)
+    if isinstance(task, TimeTask):
+        assert isinstance(answer, Measurement)
+        answer = dataclasses.replace(answer, extra={**answer.extra, "family": task.family})
     return answer
 
 
-def fake_compile_spec(payload: dict[str, Any]) -> dict[str, Any]:
-    """A compile of any family's config that always succeeds."""
-    return {"ok": True, "compile_s": 0.001, "detail": "", "shared": 0}
+def fake_compile_spec(task: TritonCompileTask) -> CompileResult:
+    """A compile of any family's config that always succeeds, its binary found in Triton's cache."""
+    return CompileResult(True, 0.001, "", notes={"shared": 0, "cache_hit": True})
 
 
-def fake_timer_spec(payload: dict[str, Any]) -> dict[str, Any]:
+def fake_timer_spec(task: TimerTask) -> TimerInfo | Measurement:
     """:func:`fake_timer` for any family's configs (no SPLIT_K needed): its answers name the family
     and spec it was asked to launch."""
-    if payload["op"] != "time":
-        return fake_timer(payload)
-    config = payload["config"]
-    return {"outcome": "ok", "time_ms": 1.0 + 0.001 * config["BLOCK_N"] + 0.01 * config["num_stages"],
-            "bench_s": 0.001, "extra": {"family": payload.get("family"), "spec": payload["spec"]}}
+    if not isinstance(task, TimeTask):
+        return fake_timer(task)
+    config = task.config
+    return Measurement(Outcome.OK, 1.0 + 0.001 * config["BLOCK_N"] + 0.01 * config["num_stages"], None, 0.001,
+                       "", {"family": task.family, "spec": task.spec})
 
 
-def fake_timer_a100(payload: dict[str, Any]) -> dict[str, Any]:
+def fake_timer_a100(task: TimerTask) -> TimerInfo | Measurement:
     """:func:`fake_timer_spec` on an A100 (sm_80: no TMA)."""
-    answer = fake_timer_spec(payload)
-    return {**answer, "device": "NVIDIA A100-SXM4-80GB", "sms": 108} if payload["op"] == "info" else answer
+    answer = fake_timer_spec(task)
+    if isinstance(answer, TimerInfo):
+        return dataclasses.replace(answer, device="NVIDIA A100-SXM4-80GB",
+                                   details={**answer.details, "sms": 108})
+    return answer

@@ -5,8 +5,9 @@ The public names come in nine groups (``__all__`` lists them in this order): wha
 (:class:`Evaluator` and its results, :class:`ReplayEvaluator`, Triton's and FlyDSL's evaluators);
 the evaluators a study names, found by name (:func:`register_evaluator` adds one); the live
 backends a live study's pipeline runs; Triton's task functions and the timing protocol; aiter's
-Triton GEMM compiled for AMD on a CPU; the worker processes (pools, and a server that keeps them
-warm); re-timing; a user's kernel compiled for an AMD arch; and the FlyDSL toolchain.
+Triton GEMM compiled for AMD on a CPU; the worker processes (pools, the compile pool -> GPU
+pipeline, and a server that keeps them warm); re-timing; a user's kernel compiled for an AMD
+arch; and the FlyDSL toolchain.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flysearch.evaluators._base import Compiled, Evaluator, measure
+    from flysearch.evaluators._compile_pipeline import CompilePipeline
     from flysearch.evaluators._flydsl import (
         FlydslCompileEvaluator,
         FlydslLiveEvaluator,
@@ -25,7 +27,10 @@ if TYPE_CHECKING:
     )
     from flysearch.evaluators._gpu_bench import (
         DEFAULT_TRITON_FAMILY,
+        TimerTask,
+        TimeTask,
         TimingProtocol,
+        VendorTask,
         device_info,
         protocol_dict,
         shape_bench,
@@ -74,12 +79,13 @@ if TYPE_CHECKING:
     from flysearch.evaluators._triton import (
         COMPILE_TIMEOUT_S,
         LAUNCH_TIMEOUT_S,
+        TritonCompileTask,
         TritonEvaluator,
-        compile_payload,
+        compile_request,
         compile_task,
         family_spec,
         timer_task,
-        timing_payload,
+        timing_request,
     )
     from flysearch.evaluators._triton_amd import (
         AMD_COMPILE_TIMEOUT_S,
@@ -139,12 +145,16 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "simulated_backend",
     "triton_backend",
     "warm_triton",
-    # Triton task functions and their payloads (run in worker processes), and the timing protocol.
+    # Triton task functions and their typed tasks (run in worker processes), and the timing protocol.
     "COMPILE_TIMEOUT_S",
     "DEFAULT_TRITON_FAMILY",
     "LAUNCH_TIMEOUT_S",
+    "TimeTask",
+    "TimerTask",
     "TimingProtocol",
-    "compile_payload",
+    "TritonCompileTask",
+    "VendorTask",
+    "compile_request",
     "family_spec",
     "compile_task",
     "protocol_dict",
@@ -152,13 +162,15 @@ __all__ = [  # noqa: RUF022 - grouped by role, as the docstring says
     "time_launches",
     "device_info",
     "timer_task",
-    "timing_payload",
+    "timing_request",
     # aiter's Triton GEMM compiled for AMD on a CPU: its task function, and what this Python lacks.
     "AMD_COMPILE_TIMEOUT_S",
     "amd_compile_fix",
     "amd_compile_task",
     "smoke_compile",
-    # Killable worker processes: pools, and a server that keeps them warm between commands.
+    # Killable worker processes: pools, the compile pool -> GPU timer pipeline a race and a live
+    # study run, and a server that keeps them warm between commands.
+    "CompilePipeline",
     "ServedProcess",
     "TaskResult",
     "WorkerPool",
@@ -214,6 +226,7 @@ _HOME = {
     "COMPILE_TIMEOUT_S": "_triton",
     "DEFAULT_TRITON_FAMILY": "_gpu_bench",
     "Compiled": "_base",
+    "CompilePipeline": "_compile_pipeline",
     "Evaluator": "_base",
     "FlydslCompileEvaluator": "_flydsl",
     "FlydslLiveEvaluator": "_flydsl",
@@ -237,7 +250,7 @@ _HOME = {
     "WorkerPool": "_pool",
     "WorkerServer": "_worker_server",
     "WorkerSpec": "_worker_server",
-    "compile_payload": "_triton",
+    "compile_request": "_triton",
     "family_spec": "_triton",
     "compile_task": "_triton",
     "compile_worker_init": "_live_backends",
@@ -257,7 +270,11 @@ _HOME = {
     "server_status": "_worker_server",
     "simulated_backend": "_live_backends",
     "timer_task": "_triton",
-    "timing_payload": "_triton",
+    "timing_request": "_triton",
+    "TimeTask": "_gpu_bench",
+    "TimerTask": "_gpu_bench",
+    "VendorTask": "_gpu_bench",
+    "TritonCompileTask": "_triton",
     "top_rows": "_retime",
     "triton_backend": "_live_backends",
     "with_rounds": "_retime",

@@ -29,10 +29,10 @@ from typing import Any
 from flysearch.evaluators._messages import InfoTask
 
 __all__ = ["TimeTask", "TimerTask", "TimingProtocol", "VendorTask", "device_info", "protocol_dict", "run_op",
-           "shape_bench", "time_launches", "timer_request"]
+           "shape_bench", "time_launches"]
 
 DEFAULT_TRITON_FAMILY = "triton_gemm_splitk"
-"""The Triton family a payload without ``"family"`` compiles and launches."""
+"""The Triton family a task compiles and launches unless it names another."""
 
 
 @dataclass(frozen=True)
@@ -84,10 +84,6 @@ class TimeTask:
     best_ms: float | None = None
     family: str = DEFAULT_TRITON_FAMILY
 
-    def to_json(self) -> dict[str, Any]:
-        return {"op": "time", "shape": self.shape, "config": self.config, "spec": self.spec,
-                "arch": self.arch, "protocol": self.protocol, "best_ms": self.best_ms, "family": self.family}
-
 
 @dataclass(frozen=True)
 class VendorTask:
@@ -96,24 +92,8 @@ class VendorTask:
     shape: dict[str, Any]
     protocol: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"op": "vendor", "shape": self.shape, "protocol": self.protocol}
-
 
 TimerTask = InfoTask | TimeTask | VendorTask
-
-
-def timer_request(doc: dict[str, Any]) -> TimerTask:
-    """The typed task of a timer payload dict (``{"op": "info" | "time" | "vendor", ...}``)."""
-    op = doc["op"]
-    if op == "info":
-        return InfoTask(doc.get("device"))
-    if op == "vendor":
-        return VendorTask(doc["shape"], doc.get("protocol"))
-    if op == "time":
-        return TimeTask(doc["shape"], doc["config"], doc["spec"], doc.get("arch", "sm_90"),
-                        doc.get("protocol"), doc.get("best_ms"), doc.get("family", DEFAULT_TRITON_FAMILY))
-    raise ValueError(f"Unknown timer op {op!r}.")
 
 
 class _Current:
@@ -122,11 +102,9 @@ class _Current:
     bench: _ShapeBench | None = None
 
 
-def run_op(task: TimerTask | dict[str, Any]) -> dict[str, Any]:
-    """Run one timer operation: describe the device, time the vendor's GEMM (cuBLAS) or a config.
-    A payload dict is read as :func:`timer_request` reads it."""
-    if isinstance(task, dict):
-        task = timer_request(task)
+def run_op(task: TimerTask) -> dict[str, Any]:
+    """Run one timer operation: describe the device, time the vendor's GEMM (cuBLAS) or a config
+    (the answer's dict is what :func:`flysearch.evaluators.timer_task` types)."""
     if isinstance(task, InfoTask):
         return device_info()
     protocol = TimingProtocol(**(task.protocol or {}))

@@ -142,8 +142,8 @@ def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: st
         LAUNCH_TIMEOUT_S,
         TritonCompileTask,
         compile_request,
-        live_compile_task,
-        live_timer_task,
+        compile_task,
+        timer_task,
         timing_request,
     )
 
@@ -159,7 +159,7 @@ def triton_backend(*, arch: str = "sm_90", cache_dir: str | None = None, gpu: st
 
     triton_compiler(family)  # an unknown family fails here, not in every compile worker
     env = {"TRITON_CACHE_DIR": cache_dir} if cache_dir else {}
-    return LiveBackend("triton", table_kernel(family), live_compile_task, live_timer_task, compile_payload,
+    return LiveBackend("triton", table_kernel(family), compile_task, timer_task, compile_payload,
                        time_payload, env, gpu_env(gpu), COMPILE_TIMEOUT_S, LAUNCH_TIMEOUT_S,
                        warmup=warm_triton)
 

@@ -25,9 +25,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flysearch.tables import Measurement, Outcome
+
+if TYPE_CHECKING:
+    from flysearch.evaluators._pool import TaskResult
 
 __all__ = ["CompileResult", "InfoTask", "TimerInfo", "measurement_from_json", "measurement_json"]
 
@@ -69,10 +72,31 @@ class CompileResult:
     extra: dict[str, Any] | None = None
     notes: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of_task(cls, res: TaskResult) -> CompileResult:
+        """What a compile task's pool result *res* says: the task's answer, or the failure of a
+        compile whose process crashed, hung or raised."""
+        if res.ok:
+            return res.value
+        return cls(False, res.elapsed_s, f"compile {res.status}: {res.detail}")
+
     def failure(self) -> Measurement:
         """The measurement of a build that failed: its outcome, no time, no timing."""
         return Measurement(self.outcome or Outcome.COMPILE_FAILED, None, self.compile_s, 0.0, self.detail,
                            dict(self.extra or {}))
+
+    def timed(self, res: TaskResult) -> Measurement:
+        """The measurement of this build, timed by a timing task whose pool result is *res*: the
+        timer's :class:`Measurement` with this compile's seconds and its ``extra`` first, or a
+        runtime failure when the timer crashed, hung or raised."""
+        extra = dict(self.extra or {})
+        if not res.ok:
+            return Measurement(Outcome.RUNTIME_FAILED, None, self.compile_s, res.elapsed_s,
+                               f"timer {res.status}: {res.detail}", extra)
+        m: Measurement = res.value
+        outcome = Outcome(m.outcome)
+        return Measurement(outcome, m.time_ms if outcome is Outcome.OK else None, self.compile_s, m.bench_s,
+                           m.detail, {**extra, **m.extra})
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ok": self.ok, "compile_s": self.compile_s, "detail": self.detail}
@@ -105,6 +129,17 @@ class TimerInfo:
     device: str
     versions: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sms(self) -> int | None:
+        """The GPU's SM count, where the timer reports it."""
+        sms = self.details.get("sms")
+        return int(sms) if sms else None
+
+    @property
+    def l2_bytes(self) -> int | None:
+        """The GPU's L2 size in bytes, where the timer reports it."""
+        return self.details.get("l2_bytes")
 
     def to_json(self) -> dict[str, Any]:
         return {"device": self.device, "versions": dict(self.versions), **self.details}

@@ -9,13 +9,15 @@ failure while the race goes on:
 * **the timer** (:func:`timer_task`, one process that owns the GPU) loads each binary from that cache,
   checks it against an fp32 torch reference and times it (:mod:`flysearch.evaluators`).
 
+Their tasks are frozen dataclasses (:class:`TritonCompileTask`, and the timer's ``TimeTask``,
+``VendorTask`` and :class:`InfoTask`) and their answers the typed messages of
+:mod:`flysearch.evaluators` (:class:`CompileResult`, :class:`TimerInfo`, :class:`Measurement`).
 :class:`TritonEvaluator` is the one-config-at-a-time form of the :class:`Evaluator` contract (compile,
-then time); :mod:`flysearch.race` drives the same two task functions as a pipeline.
+then time); :mod:`flysearch.race` and a live study drive the same two task functions as a pipeline.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -39,9 +41,6 @@ __all__ = [
     "TritonEvaluator",
     "compile_request",
     "compile_task",
-    "live_compile_task",
-    "live_timer_task",
-    "measurement_from_result",
     "timer_task",
     "timing_request",
 ]
@@ -56,79 +55,52 @@ LAUNCH_TIMEOUT_S = 60.0
 _DEFAULT_MAX_SMEM = 227 * 1024
 
 
-
-def compile_task(payload: dict[str, Any]) -> dict[str, Any]:
+def compile_task(task: TritonCompileTask) -> CompileResult:
     """Compile one config into the Triton cache (runs in a CPU worker).
 
-    Args:
-        payload: ``{"config": {...}, "spec": str, "arch": "sm_90", "max_smem": int, "family": str}``
-            (``family``: a Triton family of :func:`flysearch.kernels.triton_families`, the split-K
-            one by default).
-
-    Returns:
-        ``{"ok", "compile_s", "detail", "shared", "cache_hit"}``; a compiler exception or a
-        binary that needs more shared memory than the arch has is ``ok=False`` with the reason.
+    A compiler exception, or a binary that needs more shared memory than ``task.max_smem``, is
+    ``ok=False`` with the reason. The answer's notes hold the binary's shared memory
+    (``shared``) and, for a build, whether Triton's cache held it (``cache_hit``).
     """
     import triton
 
     from flysearch.kernels import triton_compiler
 
-    compile_config = triton_compiler(payload.get("family", DEFAULT_TRITON_FAMILY))
+    compile_config = triton_compiler(task.family)
     seen: dict[str, bool] = {}
     triton.knobs.compilation.listener = lambda **kw: seen.update(cache_hit=bool(kw.get("cache_hit")))
     start = time.perf_counter()
     try:
-        kernel = compile_config(payload["config"], payload["spec"], payload.get("arch", "sm_90"))
+        kernel = compile_config(task.config, task.spec, task.arch)
     except Exception as exc:  # a config the compiler rejects is a result, not an error
         detail = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
-        return {"ok": False, "compile_s": time.perf_counter() - start, "detail": detail[:300], "shared": 0}
+        return CompileResult(False, time.perf_counter() - start, detail[:300], notes={"shared": 0})
     elapsed = time.perf_counter() - start
     shared = int(kernel.metadata.shared)
-    limit = int(payload.get("max_smem", _DEFAULT_MAX_SMEM))
-    if shared > limit:
-        return {
-            "ok": False, "compile_s": elapsed, "shared": shared,
-            "detail": f"out of resources: shared memory {shared} > {limit} bytes",
-        }
-    return {"ok": True, "compile_s": elapsed, "detail": "", "shared": shared,
-            "cache_hit": seen.get("cache_hit", False)}
+    if shared > task.max_smem:
+        detail = f"out of resources: shared memory {shared} > {task.max_smem} bytes"
+        return CompileResult(False, elapsed, detail, notes={"shared": shared})
+    return CompileResult(True, elapsed, "", notes={"shared": shared,
+                                                   "cache_hit": seen.get("cache_hit", False)})
 
 
-def timer_task(payload: TimerTask | dict[str, Any]) -> Any:
-    """Run one GPU operation in the timer process (see :func:`gpu_bench.run_op`).
+def timer_task(task: TimerTask) -> TimerInfo | Measurement | Retire:
+    """Run one GPU operation in the timer process (see :func:`gpu_bench.run_op`): describe the
+    device (an :class:`InfoTask`), or validate and time a config or the vendor's GEMM (a
+    measurement, its ``compile_s`` unset).
 
     A CUDA error can leave the context unusable, so after a failed launch the timer answers and
     then exits (:class:`Retire`); the pool starts a fresh one for the next task.
     """
     from flysearch.evaluators import _gpu_bench as gpu_bench
 
-    task = gpu_bench.timer_request(payload) if isinstance(payload, dict) else payload
     start = time.perf_counter()
-    result = gpu_bench.run_op(task)
+    answer = gpu_bench.run_op(task)
+    # The GPU side answers dicts; here, at the process's edge, they become the typed messages.
     if isinstance(task, InfoTask):
-        result = {**result, "bench_s": time.perf_counter() - start}  # the GPU's start-up
-    return Retire(result) if result.get("fatal") else result
-
-
-def live_compile_task(task: TritonCompileTask) -> CompileResult:
-    """:func:`compile_task`, typed: what a live study's compile pool runs."""
-    return CompileResult.from_json(compile_task(task.to_json()))
-
-
-def live_timer_task(task: TimerTask) -> TimerInfo | Measurement | Retire:
-    """:func:`timer_task`, typed: what a live study's timer runs (a device's description for an
-    :class:`InfoTask`, else a measurement; retiring the timer after a failed launch)."""
-    answer = timer_task(task)
-    if isinstance(task, InfoTask):
-        return TimerInfo.from_json(answer)
-    if isinstance(answer, Retire):
-        return Retire(measurement_from_json(answer.value))
-    return measurement_from_json(answer)
-
-
-def measurement_from_result(result: dict[str, Any], compile_s: float | None) -> Measurement:
-    """Turn a timer answer into a :class:`Measurement`."""
-    return dataclasses.replace(measurement_from_json(result), compile_s=compile_s)
+        return TimerInfo.from_json({**answer, "bench_s": time.perf_counter() - start})  # the GPU's start-up
+    measured = measurement_from_json(answer)
+    return Retire(measured) if answer.get("fatal") else measured
 
 
 class TritonEvaluator:
@@ -197,13 +169,12 @@ class TritonEvaluator:
         compiler, _ = self._pools()
         self._n += 1
         spec = family_spec(self.family, shape, self.arch)
-        compiler.submit(self._n, compile_payload(config, shape, self.arch, self.family))
+        compiler.submit(self._n, compile_request(config, shape, self.arch, self.family))
         (res,) = compiler.drain()
-        if not res.ok or not res.value["ok"]:
-            detail = res.value["detail"] if res.ok else f"compile {res.status}: {res.detail}"
-            compile_s = res.value["compile_s"] if res.ok else res.elapsed_s
-            return Compiled(config, shape, Outcome.COMPILE_FAILED, compile_s, spec, detail)
-        return Compiled(config, shape, Outcome.OK, res.value["compile_s"], spec)
+        built = CompileResult.of_task(res)
+        if not built.ok:
+            return Compiled(config, shape, Outcome.COMPILE_FAILED, built.compile_s, spec, built.detail)
+        return Compiled(config, shape, Outcome.OK, built.compile_s, spec)
 
     def time(self, compiled: Compiled, *, best_ms: float | None = None) -> Measurement:
         if compiled.outcome is not Outcome.OK:
@@ -211,13 +182,10 @@ class TritonEvaluator:
         assert compiled.shape is not None
         _, timer = self._pools()
         self._n += 1
-        timer.submit(self._n, timing_payload(compiled.config, compiled.shape, self.arch, self.protocol,
+        timer.submit(self._n, timing_request(compiled.config, compiled.shape, self.arch, self.protocol,
                                              best_ms, self.family))
         (res,) = timer.drain()
-        if not res.ok:
-            return Measurement(Outcome.RUNTIME_FAILED, None, compiled.compile_s, res.elapsed_s,
-                               f"timer {res.status}: {res.detail}")
-        return measurement_from_result(res.value, compiled.compile_s)
+        return CompileResult(True, compiled.compile_s).timed(res)
 
 
 def family_spec(family: str, shape: Shape, arch: str, sms: int | None = None) -> str:
@@ -238,15 +206,14 @@ class TritonCompileTask:
         spec: Which binary of the family the shape needs (:func:`family_spec`).
         arch: The target.
         family: The Triton family.
+        max_smem: Bytes of shared memory the target has (a binary that needs more is a failure).
     """
 
     config: dict[str, Any]
     spec: str
     arch: str = "sm_90"
     family: str = DEFAULT_TRITON_FAMILY
-
-    def to_json(self) -> dict[str, Any]:
-        return {"config": self.config, "spec": self.spec, "arch": self.arch, "family": self.family}
+    max_smem: int = _DEFAULT_MAX_SMEM
 
 
 def compile_request(
@@ -257,13 +224,6 @@ def compile_request(
     return TritonCompileTask(config.as_dict(), family_spec(family, shape, arch, sms), arch, family)
 
 
-def compile_payload(
-    config: Config, shape: Shape, arch: str, family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None
-) -> dict[str, Any]:
-    """:func:`compile_request` as the payload dict :func:`compile_task` takes."""
-    return compile_request(config, shape, arch, family, sms).to_json()
-
-
 def timing_request(
     config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None,
     family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None,
@@ -271,11 +231,3 @@ def timing_request(
     """The timer task that validates and times *config* of Triton *family* on *shape*."""
     return TimeTask(shape.as_dict(), config.as_dict(), family_spec(family, shape, arch, sms), arch,
                     asdict(protocol) if protocol is not None else None, best_ms, family)
-
-
-def timing_payload(
-    config: Config, shape: Shape, arch: str, protocol: TimingProtocol | None, best_ms: float | None,
-    family: str = DEFAULT_TRITON_FAMILY, sms: int | None = None,
-) -> dict[str, Any]:
-    """:func:`timing_request` as the payload dict :func:`timer_task` takes."""
-    return timing_request(config, shape, arch, protocol, best_ms, family, sms).to_json()

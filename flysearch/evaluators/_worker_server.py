@@ -103,7 +103,7 @@ class WorkerSpec:
             context is on): a pool gets such a worker only when its environment has the value the
             worker started with, or lacks it as the worker did.
         warm: A task run once, its answer dropped, before the worker is offered (the timer's
-            ``{"op": "info"}``, which brings the GPU up); ``None`` for none.
+            :class:`~flysearch.evaluators.InfoTask`, which brings the GPU up); ``None`` for none.
         spares: Workers of this kind kept started and waiting.
         name: What ``flysearch serve`` calls this kind (``timer``, ``compile``).
         refill: When a spare handed out is replaced: ``"now"``, or ``"after"`` the worker it became

@@ -41,18 +41,26 @@ from flysearch.evaluators import (
     COMPILE_TIMEOUT_S,
     DEFAULT_TRITON_FAMILY,
     LAUNCH_TIMEOUT_S,
+    CompilePipeline,
+    CompileResult,
+    InfoTask,
+    Measurement,
     RetimeSettings,
     TaskResult,
+    TimerInfo,
+    TimerTask,
     TimingProtocol,
+    TritonCompileTask,
+    VendorTask,
     WorkerPool,
-    compile_payload,
+    compile_request,
     compile_task,
     family_spec,
     interleaved_rounds,
     protocol_dict,
     rounds_record,
     timer_task,
-    timing_payload,
+    timing_request,
     top_rows,
     with_rounds,
 )
@@ -105,8 +113,12 @@ class RaceSettings:
         compile_timeout_s: Seconds before a compile's worker is killed.
         launch_timeout_s: Seconds before a validate-and-time task's timer is killed.
         protocol: Timing protocol.
-        compile_fn: Module-level compile task (see :func:`flysearch.evaluators.compile_task`).
-        timer_fn: Module-level timer task (see :func:`flysearch.evaluators.timer_task`).
+        compile_fn: Module-level compile task: a :class:`~flysearch.evaluators.TritonCompileTask`
+            answered with a :class:`~flysearch.evaluators.CompileResult` (see
+            :func:`flysearch.evaluators.compile_task`).
+        timer_fn: Module-level timer task: an :class:`~flysearch.evaluators.InfoTask` answered with a
+            :class:`~flysearch.evaluators.TimerInfo`, a ``TimeTask`` or ``VendorTask`` with a
+            :class:`~flysearch.tables.Measurement` (see :func:`flysearch.evaluators.timer_task`).
         retime: Confirm each finished shape's top in interleaved rounds (``None``: do not).
             A shape the deadline cut short, or that finished after it, is not re-timed (a rerun
             re-times it).
@@ -124,8 +136,8 @@ class RaceSettings:
     compile_timeout_s: float = COMPILE_TIMEOUT_S
     launch_timeout_s: float = LAUNCH_TIMEOUT_S
     protocol: TimingProtocol = field(default_factory=TimingProtocol)
-    compile_fn: Callable[[dict[str, Any]], Any] = compile_task
-    timer_fn: Callable[[dict[str, Any]], Any] = timer_task
+    compile_fn: Callable[[TritonCompileTask], Any] = compile_task
+    timer_fn: Callable[[TimerTask], Any] = timer_task
     retime: RetimeSettings | None = field(default_factory=RetimeSettings)
 
 
@@ -305,10 +317,10 @@ class _Race:
         import os
 
         workers = settings.workers or max(1, (os.cpu_count() or 2) - 2)
-        self.compiler = WorkerPool(settings.compile_fn, workers=workers,
-                                   timeout_s=settings.compile_timeout_s, env=env)
-        self.timer = WorkerPool(settings.timer_fn, workers=1, timeout_s=settings.launch_timeout_s, env=env)
-        self.compiled: dict[tuple[str, str], dict[str, Any]] = {}
+        self.pipe = CompilePipeline(
+            WorkerPool(settings.compile_fn, workers=workers, timeout_s=settings.compile_timeout_s, env=env),
+            WorkerPool(settings.timer_fn, workers=1, timeout_s=settings.launch_timeout_s, env=env))
+        self.compiled: dict[tuple[str, str], CompileResult] = {}
         self.sms: int | None = None  # the GPU's, once the timer has said
         self.buffer: dict[str, tuple[TableMeta, list[Row]]] = {}
         self.last_flush = time.monotonic()
@@ -323,22 +335,20 @@ class _Race:
     def out_of_time(self) -> bool:
         return self.s.deadline_s is not None and time.monotonic() - self.t0 > self.s.deadline_s
 
-    def timer_call(self, payload: dict[str, Any], timeout_s: float | None = None) -> TaskResult:
-        self.timer.submit(("op", payload["op"]), payload, timeout_s=timeout_s)
+    def timer_call(self, task: TimerTask, timeout_s: float | None = None) -> TaskResult:
+        """Run *task* on the timer (alone), collecting compiles meanwhile."""
+        self.pipe.time(("op", type(task).__name__), task, timeout_s=timeout_s)
         while True:
-            results = self.timer.poll(timeout=0.05)
-            self.collect_compiles(self.compiler.poll(0))
-            if results:
-                return results[0]
+            timed = self.wait(0.05)
+            if timed:
+                return timed[0]
 
-    def collect_compiles(self, results: list[TaskResult]) -> None:
-        for r in results:
-            if r.ok:
-                self.compiled[r.task_id] = r.value
-            else:
-                self.compiled[r.task_id] = {
-                    "ok": False, "compile_s": r.elapsed_s, "detail": f"compile {r.status}: {r.detail}",
-                }
+    def wait(self, timeout: float) -> list[TaskResult]:
+        """Wait up to *timeout* seconds for an answer; keep the compiles, return the timings."""
+        built, timed = self.pipe.wait(timeout)
+        for res, compiled in built:
+            self.compiled[res.task_id] = compiled
+        return timed
 
     def add_row(self, meta: TableMeta, row: Row) -> None:
         self.buffer.setdefault(meta.name, (meta, []))[1].append(row)
@@ -356,8 +366,7 @@ class _Race:
 
     def close(self) -> None:
         self.flush()
-        self.compiler.close()
-        self.timer.close()
+        self.pipe.close()
 
 
 def run_race(
@@ -388,21 +397,22 @@ def run_race(
 def _run(race: _Race) -> RaceReport:
     from flysearch.kernels import triton_family
 
-    info_res = race.timer_call({"op": "info"})
-    if not info_res.ok:
+    info_res = race.timer_call(InfoTask())
+    if not info_res.ok or not isinstance(info_res.value, TimerInfo):
+        detail = info_res.detail if not info_res.ok else str(info_res.value)[:200]
         raise FlysearchError(
-            f"The GPU timer could not start ({info_res.status}: {info_res.detail}); run the race on a "
+            f"The GPU timer could not start ({info_res.status}: {detail}); run the race on a "
             "machine with a CUDA GPU, torch and Triton."
         )
-    info = info_res.value
+    info: TimerInfo = info_res.value
     # The profile of the GPU the timer sees (an MI308X has 80 CUs, not the MI300X's 304).
-    arch = get_arch(race.s.arch).on_device(info["device"]) if race.s.arch else arch_of_device(info["device"])
+    arch = get_arch(race.s.arch).on_device(info.device) if race.s.arch else arch_of_device(info.device)
     triton_family(race.s.family).check_arch(arch)
-    race.sms = int(info["sms"]) if info.get("sms") else None
-    device = device_label(info["device"])
+    race.sms = info.sms
+    device = device_label(info.device)
     plans = _plan(race, arch, device)
     _submit_compiles(race, plans, arch.name)
-    report = RaceReport(info["device"], arch.name, info["versions"], [p.report for p in plans])
+    report = RaceReport(info.device, arch.name, dict(info.versions), [p.report for p in plans])
     for plan in plans:
         if race.out_of_time():
             race.stopped = "deadline"
@@ -411,8 +421,8 @@ def _run(race: _Race) -> RaceReport:
         race.progress(_shape_line(plan.report))
         if race.s.retime is not None and race.stopped == "done" and not race.out_of_time():
             _retime_shape(race, plan, arch.name, info)
-    report.compiles = sum(1 for v in race.compiled.values() if v.get("ok"))
-    report.compile_failures = sum(1 for v in race.compiled.values() if not v.get("ok"))
+    report.compiles = sum(1 for v in race.compiled.values() if v.ok)
+    report.compile_failures = sum(1 for v in race.compiled.values() if not v.ok)
     report.wall_s = time.monotonic() - race.t0
     report.stopped = race.stopped
     return report
@@ -441,33 +451,31 @@ def _submit_compiles(race: _Race, plans: list[_Plan], arch: str) -> None:
             task = (spec, config.key)
             if task not in seen:
                 seen.add(task)
-                payload = compile_payload(config, plan.race_shape.shape, arch, race.s.family, race.sms)
-                race.compiler.submit(task, payload)
+                race.pipe.compile(task, compile_request(config, plan.race_shape.shape, arch, race.s.family,
+                                                        race.sms))
 
 
-def _meta(race: _Race, plan: _Plan, arch: str, info: dict[str, Any], vendor: dict[str, Any]) -> TableMeta:
+def _meta(race: _Race, plan: _Plan, arch: str, info: TimerInfo, vendor: dict[str, Any]) -> TableMeta:
     rs = plan.race_shape
     notes = {
         "vendor": vendor, "shape_name": rs.name, "model": rs.model, "layer": rs.layer,
-        "protocol": protocol_dict(race.s.protocol), "l2_bytes": info.get("l2_bytes"), "sms": info.get("sms"),
+        "protocol": protocol_dict(race.s.protocol), "l2_bytes": info.l2_bytes, "sms": info.sms,
     }
     return TableMeta(
-        name=plan.table, kernel=race.s.kernel, arch=arch, device=info["device"],
+        name=plan.table, kernel=race.s.kernel, arch=arch, device=info.device,
         problem=rs.shape.as_dict(), space=race.space.to_json(), source="flysearch race",
-        versions=dict(info["versions"]), notes=json.dumps(notes, sort_keys=True),
+        versions=dict(info.versions), notes=json.dumps(notes, sort_keys=True),
     )
 
 
-def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> None:
+def _race_shape(race: _Race, plan: _Plan, arch: str, info: TimerInfo) -> None:
     start = time.monotonic()
-    shape_d = plan.race_shape.shape.as_dict()
-    proto = protocol_dict(race.s.protocol)
+    shape = plan.race_shape.shape
     if plan.table in race.store:
         meta = race.store.meta(plan.table)
     else:
-        res = _time_vendor(race, shape_d)
-        vendor = dict(res.value) if res.ok else {"outcome": "runtime_failed", "detail": res.detail}
-        vendor.update({"backend": "cublas", "op": "torch.mm(A, W.t())"})
+        vendor = {**_vendor_record(_time_vendor(race, shape)), "backend": "cublas",
+                  "op": "torch.mm(A, W.t())"}
         meta = _meta(race, plan, arch, info, vendor)
         race.store.add_rows(meta, [])
     plan.report.vendor_ms = vendor_ms(meta)
@@ -476,41 +484,53 @@ def _race_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> No
     in_flight: Config | None = None
     best: float | None = _best_so_far(race.store, plan.table)
     while pending or in_flight is not None:
-        race.collect_compiles(race.compiler.poll(0))
         pending = _drop_failed_compiles(race, plan, meta, spec, pending)
         if in_flight is None and not race.out_of_time():
-            ready = next((c for c in pending if race.compiled.get((spec, c.key), {}).get("ok")), None)
+            ready = next((c for c in pending if _built(race.compiled.get((spec, c.key)))), None)
             if ready is not None:
                 pending.remove(ready)
                 in_flight = ready
-                race.timer.submit(ready.key, {"op": "time", "shape": shape_d, "config": ready.as_dict(),
-                                              "spec": spec, "arch": arch, "protocol": proto, "best_ms": best,
-                                              "family": race.s.family})
+                race.pipe.time(ready.key, timing_request(ready, shape, arch, race.s.protocol, best,
+                                                         race.s.family, race.sms))
         elif in_flight is None:
             race.stopped = "deadline"
             break
-        for res in race.timer.poll(timeout=0.02 if in_flight is not None else 0.0):
+        if in_flight is None and not pending:
+            break
+        for res in race.wait(0.05):  # a compile or the timing in flight, whichever answers first
             assert in_flight is not None
-            row = _timed_row(in_flight, res, race.compiled[(spec, in_flight.key)])
+            row = Row.from_measurement(in_flight.key, in_flight.as_dict(),
+                                       _kept(race.compiled[(spec, in_flight.key)]).timed(res))
             if row.ok and (best is None or (row.time_ms or 0) < best):
                 best = row.time_ms
             _count(plan.report, row)
             race.add_row(meta, row)
             in_flight = None
-        if in_flight is None and pending and not any(
-            race.compiled.get((spec, c.key)) for c in pending
-        ):
-            race.collect_compiles(race.compiler.poll(timeout=0.05))
     race.flush()
     _finish_report(race, plan, start)
 
 
-def _time_vendor(race: _Race, shape: dict[str, Any]) -> TaskResult:
+def _time_vendor(race: _Race, shape: Shape) -> TaskResult:
     """Validate and time cuBLAS (``torch.mm``) at *shape* in the timer, with the race's protocol."""
-    return race.timer_call({"op": "vendor", "shape": shape, "protocol": protocol_dict(race.s.protocol)})
+    return race.timer_call(VendorTask(shape.as_dict(), protocol_dict(race.s.protocol)))
 
 
-def _retime_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> None:
+def _vendor_record(res: TaskResult) -> dict[str, Any]:
+    """What a table's notes keep of cuBLAS's timing *res*: its outcome, its time where it is ``OK``,
+    its seconds and extra, and the reason for a failure."""
+    if not res.ok:
+        return {"outcome": Outcome.RUNTIME_FAILED.value, "detail": res.detail}
+    m: Measurement = res.value
+    outcome = Outcome(m.outcome)
+    record: dict[str, Any] = {"outcome": outcome.value, "bench_s": m.bench_s, "extra": dict(m.extra)}
+    if outcome is Outcome.OK:
+        record["time_ms"] = m.time_ms
+    if m.detail:
+        record["detail"] = m.detail
+    return record
+
+
+def _retime_shape(race: _Race, plan: _Plan, arch: str, info: TimerInfo) -> None:
     """Confirm a finished shape's top (:mod:`flysearch.evaluators`), unless it was re-timed before and
     this run measured nothing new for it (new rows may change the top: it is then re-timed anew and
     the earlier rounds of configs no longer in it are dropped)."""
@@ -535,7 +555,7 @@ def _retime_shape(race: _Race, plan: _Plan, arch: str, info: dict[str, Any]) -> 
 
 
 def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row], arch: str,
-                 info: dict[str, Any]) -> int:
+                 info: TimerInfo) -> int:
     """Time the table's top and cuBLAS in interleaved rounds and store them; the number of configs
     confirmed."""
     settings = race.s.retime
@@ -546,25 +566,26 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
     configs = {r.key: Config.from_dict(r.params) for r in rows}
     for r in rows:  # configs raced by an earlier run were not compiled by this one
         if (spec, r.key) not in race.compiled:
-            payload = compile_payload(configs[r.key], shape, arch, race.s.family, race.sms)
-            race.compiler.submit((spec, r.key), payload)
+            race.pipe.compile((spec, r.key), compile_request(configs[r.key], shape, arch, race.s.family,
+                                                             race.sms))
     while any((spec, r.key) not in race.compiled for r in rows):
-        race.collect_compiles(race.compiler.poll(timeout=0.05))
+        race.wait(0.05)  # nothing is timing
 
     def time_one(row: Row) -> float | str:
         if row.key == VENDOR_KEY:
-            res = _time_vendor(race, shape.as_dict())
-            v = res.value if res.ok else {}
-            if v.get("outcome") == "ok" and v.get("time_ms"):
-                return float(v["time_ms"])
-            return f"{v.get('outcome', 'runtime_failed')}: {v.get('detail') or res.detail}"
-        compiled = race.compiled[(spec, row.key)]
-        if not compiled.get("ok"):
-            return compiled.get("detail") or "compile failed"
-        res = race.timer_call(timing_payload(configs[row.key], shape, arch, race.s.protocol, None,
+            vendor = _vendor_record(_time_vendor(race, shape))
+            if vendor["outcome"] == Outcome.OK.value and vendor["time_ms"]:
+                return float(vendor["time_ms"])
+            return f"{vendor['outcome']}: {vendor.get('detail', '')}"
+        compiled = _kept(race.compiled[(spec, row.key)])
+        if not compiled.ok:
+            return compiled.detail or "compile failed"
+        res = race.timer_call(timing_request(configs[row.key], shape, arch, race.s.protocol, None,
                                              race.s.family, race.sms))
-        timed = _timed_row(configs[row.key], res, compiled)
-        return timed.time_ms if timed.ok and timed.time_ms else f"{timed.outcome}: {timed.detail}"
+        timed = compiled.timed(res)
+        if timed.outcome is Outcome.OK and timed.time_ms:
+            return timed.time_ms
+        return f"{timed.outcome}: {timed.detail}"
 
     vendor_row = Row(VENDOR_KEY, {}, Outcome.OK.value)
     samples, failed = interleaved_rounds([*rows, vendor_row] if rows else [], time_one, settings.rounds,
@@ -574,8 +595,8 @@ def _confirm_top(race: _Race, plan: _Plan, table: GroundTruth, before: list[Row]
         record = rounds_record(samples.pop(VENDOR_KEY, []), failed.pop(VENDOR_KEY, None))
         notes["vendor"] = {**(notes.get("vendor") or {}), "retime": record}
     notes["retime"] = {"rounds": settings.rounds, "within": settings.within, "min_k": settings.min_k,
-                       "max_k": settings.max_k, "seed": settings.seed, "device": info["device"],
-                       "versions": dict(info["versions"]), "date": time.strftime("%Y-%m-%d", time.gmtime())}
+                       "max_k": settings.max_k, "seed": settings.seed, "device": info.device,
+                       "versions": dict(info.versions), "date": time.strftime("%Y-%m-%d", time.gmtime())}
     keys = {r.key for r in rows}
     stale = [replace(r, extra={k: v for k, v in r.extra.items() if k != RETIME}) for r in before
              if r.key not in keys]
@@ -601,10 +622,9 @@ def _drop_failed_compiles(
 ) -> list[Config]:
     keep = []
     for c in pending:
-        res = race.compiled.get((spec, c.key))
-        if res is not None and not res.get("ok"):
-            row = Row(c.key, c.as_dict(), Outcome.COMPILE_FAILED.value, None, res.get("compile_s"), 0.0,
-                      res.get("detail", ""), {"shared": res.get("shared")} if res.get("shared") else {})
+        compiled = race.compiled.get((spec, c.key))
+        if compiled is not None and not compiled.ok:
+            row = Row.from_measurement(c.key, c.as_dict(), _kept(compiled).failure())
             _count(plan.report, row)
             race.add_row(meta, row)
         else:
@@ -612,18 +632,19 @@ def _drop_failed_compiles(
     return keep
 
 
-def _timed_row(config: Config, res: TaskResult, compiled: dict[str, Any]) -> Row:
-    compile_s = compiled.get("compile_s")
-    cache = {"cache_hit": bool(compiled.get("cache_hit"))} if "cache_hit" in compiled else {}
-    if not res.ok:
-        return Row(config.key, config.as_dict(), Outcome.RUNTIME_FAILED.value, None, compile_s,
-                   res.elapsed_s, f"timer {res.status}: {res.detail}", cache)
-    v = res.value
-    outcome = Outcome(v["outcome"])
-    extra = {**cache, **dict(v.get("extra", {}))}
-    time_ms = v.get("time_ms") if outcome is Outcome.OK else None
-    return Row(config.key, config.as_dict(), outcome.value, time_ms, compile_s, v.get("bench_s"),
-               v.get("detail", ""), extra)
+def _kept(compiled: CompileResult) -> CompileResult:
+    """*compiled* with what a race's rows keep of its notes in their ``extra``: whether Triton's
+    cache held a build, and the shared memory of a build that failed."""
+    notes = compiled.notes
+    if compiled.ok:
+        kept = {"cache_hit": bool(notes["cache_hit"])} if "cache_hit" in notes else {}
+    else:
+        kept = {"shared": notes["shared"]} if notes.get("shared") else {}
+    return replace(compiled, extra={**(compiled.extra or {}), **kept}) if kept else compiled
+
+
+def _built(compiled: CompileResult | None) -> bool:
+    return compiled is not None and compiled.ok
 
 
 def _count(report: ShapeReport, row: Row) -> None:

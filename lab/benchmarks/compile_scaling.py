@@ -24,7 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from flysearch.evaluators import WorkerPool, compile_payload, compile_task, warm_triton  # noqa: E402
+from flysearch.evaluators import (  # noqa: E402
+    TritonCompileTask,
+    WorkerPool,
+    compile_request,
+    compile_task,
+    warm_triton,
+)
 from flysearch.kernels import get_space  # noqa: E402
 from flysearch.space import get_arch, parse_shape  # noqa: E402
 
@@ -40,7 +46,7 @@ def topology() -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in fields if k.strip() in wanted}
 
 
-def compile_rate(payloads: list[dict], workers: int) -> dict[str, float]:
+def compile_rate(payloads: list[TritonCompileTask], workers: int) -> dict[str, float]:
     """Compile *payloads* with a fresh pool of *workers* into a fresh cache; configs per second."""
     with tempfile.TemporaryDirectory(prefix="flysearch-scaling-") as cache:
         pool = WorkerPool(compile_task, workers=workers, timeout_s=300, env={"TRITON_CACHE_DIR": cache},
@@ -53,7 +59,7 @@ def compile_rate(payloads: list[dict], workers: int) -> dict[str, float]:
             pool.close()
     spans = [r.ran for r in results if r.ran is not None]
     wall = max(end for _, end in spans) - min(start for start, _ in spans)
-    ok = sum(1 for r in results if r.ok and r.value.get("ok"))
+    ok = sum(1 for r in results if r.ok and r.value.ok)
     busy = sum(end - start for start, end in spans)
     return {"workers": workers, "configs": len(payloads), "compiled_ok": ok, "wall_s": round(wall, 2),
             "configs_per_s": round(len(payloads) / wall, 2),
@@ -74,7 +80,7 @@ def main() -> None:
     shape = parse_shape("256x1536x7168")
     feasible = get_space("triton_gemm_splitk").enumerate(shape, get_arch("sm_90")).feasible
     step = max(1, len(feasible) // args.configs)
-    payloads = [compile_payload(c, shape, "sm_90") for c in feasible[::step][: args.configs]]
+    payloads = [compile_request(c, shape, "sm_90") for c in feasible[::step][: args.configs]]
     runs = []
     for workers in sizes:
         runs.append(compile_rate(payloads, workers))

@@ -38,7 +38,17 @@ sys.path.insert(0, str(ROOT))
 from _retime_top import retime_top_report, retime_top_summary  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
-from flysearch.evaluators import WorkerPool, compile_task, interleaved_rounds, timer_task, top_rows  # noqa: E402
+from flysearch.evaluators import (  # noqa: E402
+    InfoTask,
+    Outcome,
+    TimeTask,
+    TritonCompileTask,
+    WorkerPool,
+    compile_task,
+    interleaved_rounds,
+    timer_task,
+    top_rows,
+)
 from flysearch.kernels import spec_key  # noqa: E402
 from flysearch.space import Shape  # noqa: E402
 from flysearch.tables import GroundTruth, Row, read_table_file  # noqa: E402
@@ -60,18 +70,17 @@ def retime_table(table: GroundTruth, rows: list[Row], compiler: WorkerPool, time
     spec, arch = spec_key(shape), table.meta.arch or "sm_90"
     protocol = json.loads(table.meta.notes or "{}").get("protocol")
     for r in rows:
-        compiler.submit(r.key, {"config": r.params, "spec": spec, "arch": arch})
+        compiler.submit(r.key, TritonCompileTask(r.params, spec, arch))
     compiled = {res.task_id: res for res in compiler.drain()}
 
     def time_one(r: Row) -> float | str:
-        if not (compiled[r.key].ok and compiled[r.key].value.get("ok")):
+        if not (compiled[r.key].ok and compiled[r.key].value.ok):
             return "compile failed"
-        timer.submit(r.key, {"op": "time", "shape": shape.as_dict(), "config": r.params, "spec": spec,
-                             "arch": arch, "protocol": protocol, "best_ms": None})
+        timer.submit(r.key, TimeTask(shape.as_dict(), r.params, spec, arch, protocol, None))
         (res,) = timer.drain()
-        if res.ok and res.value.get("outcome") == "ok":
-            return float(res.value["time_ms"])
-        return res.value.get("detail", "") if res.ok else f"timer {res.status}"
+        if res.ok and res.value.outcome is Outcome.OK:
+            return float(res.value.time_ms)
+        return res.value.detail if res.ok else f"timer {res.status}"
 
     samples, failed = interleaved_rounds(rows, time_one, rounds, seed)
     configs = []
@@ -125,7 +134,7 @@ def main() -> None:
     timer = WorkerPool(timer_task, workers=1, timeout_s=60.0, env=env)
     t0 = time.monotonic()
     try:
-        timer.submit("info", {"op": "info"})
+        timer.submit("info", InfoTask())
         (info,) = timer.drain()
         if not info.ok:
             sys.exit(f"The GPU timer could not start ({info.status}: {info.detail}).")
@@ -139,8 +148,8 @@ def main() -> None:
         timer.close()
     commit = code_commit(ROOT)
     doc = {"command": "python lab/benchmarks/retime_top.py " + " ".join(sys.argv[1:]),
-           "date": dt.date.today().isoformat(), "code_commit": commit, "device": info.value.get("device"),
-           "versions": info.value.get("versions"), "within": args.within, "min_k": args.min_k,
+           "date": dt.date.today().isoformat(), "code_commit": commit, "device": info.value.device,
+           "versions": info.value.versions, "within": args.within, "min_k": args.min_k,
            "max_k": args.max_k, "rounds": args.rounds, "seed": args.seed,
            "wall_s": round(time.monotonic() - t0, 1), "tables": results}
     text = json.dumps(doc, indent=1)

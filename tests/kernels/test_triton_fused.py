@@ -97,14 +97,16 @@ def test_compiled_kernel_orders_the_partial_sums_before_the_arrival(config, tmp_
 
 def test_the_race_compile_task_builds_the_fused_kernel(tmp_path, monkeypatch) -> None:
     pytest.importorskip("triton")
-    from flysearch.evaluators import compile_task
+    import dataclasses
+
+    from flysearch.evaluators import TritonCompileTask, compile_task
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     config = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, SPLIT_K=8, num_warps=4, num_stages=3)
-    payload = {"config": config, "spec": "n16=1,k16=1", "arch": "sm_90", "family": SPACE_NAME}
-    assert compile_task(payload)["ok"]
+    task = TritonCompileTask(config, "n16=1,k16=1", "sm_90", SPACE_NAME)
+    assert compile_task(task).ok
     built = {p.name.split(".")[0] for p in tmp_path.rglob("*.cubin")}
     assert built == {"fused_splitk_gemm_kernel"}
-    assert compile_task({**payload, "family": "triton_gemm_splitk"})["ok"]
+    assert compile_task(dataclasses.replace(task, family="triton_gemm_splitk")).ok
     assert {p.name.split(".")[0] for p in tmp_path.rglob("*.cubin")} == {
         "fused_splitk_gemm_kernel", "splitk_gemm_kernel"}

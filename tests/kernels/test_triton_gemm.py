@@ -94,11 +94,11 @@ def test_space_module_imports_without_triton_or_torch() -> None:
 
 def test_unaligned_compile_on_cpu_when_triton_is_installed(tmp_path, monkeypatch) -> None:
     pytest.importorskip("triton")
-    from flysearch.evaluators import compile_task
+    from flysearch.evaluators import TritonCompileTask, compile_task
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     config = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, GROUP_M=1, SPLIT_K=2, num_warps=4, num_stages=2)
-    first = compile_task({"config": config, "spec": "n16=0,k16=0"})
-    assert first["ok"] and not first["cache_hit"], first
-    again = compile_task({"config": config, "spec": "n16=0,k16=0"})
-    assert again["ok"] and again["cache_hit"]
+    first = compile_task(TritonCompileTask(config, "n16=0,k16=0"))
+    assert first.ok and not first.notes["cache_hit"], first
+    again = compile_task(TritonCompileTask(config, "n16=0,k16=0"))
+    assert again.ok and again.notes["cache_hit"]

@@ -83,6 +83,7 @@ def test_a_race_of_the_tma_family_compiles_each_binary_for_the_gpus_sm_count(tmp
         # the binary for the fake H200's 132 SMs (the persistent loop's stride is compiled in)
         assert {(r.extra["family"], r.extra["spec"]) for r in ok} == {
             ("triton_gemm_tma", "m=16,n16=1,k16=1,sms=132")}
+        assert all(r.extra["cache_hit"] is True for r in ok)  # the compile's note, kept in the row
 
 
 def test_a_race_of_the_tma_family_on_a_gpu_without_tma_says_so(tmp_path) -> None:

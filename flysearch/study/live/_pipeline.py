@@ -18,7 +18,6 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -26,6 +25,7 @@ from optuna.trial import TrialState
 
 from flysearch.errors import FlysearchError
 from flysearch.evaluators import (
+    CompilePipeline,
     CompileResult,
     Measurement,
     TaskResult,
@@ -146,7 +146,6 @@ class Pipeline:
         self.space, self.backend, self.s, self.live = space, backend, settings, live
         self.placeholders: dict[str, int] = {}
         self.last_pull = 0.0
-        self.blocked_s = 0.0  # seconds the loop waited for a compile or a timing
         self.pulled_to = 0.0  # finished_at of the newest claim pulled
         self.claims, self.store, self.context = claims, store, context
         self.shape, self.arch = context.shape, context.arch
@@ -165,14 +164,19 @@ class Pipeline:
         # Written at the end of each loop pass, one transaction each (see flush).
         self.compiled_batch: dict[str, dict[str, Any]] = {}  # key -> CompileResult.to_json()
         self.finished_batch: list[tuple[_Item, Measurement]] = []
+        self.pipe = CompilePipeline(*pools)  # its blocked_s: seconds the loop waited for an answer
         self.compiler, self.timer = pools
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
         self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
         self._sums: dict[str, float] = {}  # time-weighted sums of the samples, and their seconds
 
     def close(self) -> None:
-        self.compiler.close(grace_s=0.0, wait=False)  # idle workers hold nothing to lose
-        self.timer.close(grace_s=0.0, wait=False)
+        self.pipe.close(grace_s=0.0, wait=False)  # idle workers hold nothing to lose
+
+    @property
+    def blocked_s(self) -> float:
+        """Seconds the loop waited for a compile or a timing."""
+        return self.pipe.blocked_s
 
     @property
     def in_flight(self) -> int:
@@ -307,7 +311,7 @@ class Pipeline:
         if row.worker != self.claims.worker or row.trial != trial.number or row.result is None:
             return False
         measured = measurement_from_json(row.result)
-        self._add_rows([_table_row(config, measured)])
+        self._add_rows([Row.from_measurement(config.key, config.as_dict(), measured)])
         self.history.compiles = max(self.history.compiles, row.compile_index)
         record = _record_of(row, measured)
         record.compile_index, record.cost_s = row.compile_index, self.history.cost_s
@@ -326,16 +330,11 @@ class Pipeline:
         now = time.monotonic()
         return now - res.elapsed_s, now
 
-    def on_compiled(self, res: TaskResult) -> None:
+    def on_compiled(self, res: TaskResult, compiled: CompileResult) -> None:
         self.log.compile_intervals.append(self._interval(res))
         self._observe("compile", self.log.compile_intervals[-1])
         item = self.items[res.task_id]
         self.log.compiled += 1
-        if not res.ok:
-            self.finish(item, Measurement(Outcome.COMPILE_FAILED, None, res.elapsed_s, 0.0,
-                                          f"compile {res.status}: {res.detail}", {}))
-            return
-        compiled: CompileResult = res.value
         if not compiled.ok:
             self.finish(item, compiled.failure())
             return
@@ -355,15 +354,8 @@ class Pipeline:
         self.timing.discard(res.task_id)
         self.log.timed += 1
         self._observe("timing", self.log.timer_intervals[-1])
-        compile_s = item.compiled.compile_s if item.compiled is not None else None
-        extra = dict(item.compiled.extra or {}) if item.compiled is not None else {}
-        if not res.ok:
-            self.finish(item, Measurement(Outcome.RUNTIME_FAILED, None, compile_s, res.elapsed_s,
-                                          f"timer {res.status}: {res.detail}", extra))
-            return
-        m: Measurement = res.value
-        self.finish(item, Measurement(m.outcome, m.time_ms if m.outcome is Outcome.OK else None, compile_s,
-                                      m.bench_s, m.detail, {**extra, **m.extra}))
+        assert item.compiled is not None  # only built configs are timed
+        self.finish(item, item.compiled.timed(res))
 
     def on_info(self, res: TaskResult) -> None:
         if not res.ok or not isinstance(res.value, TimerInfo):
@@ -422,7 +414,7 @@ class Pipeline:
                 self.trials.finish(item.trial, record)
                 for trial in self.waiting.pop(key, []):
                     self._duplicate(trial, key)
-                rows.append(_table_row(item.config, result))
+                rows.append(Row.from_measurement(item.config.key, item.config.as_dict(), result))
             add_finished_trials(self.durable, self.unsaved, connection=c)
 
     def _add_rows(self, rows: list[Row]) -> None:
@@ -451,8 +443,9 @@ class Pipeline:
         have |= {r.key for r in rows}
         for claim in self.claims.rows(finished_only=True):
             if claim.key not in have and claim.result is not None:
-                rows.append(_table_row(self.space.decode(claim.params, self.s.encoding),
-                                       measurement_from_json(claim.result)))
+                config = self.space.decode(claim.params, self.s.encoding)
+                rows.append(Row.from_measurement(config.key, config.as_dict(),
+                                                 measurement_from_json(claim.result)))
         self.store.add_rows(self.meta, rows)
         self.rows.clear()
         self.log.table, self.log.device = self.meta.name, self.meta.device
@@ -573,30 +566,17 @@ class Pipeline:
 
     def poll(self, timeout: float) -> None:
         """Block until a compile or a timing finishes (or *timeout* seconds), then handle it."""
-        handles = self.compiler.handles() + self.timer.handles()
+        self.pipe.dispatch()
         self.sample()
-        deadlines = [d for d in (self.compiler.next_deadline(), self.timer.next_deadline()) if d is not None]
-        if deadlines:
-            timeout = max(0.0, min(timeout, min(deadlines) - time.monotonic()))
-        start = time.monotonic()
-        if handles:
-            wait(handles, timeout)
-        elif timeout > 0:
-            time.sleep(timeout)
-        self.blocked_s += time.monotonic() - start
-        compiled, timed = self.compiler.poll(0), self.timer.poll(0)
+        built, timed = self.pipe.wait(timeout)
         self.timing.difference_update(res.task_id for res in timed)
-        for res in compiled:
-            self.on_compiled(res)
+        for res, compiled in built:
+            self.on_compiled(res, compiled)
         self.dispatch_timer()  # feed the GPU before storing what it measured
         for res in timed:
             self.on_timed(res)
         self.dispatch_timer()
         self.flush()
-
-
-def _table_row(config: Config, result: Measurement) -> Row:
-    return Row.from_measurement(config.key, config.as_dict(), result)
 
 
 def _record_of(claim: ClaimRow, result: Measurement) -> TrialRecord:
