@@ -173,7 +173,13 @@ def _provenance(title: str, command: str) -> list[str]:
             f"- date: {dt.date.today().isoformat()}",
             "- protocol: `lab/hardtest/README.md` (declared with the freeze record "
             "`lab/freeze/hardtest-h100.toml` before the tables existed; `python lab/freeze/check.py "
-            "lab/freeze/hardtest-h100.toml` checks the order), run once", ""]
+            "lab/freeze/hardtest-h100.toml` checks the order), run once",
+            "- method: the frozen commit's; every module of `auto`, `costmodel` and the cost model "
+            "(`flysearch/costmodel`, `flysearch/space`, `flysearch/samplers/_costmodel.py`, `_portfolio.py`, "
+            "`_context.py`, `_forest.py`, `_history.py`, `_ranker.py`, `_gp.py`, `_tpe.py`, `_cmaes.py`) is "
+            "unchanged between it and the runs' commits (`git diff 4a9c4d4 <commit> -- <those paths>` is "
+            "empty); the registry gained anchors only. A commit marked `+changes` is the session's "
+            "uncommitted lab files (`lab/`), not flysearch's", ""]
 
 
 def _frequent_winners(training: list[GroundTruth], top: int = 2) -> list[str]:
