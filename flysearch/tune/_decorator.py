@@ -431,7 +431,14 @@ class TritonAutotuned(Autotuned):
         self._best = tuner.best
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            # A tuned key launches from here, in one frame: the key's values, one lookup, the launch.
+            config = self._best.get(self._values(args, kwargs))
+            if config is None:
+                return self.run(*args, grid=grid, warmup=False, **kwargs)
+            return self._run(*args, grid=grid, warmup=False, **kwargs, **config)
+
+        return launch
 
     def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
         values = self._values(args, kwargs)
