@@ -320,7 +320,10 @@ def search_cost(cold: dict[str, Any], transfer: dict[str, Any], tests: dict[str,
               "until then costs its compile seconds as the race measured them plus its timing seconds; "
               "warm cache, its timing seconds alone (Triton reuses a binary across shapes; FlyDSL's are "
               "shape-specialised, so cold is its case). *faster than `auto`*: tables where the strategy's "
-              "median seconds are below `auto`'s. *never*: more than half the tables' medians censored.", ""]
+              "median seconds are below `auto`'s. *never*: more than half the tables' medians censored. A "
+              "config's compile seconds were measured in the race, 12 compile processes at once on 16 "
+              "cores, so each is slower than a compile alone would be: the cold figures are upper bounds "
+              "for a search that compiles one config at a time.", ""]
     lines += ["| strategy | comparison | compiles to 1% | cold s | warm s | tables faster than `auto`, "
               "cold | warm |", "|---|---|---:|---:|---:|---:|---:|"]
     tables = sorted(cold)
