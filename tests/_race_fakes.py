@@ -187,7 +187,8 @@ def fake_timer_spec(task: TimerTask) -> TimerInfo | Measurement:
     if not isinstance(task, TimeTask):
         return fake_timer(task)
     config = task.config
-    return Measurement(Outcome.OK, 1.0 + 0.001 * config["BLOCK_N"] + 0.01 * config["num_stages"], None, 0.001,
+    block_n = config.get("BLOCK_N", config.get("BLOCK_SIZE_N"))  # aiter's name for it
+    return Measurement(Outcome.OK, 1.0 + 0.001 * block_n + 0.01 * config["num_stages"], None, 0.001,
                        "", {"family": task.family, "spec": task.spec})
 
 

@@ -55,8 +55,8 @@ def race() -> None:
 @click.option("--only", multiple=True, help="Race only these corpus entries (by name); repeatable.")
 @click.option("--space", "space_name", default="triton_gemm_splitk", show_default=True,
               help="The Triton family to race: triton_gemm_splitk (split-K), triton_gemm_splitk_fused "
-                   "(split-K with its reduction in the same launch) or triton_gemm_tma (persistent, TMA; "
-                   "H100/H200).")
+                   "(split-K with its reduction in the same launch), triton_gemm_tma (persistent, TMA; "
+                   "H100/H200) or aiter_triton_gemm_cuda (aiter's Triton GEMM; pip install amd-aiter).")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="Ground-truth table database.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Compile processes (default: CPUs - 2).")

@@ -334,7 +334,7 @@ class _ShapeBench:
                     "bench_s": time.perf_counter() - t0, "extra": {}}
         load_s = time.perf_counter() - t0
         if fam.bind is None:
-            launch, ops = self._launcher(kernel, config, family)
+            launch, ops = self._launcher(kernel, config, fam.reduces_in_launch)
         else:
             try:
                 launch, ops = self._graph_launcher(fam.bind, kernel, config, spec), 1
@@ -375,23 +375,23 @@ class _ShapeBench:
         runs = [bind(kernel, a, w, self.c, config, spec) for a, w in self.sets]
         runs[0]()  # a launch that fails does so here, outside a capture
         torch.cuda.synchronize()
-        graphs = []
+        graphs = []  # each with its launch, which keeps what bind allocated (partial sums) alive
         for run in runs:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 run()
-            graphs.append(graph)
+            graphs.append((graph, run))
 
         def launch(i: int) -> None:
-            graphs[i].replay()
+            graphs[i][0].replay()
 
         return launch
 
-    def _launcher(self, kernel: Any, config: dict[str, Any], family: str) -> tuple[Any, int]:
+    def _launcher(self, kernel: Any, config: dict[str, Any], reduces_in_launch: bool) -> tuple[Any, int]:
         """``launch(i)`` of *kernel* on rotating input set ``i``, and the launches one call makes:
         the split-K family's GEMM alone, or with its workspace zeroed before and copied into ``C``
-        after; the fused family's one launch, its workspace zeroed once here and its per-tile
-        counters its own."""
+        after; a family that *reduces_in_launch* (the fused one): its one launch, its workspace
+        zeroed once here and its per-tile counters its own."""
         import torch
 
         from flysearch.kernels import TILE_PARAMS
@@ -404,7 +404,7 @@ class _ShapeBench:
         ptrs, c, ws = self.ptrs, self.c, self.ws
         c_ptr, ws_ptr = c.data_ptr(), ws.data_ptr()
 
-        if family == "triton_gemm_splitk_fused":
+        if reduces_in_launch:
             ws.zero_()  # a failed config before may have left it dirty; every launch leaves it zero
             arrivals = torch.zeros(gx, device="cuda", dtype=torch.int32)
 

@@ -62,7 +62,13 @@ from flysearch.evaluators._resources import (
     reported_occupancy,
     resource_extra,
 )
-from flysearch.kernels import ConfigMappingError, aiter_triton_launch_constexprs
+from flysearch.kernels import (
+    ConfigMappingError,
+    aiter_triton_kernel,
+    aiter_triton_launch_constexprs,
+    aiter_triton_source,
+    triton_bound_source,
+)
 from flysearch.space import get_arch
 from flysearch.tables import Outcome
 
@@ -85,9 +91,6 @@ __all__ = [
 # NOTE(flysearch): aiter's GEMM compiles for AMD in 0.1-2.7 s on one CPU core (median 0.2-0.5 s,
 # lab/benchmarks/amd_triton_resources.py); a minute means LLVM is stuck (the other evaluators' limit).
 AMD_COMPILE_TIMEOUT_S = 120.0
-KERNEL_MODULE = "ops.triton._triton_kernels.gemm_a16w16"
-KERNEL_NAME = "_gemm_a16_w16_kernel"
-_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 _TRITON_SERIES = "3.6"
 # The smallest config of aiter's GEMM (one wave, one stage) on a shape of one tile: ~0.2 s a compile.
 SMOKE_CONFIG = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 32, "num_warps": 1, "num_stages": 1}
@@ -109,70 +112,17 @@ def code_digest(asm: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()
 
 
-def _jit_and_heuristics() -> tuple[Any, list[dict[str, Callable[[dict[str, Any]], Any]]]]:
-    """aiter's kernel as a ``JITFunction`` and its ``@triton.heuristics`` layers, outermost first."""
-    from triton.runtime.jit import JITFunction
-
-    from flysearch.kernels import import_aiter_module
-
-    fn = getattr(import_aiter_module(KERNEL_MODULE), KERNEL_NAME)
-    layers = []
-    while not isinstance(fn, JITFunction):
-        if hasattr(fn, "values"):
-            layers.append(dict(fn.values))
-        fn = fn.fn
-    return fn, layers
-
-
-def _operand(dtype: str, shape: tuple[int, ...]) -> Any:
-    """A stand-in for a tensor of *shape* that Triton's binder specializes like a real one:
-    16-byte aligned, and a pointer range of its bytes."""
-    import triton.language as tl
-    from triton.runtime.jit import MockTensor
-
-    elem = getattr(tl, dtype)
-    nbytes = elem.primitive_bitwidth // 8
-    for dim in shape:
-        nbytes *= dim
-
-    class Operand(MockTensor):
-        def ptr_range(self) -> int:  # type: ignore[override]
-            return nbytes
-
-    return Operand(elem, list(shape))
-
-
 def kernel_source(config: Mapping[str, Any], shape: Shape, arch: str) -> tuple[Any, dict[str, Any]]:
     """The ``ASTSource`` and compiler options aiter's launch of *config* at *shape* compiles for
-    *arch* (see the module docstring)."""
-    fn, layers = _jit_and_heuristics()
-    tiles = aiter_triton_launch_constexprs(config, shape)
-    M, N, K, ksplit, dtype = shape.M, shape.N, shape.K, tiles["NUM_KSPLIT"], _DTYPES[shape.dtype]
-    out = _operand(dtype, (M, N)) if ksplit == 1 else _operand("float32", (ksplit, M, N))
-    args = [_operand(dtype, (M, K)), _operand(dtype, (N, K)), None, out, M, N, K,
-            K, 1, 1, K, 0 if ksplit == 1 else M * N, N, 1]  # as gemm_a16w16 passes them
-    kwargs = {**tiles, "activation": "", "use_activation": False, "ADD_BIAS": False, "SKIP_REDUCE": False}
-    named = {**dict(zip(fn.arg_names, args, strict=False)), **kwargs}
-    for layer in layers:
-        for name, rule in layer.items():
-            kwargs[name] = named[name] = rule(named)
-    kwargs.update({k: v for k, v in config.items() if k not in tiles})  # Triton's options
-    return bound_source(fn, arch, args, kwargs)
+    the AMD *arch* (see the module docstring)."""
+    return aiter_triton_source(config, shape, amd_target(arch))
 
 
 def bound_source(fn: Any, arch: str, args: Sequence[Any],
                  kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The ``ASTSource`` and compiler options of ``fn[grid](*args, **kwargs)`` compiled for the AMD
     *arch*: the launch's own binder specializes the arguments as it would on that GPU."""
-    from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
-
-    backend = make_backend(amd_target(arch))
-    # NOTE(flysearch): the two steps of JITFunction.run before its compile (triton 3.6, pinned <3.7).
-    binder = create_function_from_signature(fn.signature, fn.params, backend)
-    bound, specialization, options = binder(*args, **kwargs)
-    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
-    return ASTSource(fn, signature, constexprs, attrs), options.__dict__
+    return triton_bound_source(fn, amd_target(arch), args, kwargs)
 
 
 def compile_triton_for_amd(fn: Any, arch: str, arguments: dict[str, Any]) -> AmdBuild:
@@ -212,7 +162,7 @@ def warm_worker() -> None:
     import torch  # noqa: F401
     import triton  # noqa: F401
 
-    _jit_and_heuristics()
+    aiter_triton_kernel()
 
 
 def amd_compile_task(payload: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Kernel families: each registers its space by name; flysearch's own Triton and FlyDSL GEMMs,
 aiter's FlyDSL HGEMM space and its kernel-name codec, aiter's Triton
-GEMM space (and the tile constexprs its launch passes), the
+GEMM space (and the tile constexprs its launch passes, and the source Triton compiles of one launch),
+aiter's Triton GEMM as a Triton family raced on NVIDIA, the
 launchers of the TMA and fused split-K families, and the port of configs to ``flydsl.Config``.
 """
 
@@ -23,6 +24,10 @@ from flysearch.kernels._aiter_triton import lds_bytes as aiter_triton_lds_bytes
 from flysearch.kernels._aiter_triton import make_space as aiter_triton_space
 from flysearch.kernels._aiter_triton import register_demand as aiter_triton_register_demand
 from flysearch.kernels._aiter_triton import vgpr_budget as aiter_triton_vgpr_budget
+from flysearch.kernels._aiter_triton_cuda import SPACE_NAME as AITER_TRITON_CUDA_SPACE
+from flysearch.kernels._aiter_triton_source import aiter_kernel as aiter_triton_kernel
+from flysearch.kernels._aiter_triton_source import bound_source as triton_bound_source
+from flysearch.kernels._aiter_triton_source import kernel_source as aiter_triton_source
 from flysearch.kernels._flydsl_config import (
     ConfigMappingError,
     FlydslConfigSpec,
@@ -47,6 +52,7 @@ from flysearch.kernels._triton_tma import gemm_launcher as tma_gemm_launcher
 
 __all__ = [
     "AITER_DISTRIBUTION",
+    "AITER_TRITON_CUDA_SPACE",
     "AITER_TRITON_SPACE",
     "SHAPE_FREE_CONSTRAINTS",
     "SPACE_NAME",
@@ -56,9 +62,11 @@ __all__ = [
     "TritonFamily",
     "aiter_hgemm_space",
     "aiter_root",
+    "aiter_triton_kernel",
     "aiter_triton_launch_constexprs",
     "aiter_triton_lds_bytes",
     "aiter_triton_register_demand",
+    "aiter_triton_source",
     "aiter_triton_space",
     "aiter_triton_vgpr_budget",
     "aiter_version",
@@ -77,6 +85,7 @@ __all__ = [
     "table_kernel",
     "tma_gemm_launcher",
     "to_flydsl_config",
+    "triton_bound_source",
     "triton_compiler",
     "triton_configs_dir",
     "triton_families",

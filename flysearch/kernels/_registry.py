@@ -52,6 +52,11 @@ class TritonFamily:
             *kernel* computing ``c = a @ w.T`` on torch tensors; the timer captures it in a CUDA
             graph per rotating input set and replays that. ``None``: the timer launches the binary
             itself with the split-K signature (``a, w, c, ws, ..., M, N, K, tiles``).
+        reduces_in_launch: For a family without ``bind``: the kernel reduces its K splits inside
+            its one launch (per-tile arrival counters after ``M, N, K``, a workspace that every
+            launch leaves zero), so the timer zeroes the workspace once and launches it alone;
+            ``False``: the split-K family's launch, with the workspace zeroed before and copied
+            into ``C`` after each launch that splits K.
         min_sm: The least NVIDIA compute capability the kernel runs on (90 for TMA); 0: any GPU
             Triton targets.
         needs: What the kernel needs of the GPU, for the error when it lacks it (``"TMA"``).
@@ -61,6 +66,7 @@ class TritonFamily:
     compile_config: Callable[..., Any]
     spec_key: Callable[[Shape, int], str]
     bind: Callable[..., Callable[[], None]] | None = None
+    reduces_in_launch: bool = False
     min_sm: int = 0
     needs: str = ""
 
@@ -147,6 +153,7 @@ _BUILTIN: tuple[str, ...] = (
     "flysearch.kernels._aiter_hgemm",
     "flysearch.kernels._flydsl_gemm",
     "flysearch.kernels._aiter_triton",
+    "flysearch.kernels._aiter_triton_cuda",
     "flysearch.kernels._triton_tma",
     "flysearch.kernels._triton_fused",
 )

@@ -75,7 +75,8 @@ def compile_config(config: Config | dict[str, Any], spec: str, arch: str = "sm_9
     return compile_source(kernel_source(config, spec), config, arch)
 
 
-register_triton_family(TritonFamily(SPACE_NAME, compile_config, lambda shape, sms: spec_key(shape)))
+register_triton_family(TritonFamily(SPACE_NAME, compile_config, lambda shape, sms: spec_key(shape),
+                                    reduces_in_launch=True))
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,20 @@ flysearch's own split-K Triton GEMM and cuBLAS, measured in one session.
     python lab/benchmarks/aiter_triton_h200.py report \
         --out lab/benchmarks/results/aiter_triton_h200.md                                # CPU
 
-``race`` runs aiter's own ``gemm_a16w16`` (the installed ``amd-aiter``, imported without its
-ROCm-only package init) over the configs of flysearch's ``triton_gemm_splitk`` space that its
-rules keep at each shape, mapped onto aiter's keys (BLOCK_M -> BLOCK_SIZE_M, ..., SPLIT_K ->
-NUM_KSPLIT); ``cache_modifier`` is left unset, and the AMD-only options (``waves_per_eu``,
-``matrix_instr_nonkdim``, ``kpack``) have no meaning on NVIDIA and are dropped. So both kernels are
-measured over the same configs: the difference is the kernel code (aiter: XCD remapping, split-K
-partials in an fp32 buffer reduced by a second kernel; flysearch: atomics into a workspace).
-The race itself is ``_family_race.py``'s (compiles in ``--workers`` processes, CUDA-graph
-launches timed with the race's protocol, the top re-timed, cuBLAS beside it: aiter's wrapper costs
-more host time a call than a decode GEMM takes). For the two families to meet in one session, race
+``race`` is ``flysearch race run --space aiter_triton_gemm_cuda`` over the shapes, its tables dumped
+into ``--out`` with the race's report (plus the installed ``amd-aiter`` version): aiter's own
+``_gemm_a16_w16_kernel`` (the installed ``amd-aiter``, imported without its ROCm-only package init)
+over the configs of flysearch's ``triton_gemm_splitk`` space that its rules keep at each shape,
+under aiter's keys (BLOCK_M -> BLOCK_SIZE_M, ..., SPLIT_K -> NUM_KSPLIT; the family is
+``flysearch/kernels/_aiter_triton_cuda.py``); ``cache_modifier`` is left unset, and the AMD-only
+options (``waves_per_eu``, ``matrix_instr_nonkdim``, ``kpack``) have no meaning on NVIDIA and are
+dropped. So both kernels are measured over the same configs: the difference is the kernel code
+(aiter: XCD remapping, split-K partials in an fp32 buffer reduced by a second kernel; flysearch:
+atomics into a workspace). The race compiles in ``--workers`` processes with no GPU, replays each
+binary (and aiter's reduce kernel) from CUDA graphs, validates and times it with the race's
+protocol, and re-times the top in interleaved rounds with cuBLAS. (The committed tables were raced
+by the lab's own driver before the product's race took the family, over num_stages 2-4; their
+``race_report.json`` names the commit.) For the two families to meet in one session, race
 flysearch's kernel on the same shapes in the same session with ``flysearch race run --only NAME
 ...`` into ``lab/benchmarks/data/h200_aiter_triton_splitk``.
 
@@ -31,75 +35,51 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from _family_race import Family, best, load, race_corpus, space_of  # noqa: E402
+from _race_helpers import best, load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402
-from flysearch.space import Config, Param, Shape, get_arch, load_corpus  # noqa: E402
+from flysearch.space import Config  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
 SHAPES = ROOT / "studies" / "shapes_h200.toml"
 # One shape per regime, all with committed split-K tables: decode, small-M, prefill, square.
 DEFAULT_ONLY = ("l3-8b-qkv-m1", "l3-8b-qkv-m64", "l3-8b-qkv-m1024", "l3-8b-o-m4096")
 DATA = BENCHMARKS / "data" / "h200_aiter_triton"
-KERNEL = "aiter_triton_gemm"
+SPACE = "aiter_triton_gemm_cuda"
 TO_AITER = {"BLOCK_M": "BLOCK_SIZE_M", "BLOCK_N": "BLOCK_SIZE_N", "BLOCK_K": "BLOCK_SIZE_K",
             "GROUP_M": "GROUP_SIZE_M", "SPLIT_K": "NUM_KSPLIT", "num_warps": "num_warps",
             "num_stages": "num_stages"}
 
-def _configs(shape: Shape) -> list[dict[str, Any]]:
-    from flysearch.kernels import get_space
-
-    feasible = get_space("triton_gemm_splitk").enumerate(shape, get_arch("sm_90")).feasible
-    return [{TO_AITER[k]: v for k, v in c.items} for c in feasible]
-
-
-def _launch_config(config: dict[str, Any], K: int) -> dict[str, Any]:
-    """What aiter's wrapper is handed: the config plus the split size its own loader derives."""
-    return {**config, "SPLITK_BLOCK_SIZE": math.ceil(K / config["NUM_KSPLIT"]), "cache_modifier": None}
-
-
-def build(a: Any, w: Any, c: Any, config: dict[str, Any]) -> Any:
-    """One call of aiter's own ``gemm_a16w16`` computing ``c = a @ w.T`` with *config*."""
-    from flysearch.kernels import import_aiter_module
-
-    gemm = import_aiter_module("ops.triton.gemm_a16w16").gemm_a16w16
-    cfg = _launch_config(config, a.shape[1])
-    return lambda: gemm(a, w, y=c, config=cfg)
-
-
-def _family() -> Family:
-    from flysearch.kernels import get_space
-
-    params = [Param(TO_AITER[p.name], p.values) for p in get_space("triton_gemm_splitk").params]
-    return Family(kernel=KERNEL, space=space_of(f"{KERNEL}_cuda", params), configs=_configs,
-                  builder="aiter_triton_h200:build", ops=lambda c: 1 if c["NUM_KSPLIT"] == 1 else 2,
-                  notes="triton_gemm_splitk's feasible set at the shape, mapped onto aiter's keys; "
-                  "cache_modifier unset; AMD-only options dropped")
-
-
-def _key(config: dict[str, Any]) -> str:
-    return Config.from_dict(config).key
-
-
-def _aiter_version() -> str:
-    from flysearch.kernels import aiter_version
-
-    return aiter_version() or "missing"
+def race_command(args: argparse.Namespace) -> list[str]:
+    """The ``flysearch race run`` that races aiter's family on *args*' shapes into ``--out``."""
+    db = args.db or Path(tempfile.gettempdir()) / f"{args.out.name}.db"
+    command = [sys.executable, "-m", "flysearch", "race", "run", "--space", SPACE, "--shapes",
+               str(args.shapes), "--db", str(db), "--workers", str(args.workers), "--dump", str(args.out),
+               "--report", str(args.out / "race_report.json")]
+    command += [f"--only={name}" for name in args.only or DEFAULT_ONLY]
+    return command + (["--cache-dir", args.cache_dir] if args.cache_dir else [])
 
 
 def race(args: argparse.Namespace) -> None:
-    corpus = [e for e in load_corpus(args.shapes) if e.name in set(args.only or DEFAULT_ONLY)]
-    race_corpus(_family(), corpus, args.out, args.workers, "lab/benchmarks/aiter_triton_h200.py race",
-                versions={"amd-aiter": _aiter_version()}, cache_dir=args.cache_dir)
+    from flysearch.kernels import aiter_version
+
+    done = subprocess.run(race_command(args), check=False).returncode
+    report = args.out / "race_report.json"
+    if report.exists():  # the race's report names the GPU's libraries; aiter's version is the kernel's
+        doc = json.loads(report.read_text())
+        doc["versions"] = {**doc.get("versions", {}), "amd-aiter": aiter_version() or "missing"}
+        report.write_text(json.dumps(doc, indent=1) + "\n")
+    sys.exit(done)
 
 
 def _agreement(aiter: GroundTruth, splitk: GroundTruth) -> list[str]:
@@ -126,12 +106,13 @@ def report(args: argparse.Namespace) -> None:
     if not files:
         sys.exit(f"no tables in {args.data}; race them first (see the docstring)")
     race_doc = json.loads((args.data / "race_report.json").read_text())
+    raced = race_doc.get("provenance", race_doc)  # the lab driver's report, or flysearch race run's
     lines = [
         "# aiter's Triton GEMM on the H200, beside flysearch's split-K family and cuBLAS", "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
         f"- commit: {code_commit(ROOT)}",
         f"- hardware: tables raced on an NVIDIA H200 (`{args.data.relative_to(ROOT)}/race_report.json`: "
-        f"{race_doc['provenance']['date']}, versions {race_doc['provenance']['versions']}); "
+        f"{raced.get('date', 'date in the tables')}, versions {raced['versions']}); "
         f"report on {platform.machine()}",
         f"- date: {dt.date.today().isoformat()}", "",
         "Both kernels over the same configs (`triton_gemm_splitk`'s feasible set at each shape; aiter's "
@@ -183,6 +164,7 @@ def main() -> None:
     r.add_argument("--out", type=Path, default=DATA)
     r.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     r.add_argument("--cache-dir", default=None)
+    r.add_argument("--db", type=Path, default=None, help="race database (default: a temporary file)")
     p = sub.add_parser("report", help="compare the committed tables (CPU)")
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--splitk", type=Path, default=DATA.parent / "h200_aiter_triton_splitk")

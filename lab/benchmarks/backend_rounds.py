@@ -42,9 +42,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(BENCHMARKS))  # _family_race, also when imported as a module
+sys.path.insert(0, str(BENCHMARKS))  # _race_helpers, also when imported as a module
 
-from _family_race import graph_replays, load  # noqa: E402
+from _race_helpers import graph_replays, load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
-from _family_race import best, load  # noqa: E402
+from _race_helpers import best, load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402

@@ -15,7 +15,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 def benchmark_script(name: str) -> ModuleType:
     """``lab/benchmarks/<name>.py`` imported as a module (the scripts are not a package), with
     ``lab/benchmarks/`` on ``sys.path`` as when Python runs a script there, so that it finds the helper
-    modules beside it (``_summary_report``, ``_family_race``), and registered in ``sys.modules``."""
+    modules beside it (``_summary_report``, ``_race_helpers``), and registered in ``sys.modules``."""
     if str(BENCHMARKS) not in sys.path:
         sys.path.append(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")

@@ -373,7 +373,8 @@ def test_a_shape_corpus_that_is_malformed_is_one_line(tmp_path: Path) -> None:
     code, out = run("race", "run", "--shape", "1x4096x4096", "--space", "flydsl_gemm",
                     "--db", str(tmp_path / "r.db"))
     assert code == 2 and ("--space flydsl_gemm is no Triton family that flysearch races; give one of "
-                          "triton_gemm_splitk, triton_gemm_splitk_fused, triton_gemm_tma.") in one_error(out)
+                          "aiter_triton_gemm_cuda, triton_gemm_splitk, triton_gemm_splitk_fused, "
+                          "triton_gemm_tma.") in one_error(out)
     assert not (tmp_path / "r.db").exists()
 
 

@@ -43,6 +43,14 @@ def test_study_show_example_names_the_study_the_quickstart_creates() -> None:
     assert [words[3] for words in examples] == [name]
 
 
+def test_race_run_help_names_every_triton_family_it_races() -> None:
+    from flysearch.kernels import triton_families
+
+    code, out = run("race", "run", "--help")
+    text = " ".join(out.split())  # the help's lines are wrapped
+    assert code == 0 and all(name in text for name in triton_families()), out
+
+
 @pytest.fixture()
 def two_tables(tmp_path: Path) -> tuple[str, list[str]]:
     """A table database holding two committed H200 tables, and their names."""

@@ -86,6 +86,22 @@ def test_a_race_of_the_tma_family_compiles_each_binary_for_the_gpus_sm_count(tmp
         assert all(r.extra["cache_hit"] is True for r in ok)  # the compile's note, kept in the row
 
 
+def test_a_race_of_aiters_family_compiles_one_binary_per_shape(tmp_path) -> None:
+    from flysearch.kernels import get_space
+
+    store = TableStore(tmp_path / "aiter.db")
+    shapes = [RaceShape(Shape(16, 4096, 4096)), RaceShape(Shape(32, 4096, 4096))]
+    settings = _settings(family="aiter_triton_gemm_cuda", compile_fn=fakes.fake_compile_spec,
+                         timer_fn=fakes.fake_timer_spec, limit=3, retime=None)
+    report = run_race(get_space("aiter_triton_gemm_cuda"), shapes, store, settings)
+    assert report.compiles == 6  # GRID_MN and SPLITK_BLOCK_SIZE are constexprs: no binary serves two shapes
+    assert store.names() == ["aiter_triton_gemm/H200/16x4096x4096", "aiter_triton_gemm/H200/32x4096x4096"]
+    table = store.load("aiter_triton_gemm/H200/32x4096x4096")
+    assert table.meta.space["name"] == "aiter_triton_gemm_cuda"
+    assert {(r.extra["family"], r.extra["spec"]) for r in table.ok_rows()} == {
+        ("aiter_triton_gemm_cuda", "32x4096x4096")}
+
+
 def test_a_race_of_the_tma_family_on_a_gpu_without_tma_says_so(tmp_path) -> None:
     from flysearch.errors import FlysearchError
     from flysearch.kernels._triton_tma import make_space as tma_space
