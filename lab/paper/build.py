@@ -1852,7 +1852,12 @@ def hard_test_facts() -> dict[str, str]:
     grab(hard, r"^\| `auto` \| \S+ \| \S+ \| (yes) \|$")  # the text says auto scores highest on both
     race_s = sum(float(w) for w in re.findall(r"^\| (?:splitk|fused) \| \d+ \| [\d,]+ \| [\d,]+ \| "
                                               r"[\d,]+ \| [\d,]+ \| (\d+) \|$", cost, flags=re.M))
-    return {"HT_RACE_MIN": f"{race_s / 60:.0f}", "HT_N": n, "HT_AUTO_LE": le,
+    boot = _result("hardtest_bootstrap.md")
+    resamples, = grab(boot, r"(\d+) resamples$")
+    b3_lo, b3_mid, b3_hi = grab(boot, r"^\| a resample [^|]*\| [^|]*\| (\S+) / (\S+) / (\S+) \|")
+    return {"HT_BOOT_N": resamples, "HT_BOOT3_LO": f"{float(b3_lo):g}", "HT_BOOT3_MID": f"{float(b3_mid):g}",
+            "HT_BOOT3_HI": f"{float(b3_hi):g}",
+            "HT_RACE_MIN": f"{race_s / 60:.0f}", "HT_N": n, "HT_AUTO_LE": le,
             "HT_AUTO_15": within15, "HT_AUTO_WORST": worst,
             "HT_DISTINCT": distinct, "HT_CM_FIRST": first, "HT_CM_3": three, "HT_COLD_WINS": cold_wins,
             "HT_WARM_WINS": warm_wins, "HT_CM_SPLIT": split_cm, "HT_CM_FUSED": fused_cm,
