@@ -2262,6 +2262,10 @@ def main() -> None:
     facts["HC_PAYBACK"] = f"{int(facts['TRAIN27_N']) / float(facts['HC_SAVED']):,.0f}"
     # The development races compiled every config anew (no row of theirs is a cache hit); a race of
     # today shares a binary across the shapes of one spec: the hard test's races, in binaries per config.
+    hits = sum(bool(r.extra.get("cache_hit"))
+               for path in _tracked_glob("lab/benchmarks/data/h200/*.table.json.gz")
+               for r in read_table_file(path)[1])
+    assert hits == 0, f"{hits} rows of the development races reused a binary: the text says none did"
     reports = [json.loads((BENCHMARKS / "data" / f / "race_report.json").read_text())
                for f in ("h100_hardtest_splitk", "h100_hardtest_fused")]
     ratio = sum(r["compiles"] for r in reports) / sum(r["measured"] for r in reports)
