@@ -1852,10 +1852,19 @@ def hard_test_facts() -> dict[str, str]:
     grab(hard, r"^\| `auto` \| \S+ \| \S+ \| (yes) \|$")  # the text says auto scores highest on both
     race_s = sum(float(w) for w in re.findall(r"^\| (?:splitk|fused) \| \d+ \| [\d,]+ \| [\d,]+ \| "
                                               r"[\d,]+ \| [\d,]+ \| (\d+) \|$", cost, flags=re.M))
+    vs_best = grab(strongest, r"against the best of the seven baselines on each table \(picked after the "
+                              r"fact\): `costmodel` needs fewer compiles on (\d+) of \d+ tables, as many on "
+                              r"(\d+), more on (\d+)")
+    head = next(line for line in strongest.splitlines() if line.startswith("| table |"))
+    within8 = next(line for line in strongest.splitlines() if line.startswith("| **tables within 8** |"))
+    eight = dict(zip([c.strip() for c in head.strip("|").split("|")][1:],
+                     [c.strip() for c in within8.strip("|").split("|")][1:], strict=True))
     boot = _result("hardtest_bootstrap.md")
     resamples, = grab(boot, r"(\d+) resamples$")
     b3_lo, b3_mid, b3_hi = grab(boot, r"^\| a resample [^|]*\| [^|]*\| (\S+) / (\S+) / (\S+) \|")
-    return {"HT_BOOT_N": resamples, "HT_BOOT3_LO": f"{float(b3_lo):g}", "HT_BOOT3_MID": f"{float(b3_mid):g}",
+    return {"HT_BEST_WIN": vs_best[0], "HT_BEST_TIE": vs_best[1], "HT_BEST_LOSS": vs_best[2],
+            "HT_CM_8": eight["`costmodel`"], "HT_OW_8": eight["other winners"],
+            "HT_BOOT_N": resamples, "HT_BOOT3_LO": f"{float(b3_lo):g}", "HT_BOOT3_MID": f"{float(b3_mid):g}",
             "HT_BOOT3_HI": f"{float(b3_hi):g}",
             "HT_RACE_MIN": f"{race_s / 60:.0f}", "HT_N": n, "HT_AUTO_LE": le,
             "HT_AUTO_15": within15, "HT_AUTO_WORST": worst,
