@@ -12,8 +12,9 @@ arch; and the FlyDSL toolchain.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flysearch._lazy import lazy_names
 
 if TYPE_CHECKING:
     from flysearch.evaluators._base import Compiled, Evaluator, measure
@@ -297,8 +298,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    home = _HOME[name]
-    return getattr(importlib.import_module(home if "." in home else f"{__name__}.{home}"), name)
+__getattr__ = lazy_names(__name__, _HOME)

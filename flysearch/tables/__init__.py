@@ -5,8 +5,9 @@ was measured over.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flysearch._lazy import lazy_names
 
 if TYPE_CHECKING:
     from flysearch.tables._aiter_csv import (
@@ -105,7 +106,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+__getattr__ = lazy_names(__name__, _HOME)
