@@ -28,21 +28,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "lab" / "benchmarks"))  # _race_helpers
+
+from _race_helpers import load  # noqa: E402
 
 from flysearch.compare import code_commit, prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
-from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
+from flysearch.tables import GroundTruth  # noqa: E402
 
 DATA = ROOT / "lab" / "benchmarks" / "data"
 EPS = 0.01
 
 
 def _load(pattern: str) -> list[GroundTruth]:
-    out = []
-    for path in sorted(glob.glob(pattern)):
-        meta, rows = read_table_file(path)
-        out.append(GroundTruth(meta, {r.key: r for r in rows}))
-    return out
+    return [load(path) for path in sorted(glob.glob(pattern))]
 
 
 def _ranks(training: list[GroundTruth], tests: list[GroundTruth]) -> list[float]:

@@ -25,7 +25,6 @@ import argparse
 import collections
 import csv
 import datetime as dt
-import glob
 import json
 import math
 import platform
@@ -40,9 +39,12 @@ from scipy.stats import binomtest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "lab" / "benchmarks"))  # _race_helpers
+
+from _race_helpers import load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
-from flysearch.tables import GroundTruth, read_table_file  # noqa: E402
+from flysearch.tables import GroundTruth  # noqa: E402
 
 RESULTS = ROOT / "lab" / "benchmarks" / "results"
 COMPARE = RESULTS / "compare"
@@ -96,11 +98,7 @@ def _seconds(value: float, digits: int) -> str:
 
 
 def _tables(folder: Path) -> list[GroundTruth]:
-    out = []
-    for path in sorted(folder.glob("*.table.json.gz")):
-        meta, rows = read_table_file(path)
-        out.append(GroundTruth(meta, {r.key: r for r in rows}))
-    return out
+    return [load(path) for path in sorted(folder.glob("*.table.json.gz"))]
 
 
 def _baseline_ranks() -> dict[str, dict[str, str]]:
@@ -382,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join(["python", "lab/hardtest/report.py", *(argv if argv is not None else sys.argv[1:])])
     cold, transfer = _rows("hardtest_coldstart"), _rows("hardtest_transfer")
     tests = {f: _tables(DATA / folder) for f, folder in FAMILIES.items()}
-    training = [GroundTruth(*_pair(p)) for p in sorted(glob.glob(str(TRAINING / "*.table.json.gz")))]
+    training = _tables(TRAINING)
     files = {"hard_test.md": hard_test(cold, transfer, tests, training, command),
              "transfer_strongest.md": transfer_strongest(transfer, _baseline_ranks(), command),
              "search_cost.md": search_cost(cold, transfer, tests, command)}
@@ -390,11 +388,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         (args.out / name).write_text(text)
         print(args.out / name)
     return 0
-
-
-def _pair(path: str) -> tuple[Any, dict[str, Any]]:
-    meta, rows = read_table_file(path)
-    return meta, {r.key: r for r in rows}
 
 
 if __name__ == "__main__":
