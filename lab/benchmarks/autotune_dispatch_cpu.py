@@ -5,11 +5,12 @@
 On a GPU the decorator's cost per call is the difference of two host times of about 15-50 us each
 (``autotune_examples.md``), so a few microseconds of it are hard to tell from the launch's own
 spread. Here the launch is replaced by a function that does nothing: for each example kernel
-(``examples/*.py``, meta tensors of its first key's shape), one key's winner is put in the kernel's
-dispatch table as a tuned store would, and Triton's launch (the ``JITFunction.run`` the decorator
-calls) by a no-op. Two callables are then timed in interleaved rounds: *direct*, the no-op called as a
-direct launch calls ``run`` (the kernel's arguments, the grid and the chosen config's values), and
-*autotune*, ``kernel[grid](...)`` through the decorator. Their difference is what the decorator adds:
+(``examples/*.py``, meta tensors of its first key's shape), Triton's launch (the ``JITFunction.run``
+the decorator calls) is replaced by a no-op, the kernel is decorated again with
+``flysearch.autotune``, and one key's winner is put in its dispatch table as a tuned store would.
+Two callables are then timed in interleaved rounds: *direct*, the no-op called as a direct launch
+calls ``run`` (the kernel's arguments, the grid and the chosen config's values), and *autotune*,
+``kernel[grid](...)`` through the decorator. Their difference is what the decorator adds:
 finding the key's values in the arguments, one dictionary lookup, and merging the config into the
 call. Medians over rounds of the per-call time (``timeit``, ``--calls`` calls a round).
 """
@@ -23,6 +24,7 @@ import platform
 import random
 import statistics
 import sys
+import tempfile
 import timeit
 from importlib.metadata import version
 from pathlib import Path
@@ -31,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import flysearch  # noqa: E402
 from flysearch.compare import code_commit  # noqa: E402
 
 EXAMPLES = ("softmax", "layernorm", "matmul")
@@ -48,17 +51,16 @@ def _noop(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-def measure(name: str, calls: int, rounds: int) -> dict[str, Any]:
-    module = _example(name)
+def measure(name: str, calls: int, rounds: int, folder: str) -> dict[str, Any]:
+    module = _example(name)  # a fresh import: its kernel is this measurement's alone
     key = module.KEYS[0]
     args = module.make_args(key, "meta")  # tensors with a shape and no memory
     grid = module.grid(args)
-    tuned = module.kernel
-    positional: list[Any] = []
-    values = tuned.args.values(positional, args)
+    module.kernel_fn.run = _noop  # the launch, taken out of both sides
+    tuned = flysearch.autotune(space=module.SPACE, key=module.KEY,
+                               store=f"{folder}/{name}.db")(module.kernel_fn)
     config = {p.name: p.values[0] for p in module.SPACE.params}  # any config: its values are only passed on
-    tuned._best[values] = config  # what a tuned store gives the key
-    tuned._run = _noop  # the launch, taken out of both sides
+    tuned.tuner.best[tuned.args.values((), args)] = config  # what a tuned store gives the key
     via = tuned[grid]
 
     def direct() -> None:
@@ -75,8 +77,7 @@ def measure(name: str, calls: int, rounds: int) -> dict[str, Any]:
             samples[label].append(timeit.timeit(fn, number=calls) / calls * 1e6)
     med = {k: statistics.median(v) for k, v in samples.items()}
     return {"example": name, "key": ",".join(f"{k}={v}" for k, v in sorted(key.items())),
-            "args": len(args),
-            "direct_us": med["direct"], "autotune_us": med["autotune"],
+            "args": len(args), "direct_us": med["direct"], "autotune_us": med["autotune"],
             "overhead_us": med["autotune"] - med["direct"]}
 
 
@@ -87,7 +88,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path,
                     default=ROOT / "lab" / "benchmarks" / "results" / "autotune_dispatch_cpu.md")
     a = ap.parse_args()
-    rows = [measure(name, a.calls, a.rounds) for name in EXAMPLES]
+    with tempfile.TemporaryDirectory() as folder:  # the stores, never opened: every key is in memory
+        rows = [measure(name, a.calls, a.rounds, folder) for name in EXAMPLES]
     lines = [
         "# The decorator's own cost a call, on a CPU (the launch taken out)", "",
         f"- command: `python lab/benchmarks/autotune_dispatch_cpu.py --calls {a.calls} --rounds {a.rounds}`",
