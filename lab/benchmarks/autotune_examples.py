@@ -15,7 +15,8 @@ machine, the first with an empty Triton cache):
     race      --out DIR                       every feasible config of every key (compiled on all cores
                                               first), its top re-timed in rounds: DIR/*.table.json.gz
     final     --races DIR --runs RUNS --out final.json   the cold and warm winners and the race's top 3
-                                              re-timed together in interleaved rounds
+                                              re-timed together in interleaved rounds (--store S.db: also
+                                              the winners of keys a later phase tuned into S)
 
 Every phase needs a GPU; ``lab/benchmarks/autotune_examples_report.py`` writes the report from the
 files (anywhere). The device call that made the committedresult is in the result file's provenance.
@@ -412,7 +413,23 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = 
 # -- final: the winners against the race's top, in one set of rounds --------------------------------
 
 
-def final(races: Path, runs: Path, out: Path, examples: list[str], n_keys: int, rounds: int = 10) -> None:
+def _store_winners(store: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each (example, key)'s winner in a tune store, read without writing to it."""
+    import sqlite3
+
+    names = {f"{e}_kernel": e for e in EXAMPLES}  # each example's kernel is <example>_kernel
+    uri = f"file:{Path(store).resolve()}?mode=ro&immutable=1"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        rows = db.execute("SELECT name, key, config FROM flysearch_autotune WHERE state = 'done'").fetchall()
+    return {(names.get(n, n), k): json.loads(c) for n, k, c in rows}
+
+
+def final(
+    races: Path, runs: Path, out: Path, examples: list[str], n_keys: int, rounds: int = 10,
+    store: str | None = None,
+) -> None:
+    """The cold and warm winners (``runs/{cold,warm}.json``; with *store*, also the store's winner of
+    each key those files lack, labelled cold) re-timed with the race's top 3 in interleaved rounds."""
     from flysearch.evaluators import TimingProtocol, interleaved_rounds, time_launches
     from flysearch.tables import read_table_file
 
@@ -422,6 +439,8 @@ def final(races: Path, runs: Path, out: Path, examples: list[str], n_keys: int, 
         if path.exists():
             for r in json.loads(path.read_text())["runs"]:
                 winners.setdefault((r["example"], r["key"]), {})[label] = r["config"]
+    for k, config in (_store_winners(store) if store else {}).items():
+        winners.setdefault(k, {}).setdefault("cold", config)
     result: dict[str, Any] = {"machine": _machine(), "rounds": rounds, "pairs": []}
     protocol = TimingProtocol()
     for name in examples:
@@ -505,7 +524,7 @@ def main(argv: list[str] | None = None) -> None:
         RACE_PROTOCOL = _race_protocol()
         race(a.out, examples, a.keys, a.workers, a.step)
     else:
-        final(a.races, a.runs, a.out, examples, a.keys)
+        final(a.races, a.runs, a.out, examples, a.keys, store=a.store)
 
 
 if __name__ == "__main__":
