@@ -202,6 +202,7 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
     # Keys tuned into the store but not re-timed with the race's top (a later phase of the call tuned
     # them): the winner against the race's times.
     late = []
+    later = {(p["example"], p["key"]): p for p in (_load(runs / "final_later.json") or {}).get("pairs", [])}
     if store is not None:
         winners = store_winners(store)
         timed = {(p["example"], p["key"]) for p in pairs}
@@ -215,10 +216,12 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
             within = [compiles_to_within(store, KERNEL_NAMES[example], key, times, eps)
                       for eps in (0.01, 0.05)]
             first[(example, key)] = within[0]
+            retimed = later.get((example, key), {}).get("cold_ratio")
             late.append([example, key, len(table), report.get("sampler", ""), report.get("compiles", ""),
                          *within,
-                         f"{ratio:.4f}", report.get("seconds", "")])
-            cold_ratios.append(ratio)
+                         f"{ratio:.4f}", f"{retimed:.4f}" if retimed is not None else "not run",
+                         report.get("seconds", "")])
+            cold_ratios.append(retimed if retimed is not None else ratio)
             by_key.setdefault((example, key), {"example": example, "key": key, "report": report})
     ok = [r for r in cold_ratios if r is not None]
     n1 = sum(r <= 1.01 for r in ok)
@@ -255,11 +258,14 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
     if late:
         lines += [
             "Keys tuned into the same store by a later phase of the call (the cold phase stopped at its "
-            "deadline first), so not re-timed beside the race's top: the winner's race time over the "
-            "race's optimum (both from the race's table; counted in the figures above).",
+            "deadline first), so not re-timed beside the race's top in this call: the winner's race time "
+            "over the race's optimum (both from the race's table), and the winner re-timed with the race's "
+            "top 3 in interleaved rounds by a later call on the same kind of GPU where one was made ("
+            + (_read(runs / "command_later.txt") if later else "none")
+            + "). The figures above count the re-timed ratio where there is one, the table's otherwise.",
             "",
             *_md_table(["kernel", "key", "feasible", "sampler", "compiles", "to 1%", "to 5%",
-                        "winner / race (table)", "tune s"], late),
+                        "winner / race (table)", "re-timed later / race", "tune s"], late),
             "",
         ]
     # Transfer: keys tuned with a prior.
@@ -284,37 +290,51 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
         lines += [
             "### Wall clock against triton.autotune",
             "",
-            "triton.autotune was run over a random subset of each kernel's first key's feasible configs, "
-            "with an empty Triton cache (cold) and again in a new process with the cache it filled (warm); "
-            "its cost over the whole feasible list is estimated as the subset's seconds per config times "
-            "the feasible configs of each key. flysearch's figure is measured: the decorator's tuning of "
-            "that key, compiles and finalists' rounds included.",
+            "triton.autotune was run over each kernel's first key's feasible configs (all of them, or a "
+            "random subset), with an empty Triton cache (cold) and again in a new process with the cache "
+            "it filled (warm). Over the whole list its seconds are measured; from a subset, its cost over "
+            "the whole feasible list of each key is estimated as the subset's seconds per config times the "
+            "feasible configs (est.). flysearch's figure is measured: the decorator's tuning of that key, "
+            "compiles and finalists' rounds included.",
             "",
         ]
         per = {r["example"]: r for r in base_cold["runs"]}
         per_warm = {r["example"]: r for r in (base_warm or {}).get("runs", [])}
         wrows, ratios_c, ratios_w = [], [], []
-        for p in pairs:
-            k = (p["example"], p["key"])
-            if p["example"] not in per or k not in by_key:
+        for k, run in by_key.items():
+            if k[0] not in per or "wall_s" not in run:
                 continue
-            est_c = per[p["example"]]["per_config_s"] * p["n_configs"]
-            est_w = per_warm.get(p["example"], {}).get("per_config_s", float("nan")) * p["n_configs"]
-            rc = by_key[k]["wall_s"] / est_c
+            n = run["report"].get("n_feasible") or len(tables.get(k, ()))
+
+            def whole(base: Mapping[str, Any] | None, n: int = n, k: tuple[str, str] = k) -> float:
+                """triton.autotune's seconds over key k's n feasible configs: measured when it ran
+                over all of them on this key, else its seconds per config times n."""
+                if not base:
+                    return float("nan")
+                if (base["key"], base["configs"]) == (k[1], n):
+                    return float(base["wall_s"])
+                return float(base["per_config_s"]) * n
+
+            est_c, est_w = whole(per[k[0]]), whole(per_warm.get(k[0]))
+            rc = run["wall_s"] / est_c
             rw = warm_by_key.get(k, {}).get("wall_s", float("nan")) / est_w
             ratios_c.append(rc)
             ratios_w.append(rw)
             ratios_c_all.append(rc)
             ratios_w_all.append(rw)
+            measured = (per[k[0]]["key"], per[k[0]]["configs"]) == (k[1], n)
+
+            def secs(x: float, measured: bool = measured) -> str:
+                return "not run" if x != x else f"{x:.0f}" + ("" if measured else " (est.)")
             wrows.append(
                 [
-                    p["example"],
-                    p["key"],
-                    f"{by_key[k]['wall_s']:.1f}",
-                    f"{est_c:.0f}",
+                    k[0],
+                    k[1],
+                    f"{run['wall_s']:.1f}",
+                    secs(est_c),
                     f"{rc:.3f}",
                     f"{warm_by_key.get(k, {}).get('wall_s', float('nan')):.1f}",
-                    f"{est_w:.0f}",
+                    secs(est_w),
                     f"{rw:.3f}",
                 ]
             )
@@ -329,16 +349,16 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
                     "kernel",
                     "key",
                     "flysearch cold s",
-                    "triton.autotune cold s (est.)",
+                    "triton.autotune cold s",
                     "ratio",
                     "flysearch warm s",
-                    "triton.autotune warm s (est.)",
+                    "triton.autotune warm s",
                     "ratio",
                 ],
                 wrows,
             ),
             "",
-            "Measured triton.autotune subsets:",
+            "Measured triton.autotune runs:",
             "",
             *_md_table(
                 ["kernel", "key", "configs", "cold s", "cold s/config", "warm s", "warm s/config"],
