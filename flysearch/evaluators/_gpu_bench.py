@@ -62,6 +62,10 @@ class TimingProtocol:
     slow_batches: int = 3
 
 
+# torch.cuda._sleep counts GPU cycles; this many make about a second on a Hopper or an Instinct GPU.
+_SLEEP_CYCLES_PER_S = 2.0e9
+
+
 @dataclass(frozen=True)
 class TimeTask:
     """The timer's task that validates and times one config of a Triton family.
@@ -209,6 +213,10 @@ def time_launches(launch: Callable[[int], Any], protocol: TimingProtocol, *, n_s
     p = protocol
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
+    # The warm-up is queued behind a sleep (1 ms a launch), so that its events time the GPU and not
+    # the host: a kernel shorter than its launch would otherwise be estimated at its launch's cost,
+    # get no sleep below, and be timed as the host's launch rate.
+    torch.cuda._sleep(int(1e-3 * (p.warmup + 1) * _SLEEP_CYCLES_PER_S))
     t0 = time.perf_counter()
     start.record()
     for i in range(p.warmup):
@@ -225,7 +233,7 @@ def time_launches(launch: Callable[[int], Any], protocol: TimingProtocol, *, n_s
     # Queue a sleep long enough that the host can enqueue every launch before the GPU runs dry.
     gap_s = n * max(0.0, host_s - est_ms / 1e3)
     if gap_s > 0:
-        torch.cuda._sleep(int(min(1.5 * gap_s + 50e-6, 0.05) * 2.0e9))
+        torch.cuda._sleep(int(min(1.5 * gap_s + 50e-6, 0.25) * _SLEEP_CYCLES_PER_S))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(batches)]
     k = p.warmup
