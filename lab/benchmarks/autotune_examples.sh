@@ -4,8 +4,9 @@
 # process's dispatch, the race's timings, the winners re-timed with the race's top, and
 # triton.autotune on a subset; each phase stops at its deadline (seconds after the start) so that
 # the results are packed before the call's limit (OUT/runs.tgz, OUT/races.tgz). Env: EXAMPLES, KEYS,
-# HELDOUT=1 (the first held-out keys, autotune_heldout_keys.toml), HELDOUT=2 (the second,
-# autotune_heldout2_keys.toml) or KEYS_FILE (any such file), SCALE, SUBSET.
+# HELDOUT=1 (the first held-out keys, autotune_heldout_keys.toml), HELDOUT=2 or 3 (the second or
+# third, autotune_heldout{2,3}_keys.toml) or KEYS_FILE (any such file), SCALE, SUBSET. The final phase
+# re-times every key in the cold store, those a later phase tuned there included.
 # Usage: lab/benchmarks/autotune_examples.sh OUT [PHASES]
 set -u
 OUT=$1; PHASES=${2:-"cold warm dispatch race final baseline"}
@@ -13,7 +14,8 @@ case ${HELDOUT:-} in
   "") KF=${KEYS_FILE:-} ;;
   1) KF=lab/benchmarks/autotune_heldout_keys.toml ;;
   2) KF=lab/benchmarks/autotune_heldout2_keys.toml ;;
-  *) echo "HELDOUT must be 1 or 2, not $HELDOUT" >&2; exit 2 ;;
+  3) KF=lab/benchmarks/autotune_heldout3_keys.toml ;;
+  *) echo "HELDOUT must be 1, 2 or 3, not $HELDOUT" >&2; exit 2 ;;
 esac
 B="lab/benchmarks/autotune_examples.py"; X="--examples ${EXAMPLES:-softmax,layernorm,matmul} --keys ${KEYS:-8} ${KF:+--keys-file $KF}"; R=/tmp/runs; mkdir -p "$R" /tmp/races; L=$R/log.txt
 export PYTHONUNBUFFERED=1
@@ -38,14 +40,14 @@ if [[ $PHASES == *dispatch* ]]; then
 fi
 if [[ $PHASES == *race* ]]; then
   phase "race (waiting for the compiles)"; timeout "$(left 340)" tail --pid=$POOL -f /dev/null; cat /tmp/pool.log >> "$L"
-  phase race; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 480)" python3 $B race $X --step time --out /tmp/races 2>&1 | tee -a "$L"
+  phase race; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 525)" python3 $B race $X --step time --out /tmp/races 2>&1 | tee -a "$L"
 fi
 if [[ $PHASES == *final* ]]; then
-  phase final; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 515)" python3 $B final $X --races /tmp/races --runs "$R" --out "$R/final.json" 2>&1 | tee -a "$L"
+  phase final; TRITON_CACHE_DIR=/tmp/rc timeout "$(left 565)" python3 $B final $X --races /tmp/races --runs "$R" --store "$R/cold.db" --out "$R/final.json" 2>&1 | tee -a "$L"
 fi
 if [[ $PHASES == *baseline* ]]; then  # triton.autotune over a random subset: an empty cache, then the cache it filled
-  phase baseline; rm -rf /tmp/tb; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 560)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_cold.json" 2>&1 | tail -5 | tee -a "$L"
-  phase "baseline warm"; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 585)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_warm.json" 2>&1 | tail -5 | tee -a "$L"
+  phase baseline; rm -rf /tmp/tb; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 575)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_cold.json" 2>&1 | tail -5 | tee -a "$L"
+  phase "baseline warm"; TRITON_CACHE_DIR=/tmp/tb timeout "$(left 590)" python3 $B baseline $X --subset ${SUBSET:-16} --out "$R/baseline_warm.json" 2>&1 | tail -5 | tee -a "$L"
 fi
 phase pack; tar czf "$OUT/races.tgz" -C /tmp/races --exclude='race-store.db*' . ; ls -la "$R" | tee -a "$L"
 tar czf "$OUT/runs.tgz" -C "$R" .  # one file: the device returns a few files per call

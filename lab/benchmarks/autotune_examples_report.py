@@ -117,6 +117,8 @@ HELDOUT_SETS = {
     1: ("Held out", "lab/benchmarks/autotune_heldout_keys.toml", "lab/freeze/autotune-heldout.toml"),
     2: ("Held out (second set)", "lab/benchmarks/autotune_heldout2_keys.toml",
         "lab/freeze/autotune-heldout2.toml"),
+    3: ("Held out (third set)", "lab/benchmarks/autotune_heldout3_keys.toml",
+        "lab/freeze/autotune-heldout3.toml"),
 }
 
 
@@ -171,8 +173,13 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
     by_key = {(r["example"], r["key"]): r for r in (cold or {}).get("runs", [])}
     warm_by_key = {(r["example"], r["key"]): r for r in (warm or {}).get("runs", [])}
     first = {}
+    stored = store_winners(store) if store is not None else {}
     for p in pairs:
         k = (p["example"], p["key"])
+        if k not in by_key and (KERNEL_NAMES.get(k[0], k[0]), k[1]) in stored:
+            # a key a later phase tuned into the cold store (the final phase re-times those too)
+            by_key[k] = {"example": k[0], "key": k[1],
+                         "report": stored[(KERNEL_NAMES.get(k[0], k[0]), k[1])][1]}
         run = by_key.get(k, {})
         report = run.get("report", {})
         table = tables.get(k)
@@ -204,7 +211,7 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
     late = []
     later = {(p["example"], p["key"]): p for p in (_load(runs / "final_later.json") or {}).get("pairs", [])}
     if store is not None:
-        winners = store_winners(store)
+        winners = stored
         timed = {(p["example"], p["key"]) for p in pairs}
         for (example, key), table in sorted(tables.items()):
             won = winners.get((KERNEL_NAMES.get(example, example), key))
@@ -450,18 +457,20 @@ def _heldout_summary(n: int, held: list[dict[str, list[Any]]]) -> list[str]:
 
 
 def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = "",
-                 heldout2: list[Path] | None = None) -> None:
-    """The report of the held-out folders of the first set (*heldout*), of the second (*heldout2*)
-    and of the development folders (*dev*)."""
-    heldout2 = heldout2 or []
-    sections = [(d, 1) for d in heldout] + [(d, 2) for d in heldout2] + [(d, 0) for d in dev]
+                 heldout2: list[Path] | None = None, heldout3: list[Path] | None = None) -> None:
+    """The report of the held-out folders of the first set (*heldout*), of the second (*heldout2*),
+    of the third (*heldout3*) and of the development folders (*dev*)."""
+    heldout2, heldout3 = heldout2 or [], heldout3 or []
+    sections = ([(d, 1) for d in heldout] + [(d, 2) for d in heldout2] + [(d, 3) for d in heldout3]
+                + [(d, 0) for d in dev])
     parts = [_section(d, h) for d, h in sections]
     lines = [
         "# flysearch.autotune on kernels flysearch does not ship",
         "",
         "- command: `python lab/benchmarks/autotune_examples_report.py "
         + " ".join([f"--heldout {d}" for d in heldout] + [f"--heldout2 {d}" for d in heldout2]
-                   + [f"--dev {d}" for d in dev]) + f" --out {out}`",
+                   + [f"--heldout3 {d}" for d in heldout3] + [f"--dev {d}" for d in dev])
+        + f" --out {out}`",
         f"- commit: {commit or 'unknown'} (each section names its device call, with the commit it ran)",
         "- hardware: see each section (one H100 for every call)",
         "",
@@ -493,12 +502,14 @@ def main() -> None:
                         help="a folder of the first held-out set's run")
     parser.add_argument("--heldout2", type=Path, action="append", default=[],
                         help="a folder of the second held-out set's run")
+    parser.add_argument("--heldout3", type=Path, action="append", default=[],
+                        help="a folder of the third held-out set's run")
     parser.add_argument("--dev", type=Path, action="append", default=[])
     parser.add_argument("--out", type=Path, required=True)
     a = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
-    write_report(a.heldout, a.dev, a.out, commit, a.heldout2)
+    write_report(a.heldout, a.dev, a.out, commit, a.heldout2, a.heldout3)
 
 
 if __name__ == "__main__":
