@@ -7,7 +7,6 @@ from __future__ import annotations
 from flysearch.costmodel._extra_trees import fit_extra_trees, tree_predictions
 from flysearch.costmodel._features import Columns, columns_matrix, feature_columns
 from flysearch.costmodel._model import (
-    OCCUPANCY_WAVES,
     CostModel,
     Prior,
     check_prior_fits,
@@ -21,7 +20,6 @@ from flysearch.costmodel._model import (
 )
 
 __all__ = [
-    "OCCUPANCY_WAVES",
     "Columns",
     "CostModel",
     "Prior",

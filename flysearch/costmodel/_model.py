@@ -63,12 +63,11 @@ if TYPE_CHECKING:
     from flysearch.space import ArchProfile
     from flysearch.tables import GroundTruth
 
-__all__ = ["OBJECTIVES", "OCCUPANCY_WAVES", "CostModel", "Prior", "check_prior_fits", "fit_prior",
+__all__ = ["OBJECTIVES", "CostModel", "Prior", "check_prior_fits", "fit_prior",
            "load_prior", "occupancy_views", "table_arch", "table_target", "target_key", "training_data",
            "walks"]
 
 OBJECTIVES = ("log_ratio", "rank")
-OCCUPANCY_WAVES = ("average", "with", "without")
 
 
 def _group_ranks(y: np.ndarray) -> np.ndarray:
@@ -93,16 +92,10 @@ class CostModel(RegressorMixin, BaseEstimator):
         Boosting iterations.
     learning_rate : float, default=0.08
         Shrinkage.
-    max_leaf_nodes : int or tuple of int, default=31
+    max_leaf_nodes : int, default=31
         Leaves per tree.
-    l2_regularization : float or tuple of float, default=0.0
+    l2_regularization : float, default=0.0
         L2 penalty on leaf values.
-
-        With a tuple for either, one booster is fitted per combination of the values and their
-        predictions are averaged: a hyperparameter ensemble. It is not the default: on the H200
-        tables it ranks a few more shapes' best configs near the top, but its worst case is worse
-        and the cost-model sampler needs more compiles with it on the benchmark_hub GPUs
-        (``lab/benchmarks/prior_ensemble.py``, ``lab/benchmarks/results/costmodel_eval_ensemble.md``).
     top_boost : float, default=0.0
         Extra weight of each group's fastest row in the loss; a row of rank r (0: fastest) weighs
         ``1 + top_boost * exp(-r / top_scale)``. 0 weighs every row alike.
@@ -110,7 +103,7 @@ class CostModel(RegressorMixin, BaseEstimator):
         Rank over which the extra weight decays by a factor e.
     feature_views : tuple of (tuple of int or None), or None, default=None
         Column indices each member of the ensemble sees (``None`` in the tuple: every column); one
-        booster per view (and per leaves/L2 combination), predictions averaged. ``None``: one view
+        booster per view, predictions averaged. ``None``: one view
         of every column. :func:`fit_prior` averages a view without the occupancy-wave features
         and one with them.
     random_state : int, RandomState instance or None, default=0
@@ -123,8 +116,7 @@ class CostModel(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     boosters_ : list of HistGradientBoostingRegressor
-        The fitted boosters, one per view and combination of ``max_leaf_nodes`` and
-        ``l2_regularization`` (one with the defaults).
+        The fitted boosters, one per view (one with the defaults).
     views_ : list of (ndarray of int or None)
         The columns each booster of ``boosters_`` saw (``None``: all).
     n_iter_ : int
@@ -137,8 +129,8 @@ class CostModel(RegressorMixin, BaseEstimator):
         "objective": [StrOptions(set(OBJECTIVES))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), tuple],
-        "l2_regularization": [Interval(Real, 0, None, closed="left"), tuple],
+        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")],
+        "l2_regularization": [Interval(Real, 0, None, closed="left")],
         "top_boost": [Interval(Real, 0, None, closed="left")],
         "top_scale": [Interval(Real, 0, None, closed="neither")],
         "feature_views": [tuple, None],
@@ -147,8 +139,7 @@ class CostModel(RegressorMixin, BaseEstimator):
     }
 
     def __init__(self, *, objective: str = "log_ratio", max_iter: int = 300, learning_rate: float = 0.08,
-                 max_leaf_nodes: int | tuple[int, ...] = 31,
-                 l2_regularization: float | tuple[float, ...] = 0.0,
+                 max_leaf_nodes: int = 31, l2_regularization: float = 0.0,
                  top_boost: float = 0.0, top_scale: float = 30.0,
                  feature_views: tuple[tuple[int, ...] | None, ...] | None = None, random_state: Any = 0,
                  n_threads: int | None = 1) -> None:
@@ -187,19 +178,15 @@ class CostModel(RegressorMixin, BaseEstimator):
             mask = groups == g
             target[mask] = _group_targets(y[mask], self.objective)
             weight[mask] = 1.0 + self.top_boost * np.exp(-_group_ranks(y[mask]) / self.top_scale)
-        leaves, l2s = _values(self.max_leaf_nodes), _values(self.l2_regularization)
-        if not leaves or not l2s or any(not isinstance(v, Integral) or v < 2 for v in leaves) or any(
-                not isinstance(v, Real) or v < 0 for v in l2s):
-            raise ValueError("max_leaf_nodes takes integers >= 2 and l2_regularization reals >= 0.")
         views = self._views(X.shape[1])
         sample_weight = weight / weight.mean() if self.top_boost > 0 else None
         with _openmp_threads(self.n_threads):
             self.boosters_ = [HistGradientBoostingRegressor(
-                max_iter=self.max_iter, learning_rate=self.learning_rate, max_leaf_nodes=leaf,
-                l2_regularization=l2, random_state=self.random_state, early_stopping=False,
-            ).fit(X if view is None else X[:, view], target, sample_weight=sample_weight)
-                for view in views for leaf in leaves for l2 in l2s]
-        self.views_ = [view for view in views for _ in leaves for _ in l2s]
+                max_iter=self.max_iter, learning_rate=self.learning_rate,
+                max_leaf_nodes=self.max_leaf_nodes, l2_regularization=self.l2_regularization,
+                random_state=self.random_state, early_stopping=False,
+            ).fit(X if view is None else X[:, view], target, sample_weight=sample_weight) for view in views]
+        self.views_ = views
         self.n_iter_ = self.boosters_[0].n_iter_
         return self
 
@@ -208,7 +195,7 @@ class CostModel(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, ensure_all_finite="allow-nan", reset=False)
         with _openmp_threads(self.n_threads):
-            # A prior saved before the ensemble option holds its one booster as ``model_``.
+            # A prior saved before the model kept a list of boosters holds its one as ``model_``.
             boosters = getattr(self, "boosters_", None) or [self.model_]
             views = getattr(self, "views_", None) or [None] * len(boosters)  # saved before views
             return np.mean([booster.predict(X if view is None else X[:, view])
@@ -223,11 +210,6 @@ class CostModel(RegressorMixin, BaseEstimator):
         if not views or bad:
             raise ValueError(f"feature_views takes non-empty tuples of column indices below {n_features}.")
         return views
-
-
-def _values(value: Any) -> tuple[Any, ...]:
-    """A hyperparameter's values: a tuple as is, one value as a 1-tuple."""
-    return tuple(value) if isinstance(value, tuple) else (value,)
 
 
 @functools.cache
@@ -400,7 +382,7 @@ def _read_prior(path: str | Path) -> Prior:
 
 
 def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources: bool = True,
-              occupancy_waves: str = "average", top_boost: float = 15.0, top_scale: float = 30.0,
+              top_boost: float = 15.0, top_scale: float = 30.0,
               exclude_features: Iterable[str] = (), **params: Any) -> Prior:
     """Train a prior on *tables* (all their rows, failures penalized).
 
@@ -414,13 +396,13 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     trained too (:attr:`Prior.sources`). Tables of several kernels are pooled only: weighing a
     device means something only for the kernel it measured.
 
-    *occupancy_waves* says which boosters see the occupancy-wave features (:func:`occupancy_views`);
-    with *top_boost* > 0 a second, top-weighted model is fitted on the same rows
-    (:attr:`Prior.sharp`; *top_boost* and *top_scale* as :class:`CostModel` takes them);
-    *exclude_features* are features the prior never sees: e.g. ``g_split_fixed`` (split-K's fixed
-    cost) for a prior trained on split-K tables to rank a family without split-K, which it ranks
-    worse with that feature (``lab/benchmarks/results/cross_kernel_exclude.md``). *params* go to
-    :class:`CostModel`.
+    The prior averages two boosters, one that sees the occupancy-wave features and one that does
+    not (:func:`occupancy_views`; a ``feature_views`` in *params* replaces them); with *top_boost*
+    > 0 a second, top-weighted model is fitted on the same rows (:attr:`Prior.sharp`; *top_boost*
+    and *top_scale* as :class:`CostModel` takes them); *exclude_features* are features the prior
+    never sees: e.g. ``g_split_fixed`` (split-K's fixed cost) for a prior trained on split-K tables
+    to rank a family without split-K, which it ranks worse with that feature
+    (``lab/benchmarks/results/cross_kernel_exclude.md``). *params* go to :class:`CostModel`.
     """
     exclude_features = tuple(exclude_features)
     if not tables:
@@ -430,12 +412,11 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
         by_device.setdefault(table.meta.device, []).append(table)
     per_device = []
     if sources and len(by_device) > 1 and len({t.meta.kernel for t in tables}) == 1:
-        per_device = [fit_prior(group, objective=objective, sources=False,
-                                occupancy_waves=occupancy_waves, top_boost=0.0,
+        per_device = [fit_prior(group, objective=objective, sources=False, top_boost=0.0,
                                 exclude_features=exclude_features, **params)
                       for group in by_device.values()]
     schema, features, times, groups = training_data(tables, exclude=exclude_features)
-    params.setdefault("feature_views", occupancy_views(schema, occupancy_waves))
+    params.setdefault("feature_views", occupancy_views(schema))
     model = CostModel(objective=objective, **params).fit(features, times, groups)
     sharp = CostModel(objective=objective, top_boost=top_boost, top_scale=top_scale, **params).fit(
         features, times, groups) if top_boost > 0 else None
@@ -461,27 +442,21 @@ def fit_prior(tables: Sequence[GroundTruth], *, objective: str = "rank", sources
     return Prior(model, schema, provenance, per_device, sharp)
 
 
-def occupancy_views(schema: Sequence[str], occupancy_waves: str = "average"
-                    ) -> tuple[tuple[int, ...] | None, ...] | None:
+def occupancy_views(schema: Sequence[str]) -> tuple[tuple[int, ...] | None, ...] | None:
     """The feature views of a prior's boosters over *schema*, as :class:`CostModel` takes them.
 
-    The occupancy-wave features (:data:`~flysearch.costmodel._features.OCCUPANCY_WAVE_FEATURES`) are seen by
-    every booster (``"with"``, one view: ``None``), by none (``"without"``), or, by default
-    (``"average"``), by one of two boosters whose predictions are averaged. Leave-one-shape-out on
-    the 27 H200 tables the average ordered the configs better than either alone: a config within 1%
-    of the optimum at rank <= 8 on 24 tables, against 21 without and 23 with
+    The occupancy-wave features (:data:`~flysearch.costmodel._features.OCCUPANCY_WAVE_FEATURES`) are
+    seen by one of two boosters whose predictions are averaged. Leave-one-shape-out on the 27 H200
+    tables the average ordered the configs better than either alone: a config within 1% of the
+    optimum at rank <= 8 on 24 tables, against 21 without them and 23 with them in one booster
     (``lab/benchmarks/costmodel_eval.py --occupancy-waves``). A schema without them has one view.
 
     Example:
         >>> occupancy_views(["g_occ_waves", "g_tiles", "p_BLOCK_M"])
         ((1, 2), None)
     """
-    if occupancy_waves not in OCCUPANCY_WAVES:
-        raise ValueError(f"occupancy_waves is one of {', '.join(OCCUPANCY_WAVES)}, not {occupancy_waves!r}.")
     without = tuple(j for j, name in enumerate(schema) if name not in OCCUPANCY_WAVE_FEATURES)
-    if occupancy_waves == "with" or len(without) == len(schema) or not without:
-        return None
-    return (without,) if occupancy_waves == "without" else (without, None)
+    return None if len(without) == len(schema) or not without else (without, None)
 
 
 def check_prior_fits(prior: Prior, parameters: Iterable[str], what: str, *,

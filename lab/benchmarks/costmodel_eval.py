@@ -19,8 +19,10 @@ scored), e.g. the twelve of ``lab/studies/shapes_h200_extra.toml``::
 
     python lab/benchmarks/costmodel_eval.py --extra 'lab/benchmarks/data/h200_extra/*.table.json.gz'
 
-``--ensemble`` trains priors that average six boosters (not the default; see
-costmodel_eval_ensemble.md). ``--h200 GLOB`` (repeatable) reads other H200 tables, e.g. the 39
+``--ensemble`` (priors that average six boosters, costmodel_eval_ensemble.md) left flysearch after
+c1f858a, a rejected variant; run it at that commit. ``--occupancy-waves with|without`` trains each
+H200 prior's one booster with the occupancy-wave features or without them (flysearch's own prior
+averages one of each). ``--h200 GLOB`` (repeatable) reads other H200 tables, e.g. the 39
 of ``lab/benchmarks/data/h200`` and ``h200_extra``, every one held out in turn::
 
     python lab/benchmarks/costmodel_eval.py --only h200 --h200 'lab/benchmarks/data/h200/*.table.json.gz' \
@@ -65,7 +67,6 @@ from _costmodel_report import format_compiles, held_out_section  # noqa: E402
 from _retime_top import retime_top_keys  # noqa: E402
 
 from flysearch.compare import leave_one_out  # noqa: E402
-from flysearch.costmodel import OCCUPANCY_WAVES  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache, read_table_file  # noqa: E402
 
 HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
@@ -86,6 +87,14 @@ HOLDOUT = BENCHMARKS / "data" / "h200_holdout" / "*.table.json.gz"
 EXTRA = BENCHMARKS / "data" / "h200_extra" / "*.table.json.gz"
 # --ensemble: the booster settings lab/benchmarks/prior_ensemble.py compares, averaged.
 ENSEMBLE_LEAVES, ENSEMBLE_L2 = (15, 31, 63), (0.0, 1.0)
+# The last commit whose CostModel fitted that ensemble (max_leaf_nodes and l2_regularization as tuples).
+ENSEMBLE_COMMIT = "c1f858a"
+# --occupancy-waves: fit_prior's parameters that train a prior's one booster with the occupancy-wave
+# features or without them (a plain fit_prior averages one booster of each). The benchmark_hub
+# tables have no such features: the hub part trains its priors as they come.
+OCCUPANCY_WAVES: dict[str, dict[str, object]] = {
+    "average": {}, "with": {"feature_views": None},
+    "without": {"exclude_features": ("g_occ_waves", "g_occ_wave_eff")}}
 
 
 def load_tables(kind: str, hub: Path = HUB, h200: str | Sequence[str] = str(H200)) -> list[GroundTruth]:
@@ -128,19 +137,20 @@ def main() -> None:
                              f"(e.g. {EXTRA.relative_to(ROOT)})")
     parser.add_argument("--workers", type=int, default=1,
                         help="held-out tables evaluated in this many processes (same results)")
-    parser.add_argument("--occupancy-waves", choices=OCCUPANCY_WAVES, default="average",
-                        help="which boosters of a prior see the occupancy-wave features "
-                             "(flysearch.costmodel.occupancy_views; default: average one with, one without)")
+    parser.add_argument("--occupancy-waves", choices=tuple(OCCUPANCY_WAVES), default="average",
+                        help="which boosters of an H200 prior see the occupancy-wave features "
+                             "(default: average one with, one without)")
     parser.add_argument("--retimed", action="append", default=[], metavar="FILE",
                         help="retime_top.py result files: also count compiles to 1%% of each covered "
                              "H200 table's re-timed optimum; repeatable")
     parser.add_argument("--ensemble", action="store_true",
-                        help="priors average six boosters (15/31/63 leaves x L2 0/1) instead of one")
+                        help=f"left flysearch after {ENSEMBLE_COMMIT}: run it at that commit")
     args = parser.parse_args()
-    args.h200 = args.h200 or [str(H200)]
-    model_params: dict[str, object] = {"occupancy_waves": args.occupancy_waves}
     if args.ensemble:
-        model_params |= {"max_leaf_nodes": ENSEMBLE_LEAVES, "l2_regularization": ENSEMBLE_L2}
+        parser.error(f"the six-booster ensemble prior left flysearch after {ENSEMBLE_COMMIT}; "
+                     f"run --ensemble at that commit (git checkout {ENSEMBLE_COMMIT})")
+    args.h200 = args.h200 or [str(H200)]
+    model_params = OCCUPANCY_WAVES[args.occupancy_waves]
     retimed: dict[str, list[str]] = {}  # a table in several files: the last one's
     for path in args.retimed:
         try:
@@ -170,7 +180,8 @@ def main() -> None:
         elif kind != "holdout" and len(tables) >= 2:
             results = leave_one_out(tables, seeds=range(args.seeds), budget=budget, workers=args.workers,
                                     extra=extra if kind == "h200" else (),
-                                    retimed=retimed if kind == "h200" else None, **model_params)
+                                    retimed=retimed if kind == "h200" else None,
+                                    **(model_params if kind == "h200" else {}))
         else:
             source = {"hub": f"--hub {args.hub}", "h200": "--h200 " + " --h200 ".join(args.h200),
                       "holdout": f"--holdout {args.holdout}"}[kind]

@@ -11,6 +11,9 @@ for the ensemble that averages the boosters of all six settings, each a plain mo
 weighting; ``lab/benchmarks/top_weight.py`` compares that). No search runs here: this is the
 prior alone (the sampler's compiles: ``costmodel_eval.py --ensemble``). Two worker processes;
 about 10 minutes on 2 cores.
+
+The ensemble (CostModel's ``max_leaf_nodes`` and ``l2_regularization`` as tuples) left flysearch
+after c1f858a, a rejected variant: this script runs at that commit (``git checkout c1f858a``).
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from costmodel_eval import ENSEMBLE_COMMIT, H200, load_tables, report  # noqa: E402
 from costmodel_eval import ENSEMBLE_L2 as L2S  # noqa: E402  (this folder is on sys.path)
 from costmodel_eval import ENSEMBLE_LEAVES as LEAVES  # noqa: E402
-from costmodel_eval import H200, load_tables, report  # noqa: E402
 
 from flysearch.compare import prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
@@ -61,6 +64,8 @@ def main() -> None:
                         help="the H200 tables (default lab/benchmarks/data/h200/*.table.json.gz)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    parser.exit(2, f"prior_ensemble.py: the six-booster ensemble left flysearch after {ENSEMBLE_COMMIT}; "
+                   f"run this script at that commit (git checkout {ENSEMBLE_COMMIT}).\n")
     start = time.perf_counter()
     names = [t.name for t in load_tables("h200", h200=args.h200)]
     with ProcessPoolExecutor(args.workers) as pool:

@@ -88,22 +88,11 @@ def test_top_boost_fits_the_fastest_rows_closer() -> None:
     assert sharp_top < 0.8 * plain_top and sharp_rest > plain_rest
 
 
-def test_booster_settings_as_tuples_make_an_averaged_ensemble() -> None:
+def test_a_model_saved_with_one_booster_still_predicts() -> None:
     rng = np.random.default_rng(0)
     X = rng.random((300, 3))
     y = np.exp(X @ np.array([2.0, -1.0, 0.5])) + rng.random(300)
-    model = CostModel(max_iter=20, max_leaf_nodes=(15, 31, 63), l2_regularization=(0.0, 1.0)).fit(X, y)
-    assert [(b.max_leaf_nodes, b.l2_regularization) for b in model.boosters_] == [
-        (15, 0.0), (15, 1.0), (31, 0.0), (31, 1.0), (63, 0.0), (63, 1.0)]
-    assert np.allclose(model.predict(X), np.mean([b.predict(X) for b in model.boosters_], axis=0))
-    single = CostModel(max_iter=20, l2_regularization=1.0).fit(X, y)  # the default: 31 leaves
-    assert len(single.boosters_) == 1
-    assert np.allclose(single.predict(X), model.boosters_[3].predict(X))
-    with pytest.raises(ValueError, match="max_leaf_nodes"):
-        CostModel(max_leaf_nodes=(31, 1)).fit(X, y)
-    with pytest.raises(ValueError, match="max_leaf_nodes"):
-        CostModel(l2_regularization=()).fit(X, y)
-    # A model saved before the ensemble option kept its one booster as model_.
+    # A model saved before the list of boosters kept its one booster as model_.
     old = CostModel(max_iter=20).fit(X, y)
     expected = old.predict(X)
     old.model_ = old.boosters_[0]
@@ -132,11 +121,7 @@ def test_each_feature_view_is_a_booster_that_sees_only_its_columns() -> None:
 def test_occupancy_views_leave_the_occupancy_waves_out_of_one_booster() -> None:
     schema = ["g_occ_wave_eff", "g_occ_waves", "g_tiles", "p_BLOCK_M"]
     assert occupancy_views(schema) == ((2, 3), None)
-    assert occupancy_views(schema, "without") == ((2, 3),)
-    assert occupancy_views(schema, "with") is None
     assert occupancy_views(["g_tiles", "p_BLOCK_M"]) is None  # nothing to leave out: one view
-    with pytest.raises(ValueError, match="occupancy_waves"):
-        occupancy_views(schema, "sometimes")
 
 
 def test_a_prior_averages_a_booster_with_and_one_without_the_occupancy_waves(
@@ -146,8 +131,9 @@ def test_a_prior_averages_a_booster_with_and_one_without_the_occupancy_waves(
     problem, arch = held.meta.problem, get_arch("sm_90")
     both = fit_prior(train, max_iter=30)
     assert both.provenance["feature_views"] == [sorted(OCCUPANCY_WAVE_FEATURES), []]
-    without = fit_prior(train, max_iter=30, occupancy_waves="without")
-    with_ = fit_prior(train, max_iter=30, occupancy_waves="with")
+    # Each booster alone, as lab/benchmarks/costmodel_eval.py --occupancy-waves without|with trains it.
+    without = fit_prior(train, max_iter=30, exclude_features=OCCUPANCY_WAVE_FEATURES)
+    with_ = fit_prior(train, max_iter=30, feature_views=None)
     assert "feature_views" not in with_.provenance
     blind, sighted = without.score(params, problem, arch), with_.score(params, problem, arch)
     assert np.allclose(both.score(params, problem, arch), (blind + sighted) / 2)
