@@ -38,7 +38,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from flysearch.space import ArchProfile
 
 __all__ = ["GEMM_ROLES", "OCCUPANCY_WAVE_FEATURES", "RESOURCE_FIELDS", "Columns", "columns_matrix",
-           "config_features", "feature_columns", "feature_matrix", "gemm_roles"]
+           "config_features", "feature_columns", "gemm_roles"]
 
 GEMM_ROLES: dict[str, tuple[str, ...]] = {
     "tile_m": ("BLOCK_M", "BLOCK_SIZE_M", "TILE_M", "tile_m"),
@@ -313,17 +313,4 @@ def columns_matrix(columns: Columns, schema: list[str], n: int) -> np.ndarray:
         col = columns.get(name)
         if col is not None:
             matrix[:, j] = col
-    return matrix
-
-
-def feature_matrix(rows: Iterable[Mapping[str, float]], schema: list[str]) -> np.ndarray:
-    """Stack feature dicts into a float matrix in *schema* order; absent features are NaN."""
-    rows = list(rows)
-    matrix = np.full((len(rows), len(schema)), np.nan)
-    index = {name: j for j, name in enumerate(schema)}
-    for i, row in enumerate(rows):
-        for name, value in row.items():
-            j = index.get(name)
-            if j is not None:
-                matrix[i, j] = value
     return matrix

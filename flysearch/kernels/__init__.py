@@ -7,7 +7,7 @@ launchers of the TMA and fused split-K families, and the port of configs to ``fl
 
 from __future__ import annotations
 
-from flysearch.kernels._aiter_hgemm import SHAPE_FREE_CONSTRAINTS, SPACE_NAME, aiter_hgemm_space
+from flysearch.kernels._aiter_hgemm import SPACE_NAME, aiter_hgemm_space
 from flysearch.kernels._aiter_names import build_kernel_name, parse_kernel_name
 from flysearch.kernels._aiter_package import (
     DISTRIBUTION as AITER_DISTRIBUTION,
@@ -54,7 +54,6 @@ __all__ = [
     "AITER_DISTRIBUTION",
     "AITER_TRITON_CUDA_SPACE",
     "AITER_TRITON_SPACE",
-    "SHAPE_FREE_CONSTRAINTS",
     "SPACE_NAME",
     "TILE_PARAMS",
     "ConfigMappingError",

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = [
     "LARGE_GEMM_CONFIG",
     "PARAM_NAMES",
-    "SHAPE_FREE_CONSTRAINTS",
     "SPACE_NAME",
     "aiter_hgemm_space",
     "async_copy_for_arch",
@@ -231,12 +230,6 @@ _CONSTRAINTS: tuple[Constraint, ...] = (
         f"compiles ({_SRC}: selection_filter)",
     ),
 )
-
-SHAPE_FREE_CONSTRAINTS: frozenset[str] = frozenset(
-    c.name for c in _CONSTRAINTS[:6]
-)
-"""Constraints that read only the config and the arch (all come before the shape ones)."""
-
 
 def aiter_hgemm_space() -> Space:
     """Build the aiter FlyDSL split-K HGEMM space with its twelve constraints.

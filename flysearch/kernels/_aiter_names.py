@@ -31,7 +31,7 @@ from flysearch.errors import InputFormatError
 from flysearch.kernels._aiter_hgemm import aiter_hgemm_space
 from flysearch.space import Config
 
-__all__ = ["KERNEL_DTYPES", "ParsedKernelName", "build_kernel_name", "is_flydsl_name", "parse_kernel_name"]
+__all__ = ["KERNEL_DTYPES", "ParsedKernelName", "build_kernel_name", "parse_kernel_name"]
 
 KERNEL_DTYPES: tuple[str, ...] = ("bf16", "f16")
 """The dtype spellings aiter puts in FlyDSL names (``f16`` is fp16)."""
@@ -68,16 +68,6 @@ class ParsedKernelName:
     dtype: str
     out_dtype: str
     config: Config
-
-
-def is_flydsl_name(name: str) -> bool:
-    """Whether *name* looks like an aiter FlyDSL GEMM name (prefix test only).
-
-    Example:
-        >>> is_flydsl_name("flydsl_gemm2_abf16_wbf16_bf16_t16x64x64"), is_flydsl_name("sol2")
-        (True, False)
-    """
-    return name.startswith("flydsl_gemm")
 
 
 def parse_kernel_name(name: str, arch: str | None = None) -> ParsedKernelName:

@@ -60,7 +60,6 @@ __all__ = [
     "make_space",
     "smem_bytes",
     "spec_key",
-    "triton_config_kwargs",
 ]
 
 SPACE_NAME = "triton_gemm_splitk"
@@ -264,8 +263,3 @@ def gemm_operands(a: Any, w: Any, c: Any) -> tuple[int, int, int]:
     if any(t.dtype != torch.bfloat16 or not t.is_contiguous() for t in (a, w, c)):
         raise ValueError("a, w and c must be contiguous bf16 tensors")
     return int(m), int(n), int(k)
-
-
-def triton_config_kwargs(config: Config | dict[str, Any]) -> dict[str, int]:
-    """The tile kwargs of ``triton.Config`` for *config* (everything but num_warps/num_stages)."""
-    return {name: int(config[name]) for name in TILE_PARAMS}

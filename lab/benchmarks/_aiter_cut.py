@@ -19,10 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from flysearch.kernels import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space
+from flysearch.kernels import aiter_hgemm_space
 from flysearch.space import REGIMES, Config, Shape, Space, get_arch
 
-__all__ = ["RegimeCut", "format_cuts", "shape_cut", "shape_free_survivors", "space_cuts"]
+__all__ = ["SHAPE_FREE_CONSTRAINTS", "RegimeCut", "format_cuts", "shape_cut", "shape_free_survivors",
+           "space_cuts"]
+
+SHAPE_FREE_CONSTRAINTS: frozenset[str] = frozenset({
+    "async_copy_fixed_by_arch", "waves_per_block_le_16", "tile_m_divisible_by_m_warps",
+    "tile_n_divisible_by_n_warps", "vector_loads_divide_tiles", "lds_fits"})
+"""The constraints of aiter's FlyDSL HGEMM space that read only the config and the arch (all come
+before the shape ones)."""
 
 
 @dataclass

@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from _aiter_cut import shape_free_survivors  # noqa: E402
+from _aiter_cut import SHAPE_FREE_CONSTRAINTS, shape_free_survivors  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 
 from flysearch.costmodel import columns_matrix, feature_columns  # noqa: E402
-from flysearch.kernels import SHAPE_FREE_CONSTRAINTS, aiter_hgemm_space, parse_kernel_name  # noqa: E402
+from flysearch.kernels import aiter_hgemm_space, parse_kernel_name  # noqa: E402
 from flysearch.space import Shape, get_arch  # noqa: E402
 from flysearch.tables import read_aiter_csv  # noqa: E402
 

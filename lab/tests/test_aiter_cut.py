@@ -3,10 +3,15 @@ cut as the space's own enumeration."""
 
 from __future__ import annotations
 
-from _aiter_cut import shape_cut, space_cuts
+from _aiter_cut import SHAPE_FREE_CONSTRAINTS, shape_cut, space_cuts
 
 from flysearch.kernels import aiter_hgemm_space
 from flysearch.space import Shape, get_arch
+
+
+def test_the_shape_free_constraints_are_the_spaces_first_six() -> None:
+    names = [c.name for c in aiter_hgemm_space().constraints]
+    assert set(names[:6]) == SHAPE_FREE_CONSTRAINTS
 
 
 def test_a_decode_shape_on_gfx950_keeps_the_configs_the_docstring_names() -> None:

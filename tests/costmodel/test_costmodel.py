@@ -19,7 +19,6 @@ from flysearch.costmodel._features import (
     columns_matrix,
     config_features,
     feature_columns,
-    feature_matrix,
     gemm_roles,
 )
 from flysearch.costmodel._model import CostModel, fit_prior, load_prior, occupancy_views
@@ -430,7 +429,8 @@ def test_feature_columns_match_each_config_alone() -> None:
             schema = sorted(columns)
             assert schema == sorted({name for row in alone for name in row})
             together = columns_matrix(columns, schema, len(configs))
-            assert np.array_equal(together, feature_matrix(alone, schema), equal_nan=True)
+            stacked = np.array([[row.get(name, np.nan) for name in schema] for row in alone], dtype=float)
+            assert np.array_equal(together, stacked, equal_nan=True)
     assert "r_vgpr" in feature_columns(configs, problem, None, resources)
     with pytest.raises(ValueError, match="2 resource records for 6 configs"):
         feature_columns(configs, problem, None, resources[:2])
