@@ -52,7 +52,6 @@ __all__ = [
     "mend_study_names",
     "rdb_storage",
     "repeated_study_names",
-    "set_trial_system_attr",
     "study_id",
     "study_storage",
     "tell",
@@ -95,11 +94,6 @@ def validate(trial: FrozenTrial) -> None:
     """Raise ``ValueError`` where *trial* is not one Optuna would store (``Study.add_trial``'s
     check)."""
     trial._validate()
-
-
-def set_trial_system_attr(study: optuna.Study, trial: FrozenTrial, key: str, value: Any) -> None:
-    """Set system attribute *key* of *trial*, a running trial that a sampler is asked about."""
-    study._storage.set_trial_system_attr(trial._trial_id, key, value)
 
 
 def rdb_storage(study: optuna.Study) -> optuna.storages.RDBStorage | None:

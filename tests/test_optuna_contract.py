@@ -72,11 +72,6 @@ def test_a_study_and_its_trials(tmp_path: Path) -> None:
     assert isinstance(rdb, optuna.storages.RDBStorage) and rdb is not storage
     assert adapter.rdb_storage(optuna.create_study()) is None
 
-    running = study.ask()
-    frozen = study.get_trials(deepcopy=False)[running.number]
-    adapter.set_trial_system_attr(study, frozen, "member", 2)
-    assert study.get_trials()[running.number].system_attrs["member"] == 2
-
     adapter.validate(_trials()[0])
     broken = FrozenTrial(number=0, state=TrialState.COMPLETE, value=None, datetime_start=None,
                          datetime_complete=None, params={}, distributions={}, user_attrs={},
