@@ -5,8 +5,11 @@ one process that owns the GPU. :meth:`CompilePipeline.wait` blocks until either 
 task reaches its deadline, when its worker is killed) and hands back the compiles as typed
 :class:`~flysearch.evaluators.CompileResult` answers, a crashed or hung compile's failure
 included, and the timings as the pool returned them: :meth:`CompileResult.timed` makes each one's
-:class:`~flysearch.tables.Measurement`. What to compile and when to time it is the caller's:
-a race compiles every config ahead and times them in order, a live study what its sampler asks.
+:class:`~flysearch.tables.Measurement`. :meth:`CompilePipeline.time_alone` times one task and waits
+for it (a timer's device question, a vendor's timing, a re-timing round), keeping the compiles that
+answer meanwhile. What to compile and when to time it is the caller's: a race compiles every config
+ahead and times them in order, a live study what its sampler asks. Both submit and wait through
+this class only.
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ class CompilePipeline:
         """Queue the timer task *task*; its answer comes back from :meth:`wait` under *key*."""
         self.timer.submit(key, task, timeout_s=timeout_s)
 
+    @property
+    def pending(self) -> int:
+        """Tasks of either pool submitted and not yet answered by :meth:`wait`."""
+        return self.compiler.pending + self.timer.pending
+
     def dispatch(self) -> None:
         """Send queued tasks to idle workers now, without reading any answer."""
         self.compiler.dispatch()
@@ -66,6 +74,20 @@ class CompilePipeline:
         self.blocked_s += time.monotonic() - start
         built = [(res, CompileResult.of_task(res)) for res in self.compiler.poll(0)]
         return built, self.timer.poll(0)
+
+    def time_alone(self, key: Hashable, task: Any, *, timeout_s: float | None = None,
+                   ) -> tuple[TaskResult, list[tuple[TaskResult, CompileResult]]]:
+        """Time *task* while nothing else is timing and wait for its answer; that answer, and the
+        compiles that answered meanwhile (the caller keeps them, as from :meth:`wait`)."""
+        if self.timer.pending:
+            raise RuntimeError("time_alone() needs an idle timer; collect its answers with wait() first.")
+        self.time(key, task, timeout_s=timeout_s)
+        built: list[tuple[TaskResult, CompileResult]] = []
+        while True:
+            more, timed = self.wait(1.0)
+            built.extend(more)
+            if timed:
+                return timed[0], built
 
     def close(self, grace_s: float = 0.25, *, wait: bool = True) -> None:
         """Close both pools (see :meth:`WorkerPool.close`)."""

@@ -345,7 +345,7 @@ class _ShapeBench:
             launch, ops = self._launcher(kernel, config, fam.reduces_in_launch)
         else:
             try:
-                launch, ops = self._graph_launcher(fam.bind, kernel, config, spec), 1
+                launch, ops = self.graph_launch(lambda a, w, c: fam.bind(kernel, a, w, c, config, spec)), 1
             except Exception as exc:
                 return self._failed(exc, t0, "launch: ")
         result = self._guarded(lambda: self._measure(launch, ops, best_ms))
@@ -375,15 +375,18 @@ class _ShapeBench:
         return {"outcome": "runtime_failed", "detail": f"{what}{type(exc).__name__}: {exc}"[:300],
                 "bench_s": time.perf_counter() - t0, "extra": {}, "fatal": fatal}
 
-    def _graph_launcher(self, bind: Any, kernel: Any, config: dict[str, Any], spec: str) -> Any:
-        """``launch(i)``: the replay of a CUDA graph of ``bind(kernel, A_i, W_i, C, config, spec)``
-        captured on rotating input set ``i`` (a launch's host cost stays out of the timing)."""
+    def graph_launch(self, make_run: Callable[[Any, Any, Any], Callable[[], Any]]) -> Callable[[int], None]:
+        """A ``launch(i)`` for :meth:`time_launch`: the replay of a CUDA graph of
+        ``make_run(A_i, W_i, C)()`` captured on rotating input set ``i`` (the host's cost of a
+        launch, a Python wrapper's included, stays out of the timing). The first set's run runs
+        once before the captures (compiling a JIT kernel; a launch that fails does so there,
+        outside a capture, and raises)."""
         import torch
 
-        runs = [bind(kernel, a, w, self.c, config, spec) for a, w in self.sets]
-        runs[0]()  # a launch that fails does so here, outside a capture
+        runs = [make_run(a, w, self.c) for a, w in self.sets]
+        runs[0]()
         torch.cuda.synchronize()
-        graphs = []  # each with its launch, which keeps what bind allocated (partial sums) alive
+        graphs = []  # each with its run, which keeps what make_run allocated (partial sums) alive
         for run in runs:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):

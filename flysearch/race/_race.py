@@ -337,18 +337,19 @@ class _Race:
 
     def timer_call(self, task: TimerTask, timeout_s: float | None = None) -> TaskResult:
         """Run *task* on the timer (alone), collecting compiles meanwhile."""
-        self.pipe.time(("op", type(task).__name__), task, timeout_s=timeout_s)
-        while True:
-            timed = self.wait(0.05)
-            if timed:
-                return timed[0]
+        res, built = self.pipe.time_alone(("op", type(task).__name__), task, timeout_s=timeout_s)
+        self.keep(built)
+        return res
 
     def wait(self, timeout: float) -> list[TaskResult]:
         """Wait up to *timeout* seconds for an answer; keep the compiles, return the timings."""
         built, timed = self.pipe.wait(timeout)
+        self.keep(built)
+        return timed
+
+    def keep(self, built: list[tuple[TaskResult, CompileResult]]) -> None:
         for res, compiled in built:
             self.compiled[res.task_id] = compiled
-        return timed
 
     def add_row(self, meta: TableMeta, row: Row) -> None:
         self.buffer.setdefault(meta.name, (meta, []))[1].append(row)

@@ -1,37 +1,15 @@
-"""What the lab's scripts share about raced GEMM tables: read a committed table file, its confirmed
-best, and CUDA-graph replays of another kernel's launch on the race's inputs (``tma_programs.py``,
-``backend_rounds.py``). Races themselves run through ``flysearch race run --space NAME``.
+"""What the lab's scripts share about raced GEMM tables: read a committed table file and its
+confirmed best. Races themselves run through ``flysearch race run --space NAME``; another kernel's
+launch is replayed on the race's inputs with ``shape_bench(...).graph_launch``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from flysearch.tables import GroundTruth, Row, read_table_file
 
-__all__ = ["best", "graph_replays", "load"]
-
-
-def graph_replays(bench: Any, make_run: Callable[[Any, Any, Any], Callable[[], None]]
-                  ) -> Callable[[int], None]:
-    """``launch(i)``: the replay of a CUDA graph of ``make_run(a, w, c)`` captured on *bench*'s
-    rotating input set ``i`` (a Python wrapper's host cost stays out of the timing). The binary
-    must be loaded (run once) before."""
-    import torch
-
-    graphs = []
-    for a, w in bench.sets:
-        run = make_run(a, w, bench.c)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            run()
-        graphs.append(graph)
-
-    def launch(i: int) -> None:
-        graphs[i].replay()
-
-    return launch
+__all__ = ["best", "load"]
 
 
 def load(path: Any) -> GroundTruth:

@@ -44,7 +44,7 @@ BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCHMARKS))  # _race_helpers, also when imported as a module
 
-from _race_helpers import graph_replays, load  # noqa: E402
+from _race_helpers import load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.race import vendor_ms  # noqa: E402
@@ -132,9 +132,7 @@ def _launchers(bench: Any, shape: Shape, entry: dict[str, Any]) -> dict[str, Cal
         timers[f"splitk:{c['key']}"] = lambda p=c["params"]: bench.time_config(p, spec, "sm_90", None)
     for c in entry["families"]["tma"]["configs"]:
         params = c["params"]
-        a, w = bench.sets[0]
-        tma_gemm_launcher(a, w, bench.c, params)()  # compile and load before capturing
-        launch = graph_replays(bench, lambda a, w, out, p=params: tma_gemm_launcher(a, w, out, p))
+        launch = bench.graph_launch(lambda a, w, out, p=params: tma_gemm_launcher(a, w, out, p))
         timers[f"tma:{c['key']}"] = lambda f=launch: bench.time_launch(f, 1)
     for c in entry["families"].get("fused", {}).get("configs", []):
         timers[f"fused:{c['key']}"] = lambda p=c["params"]: bench.time_config(

@@ -56,7 +56,7 @@ BENCHMARKS = ROOT / "lab" / "benchmarks"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCHMARKS))  # _race_helpers, also when imported as a module
 
-from _race_helpers import graph_replays, load  # noqa: E402
+from _race_helpers import load  # noqa: E402
 
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.space import Shape  # noqa: E402
@@ -199,8 +199,8 @@ def run_shape(shape: Shape, path: Path, top: list[tuple[str, dict[str, Any], flo
                 ok, err = check(bench, params, programs)
                 rec.update(check_ok=ok, max_abs_err=err)
                 if ok:
-                    launches[_vid(key, variant)] = graph_replays(
-                        bench, lambda a, w, c, p=params, n=programs: build(a, w, c, p, n))
+                    launches[_vid(key, variant)] = bench.graph_launch(
+                        lambda a, w, c, p=params, n=programs: build(a, w, c, p, n))
             except Exception as exc:  # a compile or launch failure is this variant's result
                 rec.update(check_ok=False, detail=f"{type(exc).__name__}: {exc}"[:300])
                 torch.cuda.synchronize()  # raises again if the context is gone: stop there

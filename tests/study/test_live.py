@@ -416,7 +416,7 @@ def test_a_sequence_of_studies_runs_on_pools_started_once(tmp_path, db, monkeypa
     store.write(*read_table_file(SECOND_FILE))
     store.close()
     started = []
-    real_start = pipeline_module.start_pools
+    real_start = pipeline_module.start_pipeline
 
     def counting(*args, **kwargs):
         started.append(kwargs.get("ask", True))
@@ -425,8 +425,8 @@ def test_a_sequence_of_studies_runs_on_pools_started_once(tmp_path, db, monkeypa
     def forbidden(*args, **kwargs):
         raise AssertionError("a study of the sequence started pools of its own")
 
-    monkeypatch.setattr(pipeline_module, "start_pools", counting)
-    monkeypatch.setattr(live_module, "start_pools", forbidden)
+    monkeypatch.setattr(pipeline_module, "start_pipeline", counting)
+    monkeypatch.setattr(live_module, "start_pipeline", forbidden)
     settings = LiveSettings(compile_workers=2, finalists=2, rounds=2)
     jobs = [_job(tmp_path, db, name=f"seq-{t}", table=t, budget=12, live=settings, compile_log=None)
             for t in (TABLE, SECOND)]
@@ -455,22 +455,21 @@ def test_studies_of_several_shapes_are_dealt_to_the_gpus(tmp_path, db):
 
 
 def test_pools_given_to_a_study_must_be_idle(tmp_path, db):
-    from flysearch.study.live._pipeline import start_pools
+    from flysearch.study.live._pipeline import start_pipeline
 
     store = TableStore(db)
     table = store.load(TABLE)
     store.close()
     backend = simulated_backend(table, scale=0.01)
     settings = LiveSettings(compile_workers=1, finalists=0)
-    pools = start_pools(backend, settings)  # the timer holds its device question: not idle
+    pipeline = start_pipeline(backend, settings)  # the timer holds its device question: not idle
     try:
         with pytest.raises(FlysearchError, match="must be idle"):
             spec = StudySpec(sampler="random", budget=4, seed=0, storage=f"sqlite:///{tmp_path}/s.db",
                              db=db, live=settings)
-            run_live_study("busy", space_for_table(table), backend, spec, pools=pools)
+            run_live_study("busy", space_for_table(table), backend, spec, pipeline=pipeline)
     finally:
-        for pool in pools:
-            pool.close(grace_s=0.0)
+        pipeline.close(grace_s=0.0)
 
 
 def test_the_cli_runs_one_study_per_listed_table_on_one_set_of_pools(tmp_path, db):
@@ -503,7 +502,7 @@ def test_a_malformed_shape_in_a_list_fails_before_any_study_runs(tmp_path, db):
 
 
 def test_timer_queue_sets_what_the_timer_holds(db):
-    from flysearch.study.live._pipeline import pools_key, start_pools
+    from flysearch.study.live._pipeline import pools_key, start_pipeline
 
     with pytest.raises(FlysearchError, match="timer_queue"):
         LiveSettings(timer_queue=0)
@@ -511,12 +510,11 @@ def test_timer_queue_sets_what_the_timer_holds(db):
     backend = simulated_backend(store.load(TABLE), scale=0.01)
     store.close()
     assert pools_key(backend, LiveSettings(timer_queue=2)) != pools_key(backend, LiveSettings(timer_queue=8))
-    compiler, timer = start_pools(backend, LiveSettings(compile_workers=1, timer_queue=4), ask=False)
+    pipeline = start_pipeline(backend, LiveSettings(compile_workers=1, timer_queue=4), ask=False)
     try:
-        assert timer.prefetch == 3  # one timing, three queued in its pipe
+        assert pipeline.timer.prefetch == 3  # one timing, three queued in its pipe
     finally:
-        compiler.close(grace_s=0.0)
-        timer.close(grace_s=0.0)
+        pipeline.close(grace_s=0.0)
 
 
 @pytest.mark.skipif(_has_cuda(), reason="checks the run that fails for want of a GPU")

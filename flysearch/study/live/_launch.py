@@ -44,7 +44,7 @@ from flysearch.tables import DEFAULT_DB
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from flysearch.evaluators import LiveBackend, WorkerPool, WorkerSpec
+    from flysearch.evaluators import CompilePipeline, LiveBackend, WorkerSpec
 
 __all__ = [
     "backend_to_serve",
@@ -178,29 +178,29 @@ def run_sequence(jobs: Sequence[StudySpec], gpu: str | None = None,
     processes, ready. Jobs without a ``cache_dir`` share one compile cache, so that their compile
     processes match; it is removed at the end. *progress* is called for each study in turn.
     """
-    from flysearch.study.live._pipeline import pools_key, start_pools
+    from flysearch.study.live._pipeline import pools_key, start_pipeline
 
     if not jobs:
         return []
     cache = tempfile.mkdtemp(prefix=_CACHE_PREFIX) if any(not j.live.cache_dir for j in jobs) else None
     jobs = [_with_cache(j, cache) for j in jobs]
     reports: list[LiveReport] = []
-    pools: tuple[WorkerPool, WorkerPool] | None = None
+    pipeline: CompilePipeline | None = None
     key: tuple[Any, ...] | None = None
     try:
         for job in jobs:
             backend, kwargs = prepare_live(job, gpu)
             live = kwargs["settings"].live
             needed = pools_key(backend, live)
-            if pools is None or needed != key:
-                for pool in pools or ():
-                    pool.close(grace_s=0.0)
+            if pipeline is None or needed != key:
+                if pipeline is not None:
+                    pipeline.close(grace_s=0.0)
                 # The study asks the timer for its device; its process starts up meanwhile.
-                pools, key = start_pools(backend, live, ask=False), needed
-            reports.append(run_live_study(backend=backend, progress=progress, pools=pools, **kwargs))
+                pipeline, key = start_pipeline(backend, live, ask=False), needed
+            reports.append(run_live_study(backend=backend, progress=progress, pipeline=pipeline, **kwargs))
     finally:
-        for pool in pools or ():
-            pool.close(grace_s=0.0)
+        if pipeline is not None:
+            pipeline.close(grace_s=0.0)
         _remove_cache(cache)
     return reports
 
@@ -547,7 +547,7 @@ def served_specs(backend: LiveBackend, compile_workers: int, *, timers: int = 1,
                  gpus: Sequence[str] = (), priors: Sequence[str] = ()) -> list[WorkerSpec]:
     """What a worker server (``flysearch serve``) keeps warm for studies of *backend*: *timers*
     GPU timers (brought up by the backend's ``info`` task) and *compile_workers* compile processes,
-    the same processes :func:`~flysearch.study.live._pipeline.start_pools` would start (kinds with no
+    the same processes :func:`~flysearch.study.live._pipeline.start_pipeline` would start (kinds with no
     spare are left out). A
     study's own environment (the compiler's cache) is set when it takes them; the GPU a timer owns
     must be the study's. A timer handed out is replaced at once (its start-up is seconds of one

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from flysearch.space import Config, Space
 
 __all__ = ["FINALISTS_ATTR", "Pipeline", "ask_device", "compile_initializer", "pools_key", "recover",
-           "start_pools"]
+           "start_pipeline"]
 
 _WORKER = "flysearch_worker"
 _PULL_MARGIN_S = 10.0
@@ -91,8 +91,7 @@ class _Item:
     compiled: CompileResult | None = None
 
 
-def start_pools(backend: LiveBackend, live: LiveSettings, *,
-                ask: bool = True) -> tuple[WorkerPool, WorkerPool]:
+def start_pipeline(backend: LiveBackend, live: LiveSettings, *, ask: bool = True) -> CompilePipeline:
     """Start a worker's compile pool and its timer (which is asked for its device at once, unless
     not *ask*), so that their processes start up while the study is being set up."""
     env = dict(backend.env)
@@ -103,16 +102,18 @@ def start_pools(backend: LiveBackend, live: LiveSettings, *,
     timer = WorkerPool(backend.timer_fn, workers=1, timeout_s=backend.launch_timeout_s,
                        env={**env, **backend.timer_env}, prefetch=max(1, live.timer_queue - 1),
                        server=live.server)
-    if ask:
-        ask_device(timer, backend)
-    else:
-        timer.start()
     # A compile process holds its next config in its pipe too (see LiveSettings.in_flight). Its
     # initializer lives in a light module: unpickling it must not import the study's machinery.
+    # (A pool starts no process before it is used or started.)
     compiler = WorkerPool(backend.compile_fn, workers=live.workers(), timeout_s=backend.compile_timeout_s,
                           env=env, initializer=compile_initializer(backend), prefetch=1, server=live.server)
+    pipe = CompilePipeline(compiler, timer)
+    if ask:
+        ask_device(pipe, backend)
+    else:
+        timer.start()
     compiler.start()
-    return compiler, timer
+    return pipe
 
 
 def compile_initializer(backend: LiveBackend) -> Callable[[], None]:
@@ -120,10 +121,10 @@ def compile_initializer(backend: LiveBackend) -> Callable[[], None]:
     return functools.partial(compile_worker_init, backend.warmup)
 
 
-def ask_device(timer: WorkerPool, backend: LiveBackend) -> None:
+def ask_device(pipe: CompilePipeline, backend: LiveBackend) -> None:
     """Ask the timer for its device (a study's first task; the answer marks the GPU ready)."""
-    timer.submit("info", backend.info_payload)
-    timer.dispatch()  # not poll(): a warm timer may answer at once, and the loop reads the answer
+    pipe.time("info", backend.info_payload)
+    pipe.dispatch()  # not wait(): a warm timer may answer at once, and the loop reads the answer
 
 
 def pools_key(backend: LiveBackend, live: LiveSettings) -> tuple[Any, ...]:
@@ -139,8 +140,7 @@ class Pipeline:
 
     def __init__(self, study: optuna.Study, durable: optuna.Study, space: Space, backend: LiveBackend,
                  settings: StudySpec, live: LiveSettings, claims: ClaimStore, store: TableStore,
-                 context: SearchContext, n_feasible: int, pools: tuple[WorkerPool, WorkerPool],
-                 log: WorkerLog) -> None:
+                 context: SearchContext, n_feasible: int, pipe: CompilePipeline, log: WorkerLog) -> None:
         self.study, self.durable = study, durable
         self.log = log  # what this worker observes, for its report
         self.space, self.backend, self.s, self.live = space, backend, settings, live
@@ -164,8 +164,9 @@ class Pipeline:
         # Written at the end of each loop pass, one transaction each (see flush).
         self.compiled_batch: dict[str, dict[str, Any]] = {}  # key -> CompileResult.to_json()
         self.finished_batch: list[tuple[_Item, Measurement]] = []
-        self.pipe = CompilePipeline(*pools)  # its blocked_s: seconds the loop waited for an answer
-        self.compiler, self.timer = pools
+        # All this worker compiles and times goes through it (it may have run earlier studies).
+        self.pipe = pipe
+        self._blocked_before = pipe.blocked_s
         self.mean_s: dict[str, float] = {}  # running means of a compile's and a timing's seconds
         self._state: tuple[float, dict[str, int]] | None = None  # last pipeline sample
         self._sums: dict[str, float] = {}  # time-weighted sums of the samples, and their seconds
@@ -176,7 +177,7 @@ class Pipeline:
     @property
     def blocked_s(self) -> float:
         """Seconds the loop waited for a compile or a timing."""
-        return self.pipe.blocked_s
+        return self.pipe.blocked_s - self._blocked_before
 
     @property
     def in_flight(self) -> int:
@@ -259,7 +260,7 @@ class Pipeline:
     def between(self) -> None:
         """Between suggestions, hand finished compiles to the GPU: a sampler that needs many
         suggestions per compile must not leave the GPU (the scarce resource) waiting."""
-        if len(self.timing) < self.live.timer_queue and (self.ready or self.compiler.running):
+        if len(self.timing) < self.live.timer_queue and (self.ready or self.pipe.compiler.running):
             self.poll(0.0)
             self.dispatch_timer()
 
@@ -281,16 +282,7 @@ class Pipeline:
             claim = self.claims.claim(key, budget=self.target, params=dict(trial.params), trial=trial.number)
         if claim.status in ("granted", "compiled"):
             assert claim.row is not None
-            item = self.items[key] = _Item(trial, config, claim.row)
-            if claim.status == "compiled" and claim.row.result is not None:
-                item.compiled = CompileResult.from_json(claim.row.result)
-                self.ready.append(key)
-            else:
-                self.compiler.submit(key, self.backend.compile_payload(config, self.shape))
-                if self.log.first_sent is None:
-                    self.log.first_sent = time.monotonic()
-                # Sent at once: the loop may ask for many more trials (a claim each) before it waits.
-                self.compiler.dispatch()
+            self._start(trial, config, claim.row)
             return "compile"
         if claim.status in ("done", "failed"):
             assert claim.row is not None
@@ -304,6 +296,20 @@ class Pipeline:
             return "waiting"
         self.study.tell(trial.number, state=TrialState.FAIL)  # the budget is spent: nothing to do
         return "full"
+
+    def _start(self, trial: optuna.trial.Trial, config: Config, row: ClaimRow) -> None:
+        """Take on *trial* under this worker's claim *row*: time its config's build where the
+        claim holds one (a dead worker compiled it), else send the config to be compiled."""
+        item = self.items[config.key] = _Item(trial, config, row)
+        if row.state == "compiled" and row.result is not None:
+            item.compiled = CompileResult.from_json(row.result)
+            self.ready.append(config.key)
+            return
+        self.pipe.compile(config.key, self.backend.compile_payload(config, self.shape))
+        if self.log.first_sent is None:
+            self.log.first_sent = time.monotonic()
+        # Sent at once: the loop may ask for many more trials (a claim each) before it waits.
+        self.pipe.dispatch()
 
     def _gave_up(self, row: ClaimRow, trial: optuna.trial.Trial, config: Config) -> bool:
         """If this worker's claim just recorded the config as failed (it outlived
@@ -513,13 +519,7 @@ class Pipeline:
                 first = trials.pop(0)
                 if not trials:
                     del self.waiting[key]
-                item = self.items[key] = _Item(first, self.space.decode(first.params, self.s.encoding),
-                                               claim.row)
-                if claim.status == "compiled" and claim.row.result is not None:
-                    item.compiled = CompileResult.from_json(claim.row.result)
-                    self.ready.append(key)
-                else:
-                    self.compiler.submit(key, self.backend.compile_payload(item.config, self.shape))
+                self._start(first, self.space.decode(first.params, self.s.encoding), claim.row)
             elif claim.status in ("done", "failed"):
                 assert claim.row is not None
                 first = trials[0]
@@ -539,7 +539,7 @@ class Pipeline:
             key = self.ready.popleft()
             item = self.items[key]
             payload = self.backend.time_payload(item.config, self.shape, self.history.best_ok_ms)
-            self.timer.submit(key, payload)
+            self.pipe.time(key, payload)
             self.timing.add(key)
 
     def sample(self) -> None:
@@ -552,9 +552,10 @@ class Pipeline:
             for key, value in state.items():
                 sums[key] = sums.get(key, 0.0) + value * (now - since)
             sums["_s"] = sums.get("_s", 0.0) + now - since
+        compiler = self.pipe.compiler
         self._state = (now, {
             "in_flight": self.in_flight,
-            "compile_tasks": self.compiler.pending, "compile_procs_busy": self.compiler.busy_workers,
+            "compile_tasks": compiler.pending, "compile_procs_busy": compiler.busy_workers,
             "ready": len(self.ready), "timing": len(self.timing),
         })
 

@@ -47,12 +47,12 @@ from flysearch.study._spec import LiveSettings, StudySpec
 from flysearch.study._sqlite import tune_sqlite
 from flysearch.study._storage_template import open_shared_storage
 from flysearch.study._study import open_study
-from flysearch.study.live._pipeline import FINALISTS_ATTR, Pipeline, ask_device, recover, start_pools
+from flysearch.study.live._pipeline import FINALISTS_ATTR, Pipeline, ask_device, recover, start_pipeline
 from flysearch.study.live._report import LiveReport, WorkerLog
 from flysearch.tables import Outcome, TableStore
 
 if TYPE_CHECKING:
-    from flysearch.evaluators import LiveBackend, WorkerPool
+    from flysearch.evaluators import CompilePipeline, LiveBackend
     from flysearch.space import ArchProfile, Shape, Space
 
 __all__ = ["run_live_study"]
@@ -69,7 +69,7 @@ def run_live_study(
     problem: dict[str, Any] | None = None,
     prior: Any = None,
     progress: Callable[[int, int], None] | None = None,
-    pools: tuple[WorkerPool, WorkerPool] | None = None,
+    pipeline: CompilePipeline | None = None,
 ) -> LiveReport:
     """Run (or resume, or join) a live study as one worker; see the module docstring.
 
@@ -85,36 +85,36 @@ def run_live_study(
         prior: A trained cost model for the ``costmodel`` sampler, or a function that loads one
             (called once the pools are starting, so that loading overlaps their start-up).
         progress: Called as ``progress(compiles, budget)`` after each trial.
-        pools: A compile pool and a timer already started for an equivalent backend
-            (:func:`~flysearch.study.live._pipeline.start_pools`, idle), to run this study on instead of
-            starting its own: the caller keeps them (open) for its next study and closes them.
+        pipeline: A compile pool and a timer already started for an equivalent backend
+            (:func:`~flysearch.study.live._pipeline.start_pipeline`, idle), to run this study on
+            instead of starting its own: the caller keeps it (open) for its next study and closes it.
 
     Raises:
         EmptySpaceError: the constraints leave no config.
-        FlysearchError: the storage is not a database URL, or the timer cannot start.
+        FlysearchError: the storage is not a database URL, the timer cannot start, or *pipeline*
+            is not idle.
     """
     live, url, db = settings.live, settings.storage, settings.db
     if "://" not in url:
         raise FlysearchError(f"A live study needs a database URL its workers share, not {url!r}.")
     log = WorkerLog(study_name, "", t0=time.monotonic(), started_at=time.time())
     lap = _Laps(log.setup_parts)
-    own = pools is None
-    if pools is None:
-        pools = start_pools(backend, live)
-    elif any(pool.pending for pool in pools):
+    own = pipeline is None
+    if pipeline is None:
+        pipeline = start_pipeline(backend, live)
+    elif pipeline.pending:
         raise FlysearchError("The pools given to a live study must be idle.")
     else:
-        ask_device(pools[1], backend)
+        ask_device(pipeline, backend)
     lap("pools")
     try:
         enumeration = space.enumerate(shape, arch)
         lap("enumerate")
         runner = _setup(study_name, space, backend, settings, enumeration, shape, arch, url, db, live,
-                        problem, prior, pools, lap, log)
+                        problem, prior, pipeline, lap, log)
     except BaseException:
         if own:
-            for pool in pools:
-                pool.close(grace_s=0.0)
+            pipeline.close(grace_s=0.0)
         raise
     log.worker, log.n_feasible = runner.claims.worker, len(enumeration.feasible)
     claims, store = runner.claims, runner.store
@@ -130,7 +130,7 @@ def run_live_study(
         log.pipeline_mean = runner.pipeline_means()
         runner.save()
         if own:
-            runner.compiler.close(grace_s=0.0, wait=False)  # nothing left to compile; the finalists time
+            pipeline.compiler.close(grace_s=0.0, wait=False)  # nothing left to compile; the finalists time
         if live.finalists > 0:
             log.finalists = _finalists(runner)
     finally:
@@ -140,7 +140,7 @@ def run_live_study(
         claims_counts = claims.counts()
         claims.close()
         store.close()
-    log.served_workers = runner.compiler.served + runner.timer.served
+    log.served_workers = pipeline.compiler.served + pipeline.timer.served
     return LiveReport.of(log, runner.durable, claims_counts)
 
 
@@ -160,7 +160,7 @@ class _Laps:
 
 def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudySpec,
            enumeration: Any, shape: Shape | None, arch: ArchProfile | None, url: str, db: str,
-           live: LiveSettings, problem: dict[str, Any] | None, prior: Any, pools: tuple[Any, Any],
+           live: LiveSettings, problem: dict[str, Any] | None, prior: Any, pipeline: CompilePipeline,
            lap: _Laps, log: WorkerLog) -> Pipeline:
     """Everything a worker opens before its loop, while its pools start up.
 
@@ -197,7 +197,7 @@ def _setup(study_name: str, space: Space, backend: LiveBackend, settings: StudyS
                                 direction="minimize", study_name=study_name)
     lap("study")
     return Pipeline(study, durable, space, backend, settings, live, claims, store, context,
-                    len(enumeration.feasible), pools, log)
+                    len(enumeration.feasible), pipeline, log)
 
 
 def _open_databases(study_name: str, space: Space, url: str, db: str, settings: StudySpec,
@@ -237,8 +237,7 @@ def _finalists(r: Pipeline) -> dict[str, Any] | None:
     configs = {row.key: r.space.decode(row.params, r.s.encoding) for row in top}
 
     def time_one(key: str) -> float | None:
-        r.timer.submit(("final", key), r.backend.time_payload(configs[key], r.shape, None))
-        (res,) = r.timer.drain()
+        res, _ = r.pipe.time_alone(("final", key), r.backend.time_payload(configs[key], r.shape, None))
         r.log.timer_intervals.append(r._interval(res))
         if not res.ok or res.value.outcome is not Outcome.OK:
             return None
