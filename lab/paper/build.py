@@ -1977,12 +1977,13 @@ def autotune_facts() -> dict[str, str]:
     facts["AT_RANGE_3"] = _span_k([int(facts[f"AT{i}_WITHIN3"]) for i in range(1, k + 1)],
                                   [int(facts[f"AT{i}_PAIRS"]) for i in range(1, k + 1)])
     if all(met):
-        facts["AT_TARGETS"] = "every set met them"
+        facts["AT_TARGETS"], facts["AT_CONCLUSION"] = "every set met them", "meeting its targets"
     elif any(met):
-        which = " and ".join(_ORDINAL_WORDS[i + 1] for i, m in enumerate(met) if m)
+        which = _and([_ORDINAL_WORDS[i + 1] for i, m in enumerate(met) if m])
         facts["AT_TARGETS"] = f"only the {which} met them"
+        facts["AT_CONCLUSION"] = f"meeting its targets on the {which} set only"
     else:
-        facts["AT_TARGETS"] = "no set met them"
+        facts["AT_TARGETS"], facts["AT_CONCLUSION"] = "no set met them", "short of its targets"
     cold = [c for c, _w, _e in wall]
     warm = [w for _c, w, _e in wall if w == w]
     n_est = sum(e for _c, _w, e in wall)
