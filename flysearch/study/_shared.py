@@ -177,6 +177,10 @@ def lost_connection(exc: BaseException) -> bool:
     while found is not None:
         if isinstance(found, sa.exc.OperationalError) and not isinstance(found.orig, sqlite3.Error):
             return True
+        # A connection the server dropped inside a transaction: SQLAlchemy refuses to reconnect
+        # until the transaction is rolled back (its error code 8s2b), the next read's error.
+        if isinstance(found, sa.exc.PendingRollbackError) and found.code == "8s2b":
+            return True
         found = found.__cause__
     return False
 

@@ -73,3 +73,24 @@ def test_an_in_memory_sqlite_url_is_one_process_study(conv_mi250x) -> None:
     settings = StudySpec(sampler="random", budget=20, seed=0, space=space.name, table=conv_mi250x.name)
     summary = run_study("m", space, ReplayEvaluator(conv_mi250x), settings, storage="sqlite:///:memory:")
     assert summary.compiles == 20 and summary.new_trials == summary.trials
+
+
+def test_a_dropped_server_connection_is_told_apart_from_a_damaged_sqlite_file() -> None:
+    """A server that drops a connection inside a transaction surfaces, at the next read, as
+    SQLAlchemy's "can't reconnect until the transaction is rolled back": that is a lost connection
+    (rerun to resume), whereas SQLite's own errors and other rollback errors are not."""
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    from flysearch.study import lost_connection
+
+    pending = sa.exc.PendingRollbackError("Can't reconnect until invalid transaction is rolled back.",
+                                          code="8s2b")
+    wrapped = RuntimeError("storage failed")
+    wrapped.__cause__ = pending
+    assert lost_connection(pending) and lost_connection(wrapped)
+    flush = sa.exc.PendingRollbackError("This Session's transaction has been rolled back.", code="7s2a")
+    assert not lost_connection(flush)
+    damaged = sa.exc.OperationalError("SELECT 1", {}, sqlite3.DatabaseError("file is not a database"))
+    assert not lost_connection(damaged)
