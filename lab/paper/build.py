@@ -1472,7 +1472,7 @@ _EXT_FOLDER = {"E1": "external_h200", "E2": "external_h200_b", "E3": "external_h
 
 
 def figure_frozen_regret(data: dict[str, Any]) -> None:
-    """Figure 6: the frozen method's test run, mean regret after 1-32 compiles (noise-aware)."""
+    """Figure 2: the frozen method's test run, mean regret after 1-32 compiles (noise-aware)."""
     _regret_figure(data, ("costmodel", "auto"), "fig_frozen_regret.svg",
                    f"TEST: {data['n']} held-out split-K tables, frozen method, re-timed optima",
                    dashed="ranker", floor=1e-4)
@@ -2117,8 +2117,57 @@ def _save(fig: Any, name: str) -> None:
     fig.savefig(PAPER / name, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
 
 
+# the hard test's figure: each declared sampler's column of transfer_strongest.md, its label and marker
+HARDTEST_MARKERS = (("`costmodel`", "the prior (costmodel)", "o", "tab:blue", 30),
+                    ("`winners-first`", "winners-first", "x", "tab:orange", 22),
+                    ("`fixed-list`", "fixed-list", "s", "tab:gray", 14),
+                    ("`decision-tree`", "decision-tree", "^", "tab:green", 16),
+                    ("`nvmmh`", "nvMatmulHeuristics (nvmmh)", "D", "tab:purple", 12))
+
+
+def figure_hardtest() -> None:
+    """Figure 1: the hard test set, per table, the prior's compiles to 1% against each declared
+    baseline's (transfer_strongest.md: medians over seeds; budget from lab/hardtest/transfer.toml)."""
+    import tomllib
+
+    budget = tomllib.loads((ROOT / "lab/hardtest/transfer.toml").read_text())["experiment"]["budget"]
+    rows = _markdown_rows(_result("transfer_strongest.md"), "triton_gemm")
+    over = budget * 1.6
+
+    def x(cell: str) -> float:
+        if cell.startswith(">"):
+            assert cell == f">{budget}", f"transfer_strongest.md: {cell} is not over the budget {budget}"
+            return over
+        return float(cell)
+
+    plt = _figure_setup()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for j, (column, label, marker, color, size) in enumerate(HARDTEST_MARKERS):
+        ys = [i + 0.12 * (j - 2) for i in range(len(rows))]  # apart where two samplers tie
+        ax.scatter([x(r[column]) for r in rows], ys, marker=marker, s=size, color=color,
+                   label=label, linewidths=1 if marker == "x" else 0, zorder=3 if j == 0 else 2)
+    fused = [i for i, r in enumerate(rows) if r["table"].startswith("triton_gemm_fused/")]
+    ax.axhline(min(fused) - 0.5, color="black", lw=0.4)
+    ax.set_yticks(range(len(rows)), [r["table"].rsplit("/", 1)[-1] + (" (fused)" if i in fused else "")
+                                     for i, r in enumerate(rows)], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.axvline(3, color="tab:blue", lw=0.6, ls=":")
+    ticks = [1, 3, 8, 16, 32, 64, 128]
+    if any(x(r[column]) == over for r in rows for column, *_ in HARDTEST_MARKERS):
+        ax.axvline(budget * 1.25, color="black", lw=0.4)
+        ticks.append(over)
+    ax.set_xticks(ticks, [str(t) for t in ticks] if ticks[-1] != over else
+                  [str(t) for t in ticks[:-1]] + [f">{budget}"])
+    ax.set_xlabel("unique compiles to within 1% of the re-timed optimum (median of the seeds)")
+    ax.legend(fontsize=7, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3)
+    _save(fig, "fig_hardtest_compiles.svg")
+    plt.close(fig)
+
+
 def figure_heldout(data: dict[str, Any]) -> None:
-    """Figure 2: compiles to 1% per held-out table and sampler, first search."""
+    """Figure 4: compiles to 1% per held-out table and sampler, first search."""
     plt = _figure_setup()
     budget, samplers = data["budget"], data["samplers"]
     over = budget * 1.6
@@ -2150,7 +2199,7 @@ def figure_heldout(data: dict[str, Any]) -> None:
 
 
 def figure_prior_rank(rows: list[dict[str, Any]]) -> None:
-    """Figure 1: the prior's rank of the first config within 1%, per test table, against random search."""
+    """Figure 3: the prior's rank of the first config within 1%, per test table, against random search."""
     plt = _figure_setup()
     fig, ax = plt.subplots(figsize=(4.6, 3.6))
     markers = {"first held-out set": "o", "second held-out set": "s", "third held-out set": "^"}
@@ -2177,7 +2226,7 @@ def figure_prior_rank(rows: list[dict[str, Any]]) -> None:
 
 
 def figure_coldstart(data: dict[str, Any], replayed: str) -> None:
-    """Figure 3 (development tables): fraction of the optimum reached after 25-200 compiles."""
+    """Figure 5 (development tables): fraction of the optimum reached after 25-200 compiles."""
     plt = _figure_setup()
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     ks = data["milestones"]
@@ -2233,13 +2282,13 @@ def _regret_figure(data: dict[str, Any], ours: Sequence[str], name: str, title: 
 
 
 def figure_coldstart_regret(data: dict[str, Any]) -> None:
-    """Figure 4 (test tables of both cold-start test sets): mean regret after 1-200 compiles."""
+    """Figure 7 (test tables of both cold-start test sets): mean regret after 1-200 compiles."""
     _regret_figure(data, ("auto", "fastgp"), "fig_coldstart_regret.svg",
                    f"TEST tables of both cold-start test sets ({data['n']}), every run counted")
 
 
 def figure_critical_difference(data: dict[str, Any]) -> None:
-    """Figure 5: average ranks over the cold-start test tables, with the Nemenyi critical difference."""
+    """Figure 6: average ranks over the cold-start test tables, with the Nemenyi critical difference."""
     plt = _figure_setup()
     ranks = sorted(data["ranks"].items(), key=lambda kv: kv[1])
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
@@ -2464,6 +2513,7 @@ def main() -> None:
     facts.update(autotune_facts())
     facts.update(search_cost_facts())
     facts.update(pending_facts())
+    figure_hardtest()
     figure_heldout(hc_data)
     figure_prior_rank(prior_rows)
     figure_coldstart(cd_data, facts["CD_REPLAYED"])
