@@ -2016,7 +2016,6 @@ def autotune_facts() -> dict[str, str]:
                                     if cells[6] != "not run"], digits=0)
     facts["AT_OURS_COLD_S"] = f"{statistics.median(ours_cold):.1f}"
     facts["AT_OURS_WARM_S"] = f"{statistics.median(ours_warm):.1f}"
-    facts["AT_OURS_WARM_N"] = str(len(ours_warm))
     assert len(ours_warm) == len(warm), "the decorator's warm seconds and the warm ratios differ"
     return facts
 
