@@ -89,8 +89,20 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def _key_text(key: Mapping[str, Any]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(key.items()))
+def key_text(values: Mapping[str, Any]) -> str:
+    """Key values or a config as a race table and the store name them: ``a=1,b=2``, sorted."""
+    return ",".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+
+KERNEL_NAMES = {example: f"{example}_kernel" for example in EXAMPLES}  # each example's kernel function
+
+
+def store_winners(store: str | Path) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
+    """Every key a tune store holds a winner for: (kernel name, key) -> (config, the tuner's report)."""
+    from flysearch.tune import TuneStore, store_url
+
+    return {(t.name, t.key): (t.config, t.report) for t in TuneStore(store_url(str(store))).tuned()
+            if t.state == "done" and t.config}
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -156,19 +168,19 @@ def tune(store: str, out: Path, examples: list[str], n_keys: int) -> None:
             _sync()
             wall = time.perf_counter() - t0
             report = next(
-                t.report for t in tuned.store.tuned(name=tuned.tuner.name) if t.key == _key_text(key)
+                t.report for t in tuned.store.tuned(name=tuned.tuner.name) if t.key == key_text(key)
             )
             done["runs"].append(
                 {
                     "example": name,
-                    "key": _key_text(key),
+                    "key": key_text(key),
                     "wall_s": round(wall, 3),
                     "config": config,
                     "report": report,
                 }
             )
             print(
-                f"{name} {_key_text(key)}: {wall:.1f} s, {report['compiles']} compiles "
+                f"{name} {key_text(key)}: {wall:.1f} s, {report['compiles']} compiles "
                 f"({report['sampler']}), {report['winner_ms']:.4f} ms",
                 flush=True,
             )
@@ -222,7 +234,7 @@ def dispatch(
                 for o, e in zip(module.OUTPUTS, expected, strict=True)
             )
             result["keys"].append(
-                {"example": name, "key": _key_text(key), "tunes": len(tunes), "right": right}
+                {"example": name, "key": key_text(key), "tunes": len(tunes), "right": right}
             )
             if i == 0:  # the decorator's cost per call, against launching its config directly
                 best = tuned.best_config(**{k: args[k] for k in module.KEY})
@@ -238,7 +250,7 @@ def dispatch(
                 result["overhead"].append(
                     {
                         "example": name,
-                        "key": _key_text(key),
+                        "key": key_text(key),
                         "calls": calls,
                         "rounds": rounds,
                         "direct_us": med["direct"],
@@ -302,14 +314,14 @@ def baseline(out: Path, examples: list[str], subset: int, seed: int = 0) -> None
         result["runs"].append(
             {
                 "example": name,
-                "key": _key_text(key),
+                "key": key_text(key),
                 "configs": len(chosen),
                 "n_feasible": len(feasible),
                 "wall_s": round(wall, 3),
                 "per_config_s": round(wall / len(chosen), 4),
             }
         )
-        print(f"triton.autotune {name} {_key_text(key)}: {len(chosen)} configs in {wall:.1f} s", flush=True)
+        print(f"triton.autotune {name} {key_text(key)}: {len(chosen)} configs in {wall:.1f} s", flush=True)
         _write_json(out, result)
         del args
         _free()
@@ -337,8 +349,7 @@ def _compile_job(job: tuple[str, dict[str, int], dict[str, Any]]) -> tuple[str, 
         ok = compile_for_sm90(name, key, values)["ok"]
     except Exception:  # the interpreter of a dry run has nothing to compile
         ok = False
-    config = ",".join(f"{k}={v}" for k, v in sorted(values.items()))
-    return name, _key_text(key), config, time.perf_counter() - t0 if ok else None
+    return name, key_text(key), key_text(values), time.perf_counter() - t0 if ok else None
 
 
 def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = "both") -> None:
@@ -362,7 +373,7 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = 
         for name in examples
         for key, configs in plan[name]
         for c in configs
-        if step != "time" and not (out / f"{name}__{_key_text(key)}.table.json.gz").exists()
+        if step != "time" and not (out / f"{name}__{key_text(key)}.table.json.gz").exists()
     ]
     cold: dict[tuple[str, str, str], float | None] = {}
     t_start = time.perf_counter()
@@ -385,7 +396,7 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = 
             module = _example(name)
             tuned = _tuned(module, str(out / "race-store.db"), RACE_PROTOCOL)  # a race stores nothing
             for key, _configs in plan[name]:
-                path = out / f"{name}__{_key_text(key)}.table.json.gz"
+                path = out / f"{name}__{key_text(key)}.table.json.gz"
                 if path.exists():
                     continue
                 args = module.make_args(key, DEVICE)
@@ -396,12 +407,12 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = 
                     retime=RetimeSettings(rounds=5, within=0.02, min_k=4, max_k=8),
                 )
                 for row in table.rows.values():
-                    row.extra["pool_compile_s"] = cold.get((name, _key_text(key), row.key))
+                    row.extra["pool_compile_s"] = cold.get((name, key_text(key), row.key))
                 dump_table_file(table, path)
                 best = table.confirmed_best()
                 spent = time.perf_counter() - t0
                 print(
-                    f"{name} {_key_text(key)}: {len(table)} configs raced in {spent:.0f} s, "
+                    f"{name} {key_text(key)}: {len(table)} configs raced in {spent:.0f} s, "
                     f"{len(table.ok_rows())} ok, best {best.key} "
                     f"{table.retimed_ms().get(best.key, best.time_ms):.4f} ms",
                     flush=True,
@@ -411,17 +422,6 @@ def race(out: Path, examples: list[str], n_keys: int, workers: int, step: str = 
 
 
 # -- final: the winners against the race's top, in one set of rounds --------------------------------
-
-
-def _store_winners(store: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """Each (example, key)'s winner in a tune store, read without writing to it."""
-    import sqlite3
-
-    names = {f"{e}_kernel": e for e in EXAMPLES}  # each example's kernel is <example>_kernel
-    uri = f"file:{Path(store).resolve()}?mode=ro&immutable=1"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-        rows = db.execute("SELECT name, key, config FROM flysearch_autotune WHERE state = 'done'").fetchall()
-    return {(names.get(n, n), k): json.loads(c) for n, k, c in rows}
 
 
 def final(
@@ -439,15 +439,16 @@ def final(
         if path.exists():
             for r in json.loads(path.read_text())["runs"]:
                 winners.setdefault((r["example"], r["key"]), {})[label] = r["config"]
-    for k, config in (_store_winners(store) if store else {}).items():
-        winners.setdefault(k, {}).setdefault("cold", config)
+    example_of = {kernel: example for example, kernel in KERNEL_NAMES.items()}
+    for (kernel, key), (config, _report) in (store_winners(store) if store else {}).items():
+        winners.setdefault((example_of.get(kernel, kernel), key), {}).setdefault("cold", config)
     result: dict[str, Any] = {"machine": _machine(), "rounds": rounds, "pairs": []}
     protocol = TimingProtocol()
     for name in examples:
         module = _example(name)
         for key in _keys(module, n_keys):
-            path = races / f"{name}__{_key_text(key)}.table.json.gz"
-            if not path.exists() or (name, _key_text(key)) not in winners:
+            path = races / f"{name}__{key_text(key)}.table.json.gz"
+            if not path.exists() or (name, key_text(key)) not in winners:
                 continue
             meta, rows = read_table_file(path)
             from flysearch.tables import GroundTruth
@@ -455,7 +456,7 @@ def final(
             table = GroundTruth(meta, {r.key: r for r in rows})
             top = [r.key for r in table.ranked()[:3]]
             entries = {f"race{i + 1}": table.rows[k].params for i, k in enumerate(top)}
-            entries.update(winners[(name, _key_text(key))])
+            entries.update(winners[(name, key_text(key))])
             args = module.make_args(key, DEVICE)
             g = module.grid(args)
             launch = module.kernel_fn[g]
@@ -471,7 +472,7 @@ def final(
             optimum = min(med[k] for k in med if k.startswith("race"))
             pair = {
                 "example": name,
-                "key": _key_text(key),
+                "key": key_text(key),
                 "median_ms": med,
                 "failed": failed,
                 "configs": entries,
@@ -485,7 +486,7 @@ def final(
                 for label in ("cold", "warm")
                 if label + "_ratio" in pair
             ]
-            print(f"{name} {_key_text(key)}: " + ", ".join(ratios), flush=True)
+            print(f"{name} {key_text(key)}: " + ", ".join(ratios), flush=True)
             _write_json(out, result)
             del args
             _free()

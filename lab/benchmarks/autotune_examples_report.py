@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from autotune_examples import EXAMPLES, KERNEL_NAMES, N_KEYS, key_text, store_winners  # noqa: E402
+
 
 def _load(path: Path) -> Any:
     return json.loads(path.read_text()) if path.exists() else None
@@ -74,8 +76,20 @@ def _graph_ratio(table: Any, config: Mapping[str, Any] | None) -> float | None:
     if table is None or not config:
         return None
     retimed = table.retimed_ms()
-    key = ",".join(f"{a}={b}" for a, b in sorted(config.items()))
+    key = key_text(config)
     return retimed[key] / min(retimed.values()) if key in retimed else None
+
+
+def _whole_list(base: Mapping[str, Any] | None, key: str, n: int) -> tuple[float, str]:
+    """triton.autotune's seconds over a key's *n* feasible configs from its run *base*, and how
+    they read: measured where it ran over all of them on that key, else its seconds per config
+    times *n* (est.); NaN and "not run" without a run."""
+    if not base:
+        return float("nan"), "not run"
+    if (base["key"], base["configs"]) == (key, n):
+        return float(base["wall_s"]), f"{base['wall_s']:.0f}"
+    seconds = float(base["per_config_s"]) * n
+    return seconds, f"{seconds:.0f} (est.)"
 
 
 def _race_ms(table: Any) -> dict[str, float]:
@@ -103,17 +117,6 @@ def compiles_to_within(
         if r.compile_index and r.key in times and times[r.key] <= best * (1 + eps):
             return r.compile_index
     return None
-
-
-def store_winners(store: Path) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
-    """Every key the store holds a winner for: (kernel name, key) -> (config, the tuner's report)."""
-    from flysearch.tune import TuneStore, store_url
-
-    return {(t.name, t.key): (t.config, t.report) for t in TuneStore(store_url(store)).tuned()
-            if t.state == "done" and t.config}
-
-
-KERNEL_NAMES = {"softmax": "softmax_kernel", "layernorm": "layernorm_kernel", "matmul": "matmul_kernel"}
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -162,8 +165,6 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
         "",
     ]
     # What the run covers, and what it does not.
-    from autotune_examples import EXAMPLES, N_KEYS
-
     tuned_keys = [(r["example"], r["key"]) for r in (cold or {}).get("runs", [])]
     ran = sorted({e for e, _ in tuned_keys}, key=EXAMPLES.index)
     unraced = [f"{e} {k}" for e, k in tuned_keys if (e, k) not in tables]
@@ -234,7 +235,7 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
                 continue
             times = _race_ms(table)
             config, report = won
-            ratio = times[",".join(f"{a}={b}" for a, b in sorted(config.items()))] / min(times.values())
+            ratio = times[key_text(config)] / min(times.values())
             within = [compiles_to_within(store, KERNEL_NAMES[example], key, times, eps)
                       for eps in (0.01, 0.05)]
             first[(example, key)] = within[0]
@@ -338,35 +339,23 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
                 continue
             n = run["report"].get("n_feasible") or len(tables.get(k, ()))
 
-            def whole(base: Mapping[str, Any] | None, n: int = n, k: tuple[str, str] = k) -> float:
-                """triton.autotune's seconds over key k's n feasible configs: measured when it ran
-                over all of them on this key, else its seconds per config times n."""
-                if not base:
-                    return float("nan")
-                if (base["key"], base["configs"]) == (k[1], n):
-                    return float(base["wall_s"])
-                return float(base["per_config_s"]) * n
-
-            est_c, est_w = whole(per[k[0]]), whole(per_warm.get(k[0]))
+            (est_c, text_c), (est_w, text_w) = (_whole_list(per[k[0]], k[1], n),
+                                                _whole_list(per_warm.get(k[0]), k[1], n))
             rc = run["wall_s"] / est_c
             rw = warm_by_key.get(k, {}).get("wall_s", float("nan")) / est_w
             ratios_c.append(rc)
             ratios_w.append(rw)
             ratios_c_all.append(rc)
             ratios_w_all.append(rw)
-            measured = (per[k[0]]["key"], per[k[0]]["configs"]) == (k[1], n)
-
-            def secs(x: float, measured: bool = measured) -> str:
-                return "not run" if x != x else f"{x:.0f}" + ("" if measured else " (est.)")
             wrows.append(
                 [
                     k[0],
                     k[1],
                     f"{run['wall_s']:.1f}",
-                    secs(est_c),
+                    text_c,
                     f"{rc:.3f}",
                     f"{warm_by_key.get(k, {}).get('wall_s', float('nan')):.1f}",
-                    secs(est_w),
+                    text_w,
                     f"{rw:.3f}",
                 ]
             )
