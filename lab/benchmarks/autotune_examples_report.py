@@ -5,8 +5,10 @@ Each device call's files lie in one folder DIR: DIR/runs/{cold,warm,dispatch,fin
 baseline_warm}.json, DIR/runs/cold.db (the cold run's store: each tuned key's study, in compile
 order), DIR/runs/command.txt and log.txt, and DIR/races/*.table.json.gz. The report has one section
 per folder, the held-out ones first, summed up per held-out set (``--heldout``: the first set's
-keys, ``--heldout2``: the second's, each raced once after the policy was frozen, see
-:data:`HELDOUT_SETS`), then the development ones (``--dev``), and is written as one Markdown file.
+keys, ``--heldout2`` and ``--heldout3``: the second's and third's, each raced once after the policy
+was frozen, see :data:`HELDOUT_SETS`), then the development ones (``--dev``), then triton.autotune
+over a whole feasible list (``--wholelist``: a folder of ``lab/benchmarks/autotune_wholelist.sh``'s
+call), and is written as one Markdown file.
 Every figure is computed here from those files.
 
     python lab/benchmarks/autotune_examples_report.py --heldout lab/benchmarks/data/autotune_h100_heldout \
@@ -437,6 +439,59 @@ def _section_of(data: Path, heldout: int, store: Path | None) -> tuple[list[str]
     return lines, {"ratios": ok, "transfer": transfer, "wall_cold": ratios_c_all, "wall_warm": ratios_w_all}
 
 
+def _phase_starts(log: Path) -> dict[str, int]:
+    """Each phase's start, seconds after the call's start, from ``== <phase> at <s> s`` lines."""
+    starts = {}
+    for line in _read(log).splitlines():
+        if line.startswith("== ") and line.endswith(" s") and " at " in line:
+            phase, at = line[3:-2].rsplit(" at ", 1)
+            starts[phase] = int(at)
+    return starts
+
+
+def _wholelist_section(data: Path, dev: list[Path]) -> list[str]:
+    """triton.autotune over a key's whole feasible list beside the decorator's tuning of the same key
+    in the same call (``lab/benchmarks/autotune_wholelist.sh``): measured, or bounded below by the
+    phase's deadline where triton.autotune did not finish (its run wrote no file)."""
+    runs = data / "runs"
+    lines = [f"## triton.autotune over a whole feasible list: `{data}`", "",
+             f"- device call: {_read(runs / 'command.txt')}", "",
+             "The decorator tuned each kernel's first key with an empty Triton cache; triton.autotune then "
+             "ran over all of that key's feasible configs, with an empty cache (cold) and again with the "
+             "cache it filled (warm), in the same call on the same GPU. A key of the development set: "
+             "development numbers. Where triton.autotune did not finish before its phase's deadline, its "
+             "time is at least the phase's length, and the ratio at most the decorator's time over it.", ""]
+    starts, rows = _phase_starts(runs / "log.txt"), []
+    for tuned in sorted(runs.glob("tune_cold_*.json")):
+        name = tuned.stem.removeprefix("tune_cold_")
+        run = _load(tuned)["runs"][0]
+        key, n, wall = run["key"], run["report"]["n_feasible"], float(run["wall_s"])
+        races = [t for d in dev for k, t in _tables(d / "races").items() if k == (name, key)]
+        race = _race_ms(races[0]) if races else {}
+        ratio = race.get(key_text(run["config"]), float("nan")) / min(race.values()) if race else float("nan")
+        cells = [name, key, n, f"{wall:.1f}", f"{ratio:.3f}" if race else "no race"]
+        for phase, nxt in (("cold", "warm"), ("warm", "end")):
+            base = _load(runs / f"baseline_{phase}_{name}.json")
+            if base:
+                seconds = float(base["runs"][0]["wall_s"])
+                cells.append(f"{seconds:.1f}")
+                ratio_text = f"{wall / seconds:.3f}"
+            elif f"{name} {phase}" in starts and f"{name} {nxt}" in starts:
+                bound = starts[f"{name} {nxt}"] - starts[f"{name} {phase}"]
+                cells.append(f"not finished in {bound} s")
+                ratio_text = f"< {wall / bound:.3f}"
+            else:
+                cells.append("stopped by the call's limit" if f"{name} {phase}" in starts else "not run")
+                ratio_text = "-"
+            if phase == "cold":
+                cells.append(ratio_text)
+        rows.append(cells)
+    return [*lines, *_md_table(["kernel", "key", "feasible", "flysearch cold s", "winner / race",
+                                "triton.autotune cold s", "ratio", "triton.autotune warm s"], rows), "",
+            "*winner / race*: the decorator's winner's time in the key's development race over the race's "
+            "best (the race's own re-timing where it re-timed them; not re-timed together).", ""]
+
+
 def _heldout_summary(n: int, held: list[dict[str, list[Any]]]) -> list[str]:
     """The summary of held-out set *n* over its sections' figures."""
     name, keys, freeze = HELDOUT_SETS[n]
@@ -471,10 +526,12 @@ def _heldout_summary(n: int, held: list[dict[str, list[Any]]]) -> list[str]:
 
 
 def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = "",
-                 heldout2: list[Path] | None = None, heldout3: list[Path] | None = None) -> None:
+                 heldout2: list[Path] | None = None, heldout3: list[Path] | None = None,
+                 wholelist: list[Path] | None = None) -> None:
     """The report of the held-out folders of the first set (*heldout*), of the second (*heldout2*),
-    of the third (*heldout3*) and of the development folders (*dev*)."""
-    heldout2, heldout3 = heldout2 or [], heldout3 or []
+    of the third (*heldout3*), of the development folders (*dev*) and of triton.autotune's whole-list
+    calls (*wholelist*)."""
+    heldout2, heldout3, wholelist = heldout2 or [], heldout3 or [], wholelist or []
     sections = ([(d, 1) for d in heldout] + [(d, 2) for d in heldout2] + [(d, 3) for d in heldout3]
                 + [(d, 0) for d in dev])
     parts = [_section(d, h) for d, h in sections]
@@ -483,7 +540,8 @@ def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = 
         "",
         "- command: `python lab/benchmarks/autotune_examples_report.py "
         + " ".join([f"--heldout {d}" for d in heldout] + [f"--heldout2 {d}" for d in heldout2]
-                   + [f"--heldout3 {d}" for d in heldout3] + [f"--dev {d}" for d in dev])
+                   + [f"--heldout3 {d}" for d in heldout3] + [f"--dev {d}" for d in dev]
+                   + [f"--wholelist {d}" for d in wholelist])
         + f" --out {out}`",
         f"- commit: {commit or 'unknown'} (each section names its device call, with the commit it ran)",
         "- hardware: see each section (one H100 for every call)",
@@ -501,6 +559,8 @@ def write_report(heldout: list[Path], dev: list[Path], out: Path, commit: str = 
                                       if h == n])
     for section, _stats in parts:
         lines += section
+    for d in wholelist:
+        lines += _wholelist_section(d, dev)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n")
@@ -519,11 +579,13 @@ def main() -> None:
     parser.add_argument("--heldout3", type=Path, action="append", default=[],
                         help="a folder of the third held-out set's run")
     parser.add_argument("--dev", type=Path, action="append", default=[])
+    parser.add_argument("--wholelist", type=Path, action="append", default=[],
+                        help="a folder of lab/benchmarks/autotune_wholelist.sh's call")
     parser.add_argument("--out", type=Path, required=True)
     a = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
-    write_report(a.heldout, a.dev, a.out, commit, a.heldout2, a.heldout3)
+    write_report(a.heldout, a.dev, a.out, commit, a.heldout2, a.heldout3, a.wholelist)
 
 
 if __name__ == "__main__":
