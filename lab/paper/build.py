@@ -2046,6 +2046,37 @@ def search_cost_facts() -> dict[str, str]:
     facts["SC_RACE_TIMING_S"] = f"{sum(int(t.replace(',', '')) for _c, t in races):,}"
     return facts
 
+def shape_specialised_facts() -> dict[str, str]:
+    """What a compile costs where binaries are shape-specialised (``flydsl_compile_cost.md``: FlyDSL and
+    Triton compiled for AMD on a CPU) and triton.autotune over a whole feasible list
+    (``autotune_examples.md``'s whole-list section)."""
+    text = _result("flydsl_compile_cost.md")
+    cold = {(r["compiler"], r["arch"], r["seconds of"]): r for r in _markdown_rows(text, "")}
+    facts = {"FD_COMPILE_S": _span([float(cold[("flydsl", a, "compile call")]["median"])
+                                    for a in ("gfx942", "gfx950")], digits=2),
+             "FD_WALL_S": _span([float(cold[("flydsl", a, "wall")]["median"]) for a in ("gfx942", "gfx950")],
+                                digits=1),
+             "TR_COMPILE_S": cold[("triton", "gfx942", "compile call")]["median"]}
+    cross = re.findall(r"^- (flydsl|triton) (gfx\d+), (B|B'): (\d+) of (\d+) hits", text, flags=re.M)
+    assert cross, "flydsl_compile_cost.md: the shape runs' summary lines"
+    for compiler, key in (("flydsl", "FD"), ("triton", "TR")):
+        runs = [(int(h), int(n)) for c, _a, _s, h, n in cross if c == compiler]
+        facts[f"{key}_CROSS_HITS"] = str(sum(h for h, _n in runs))
+        facts[f"{key}_CROSS_N"] = str(sum(n for _h, n in runs))
+    estimate = text[text.index("## Estimate"):]
+    for key, name in (("AUTO", "auto"), ("CM", "costmodel")):
+        row = _markdown_rows(estimate, f"`{name}`")
+        assert row, f"flydsl_compile_cost.md: no estimate for {name}"
+        facts[f"FD_{key}_S"] = row[0]["est. s, evaluator wall"]
+    report = _result("autotune_examples.md")
+    whole = _markdown_rows(report[report.index("## triton.autotune over a whole feasible list"):], "matmul")
+    assert len(whole) == 1, "autotune_examples.md: one GEMM key in the whole-list section"
+    row = whole[0]
+    facts.update({"WL_N": row["feasible"], "WL_OURS_S": row["flysearch cold s"],
+                  "WL_TA_S": row["triton.autotune cold s"], "WL_RATIO": row["ratio"]})
+    return facts
+
+
 # Results the paper awaits: each fact is the first table of a committed results file, or a line that
 # says it has not been run (never a number the build did not read).
 PENDING = {
@@ -2511,6 +2542,7 @@ def main() -> None:
     facts.update(hard_test_facts())
     facts.update(autotune_facts())
     facts.update(search_cost_facts())
+    facts.update(shape_specialised_facts())
     facts.update(pending_facts())
     figure_hardtest()
     figure_heldout(hc_data)
