@@ -2,11 +2,13 @@
 aiter's FlyDSL HGEMM space and its kernel-name codec, aiter's Triton
 GEMM space (and the tile constexprs its launch passes, and the source Triton compiles of one launch),
 aiter's Triton GEMM as a Triton family raced on NVIDIA, the
-launchers of the TMA and fused split-K families, and the port of configs to ``flydsl.Config``.
+launchers of the TMA and fused split-K families, the split-K family's ``@triton.jit`` kernel (to compile it
+for another target), and the port of configs to ``flydsl.Config``.
 """
 
 from __future__ import annotations
 
+from flysearch._lazy import lazy_names
 from flysearch.kernels._aiter_hgemm import SPACE_NAME, aiter_hgemm_space
 from flysearch.kernels._aiter_names import build_kernel_name, parse_kernel_name
 from flysearch.kernels._aiter_package import (
@@ -81,6 +83,7 @@ __all__ = [
     "register_triton_family",
     "space_names",
     "spec_key",
+    "splitk_gemm_kernel",
     "table_kernel",
     "tma_gemm_launcher",
     "to_flydsl_config",
@@ -90,3 +93,6 @@ __all__ = [
     "triton_families",
     "triton_family",
 ]
+
+# Imported on first use: the kernel's module needs Triton, which flysearch.kernels does not.
+__getattr__ = lazy_names(__name__, {"splitk_gemm_kernel": "_triton_gemm_jit"})

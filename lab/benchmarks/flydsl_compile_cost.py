@@ -75,8 +75,7 @@ def _compile(kind: str, arch: str, config: dict[str, Any], shape: Shape, fn: Any
         res = compile_flydsl_for_amd(fn, arch, {**args, **config})[0]
         seconds, entries, digest = time.perf_counter() - start, len(fn._mem_cache), ""
     else:
-        # NOTE: the split-K family's @triton.jit kernel; flysearch.kernels exports no AMD compile of it.
-        from flysearch.kernels._triton_gemm_jit import splitk_gemm_kernel
+        from flysearch.kernels import splitk_gemm_kernel
 
         m, n, k, bf16 = shape.M, shape.N, shape.K, torch.bfloat16
         args = {"a_ptr": torch.empty(m, k, dtype=bf16), "w_ptr": torch.empty(n, k, dtype=bf16),
