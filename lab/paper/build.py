@@ -90,6 +90,7 @@ def race_section(store: TableStore) -> tuple[str, dict[str, str]]:
         "RATIO_MAX": f"{max(ratios):.2f}", "DEVICE": rows[0]["device"],
         "DATE": " and ".join(sorted({r["date"] for r in rows})),
         "SPACE_SIZE": f"{space_for_table(tables[0]).size:,}",  # the value sets the tables were raced over
+        "SPACE_SIZE_NOW": f"{get_space('triton_gemm_splitk').size:,}",  # today's value sets
         "COMPILE_MEDIAN": f"{statistics.median(compile_s):.2f}",
         "BENCH_MEDIAN_MS": f"{1000 * statistics.median(bench_s):.1f}",
     }
@@ -2068,6 +2069,7 @@ def shape_specialised_facts() -> dict[str, str]:
         row = _markdown_rows(estimate, f"`{name}`")
         assert row, f"flydsl_compile_cost.md: no estimate for {name}"
         facts[f"FD_{key}_S"] = row[0]["est. s, evaluator wall"]
+        facts[f"FD_{key}_CALL_S"] = row[0]["est. s, compile call"]
     report = _result("autotune_examples.md")
     whole = _markdown_rows(report[report.index("## triton.autotune over a whole feasible list"):], "matmul")
     assert len(whole) == 1, "autotune_examples.md: one GEMM key in the whole-list section"
@@ -2528,16 +2530,18 @@ def main() -> None:
         facts.update(rerun)
     facts.update(amd_facts())
     facts["TABLES_KERNELS_HOLDOUT"] = str(_folder("h200_tma_holdout")[0])
-    facts["HC_PAYBACK"] = f"{int(facts['TRAIN27_N']) / float(facts['HC_SAVED']):,.0f}"
-    # The development races compiled every config anew (no row of theirs is a cache hit); a race of
-    # today shares a binary across the shapes of one spec: the hard test's races, in binaries per config.
-    hits = _folder("h200")[3]
-    assert hits == 0, f"{hits} rows of the development races reused a binary: the text says none did"
-    reports = [json.loads((BENCHMARKS / "data" / f / "race_report.json").read_text())
-               for f in ("h100_hardtest_splitk", "h100_hardtest_fused")]
-    ratio = sum(r["compiles"] for r in reports) / sum(r["measured"] for r in reports)
-    facts["HT_BIN_PCT"] = f"{100 * ratio:.0f}"
-    facts["HC_PAYBACK_BIN"] = f"{int(facts['TRAIN27_N']) * ratio / float(facts['HC_SAVED']):,.0f}"
+    # The development races' compiles, from their race reports: Triton shares one binary among the
+    # shapes of a spec, so a race compiles fewer binaries than it times configs.
+    reports = [json.loads((BENCHMARKS / "results" / f"{name}.json").read_text())
+               for name in ("race_h200", "race_h200_more", "race_h200_more2")]
+    raced = {s["table"].rsplit("/", 1)[1] for r in reports for s in r["shapes"]}
+    dev_tables = {p.name.removesuffix(".table.json.gz").rsplit("__", 1)[1]
+                  for p in _tracked_glob("lab/benchmarks/data/h200/*.table.json.gz")}
+    assert raced == dev_tables, "the race reports are not those of the development tables"
+    assert sum(r["measured"] for r in reports) == int(facts["TRAIN27_N"]), "configs timed differ"
+    compiles = sum(r["compiles"] for r in reports)
+    facts["TRAIN27_COMPILES"] = f"{compiles:,}"
+    facts["HC_PAYBACK"] = f"{compiles / float(facts['HC_SAVED']):,.0f}"
     facts["DATA_DATE"] = data_date()
     facts.update(hard_test_facts())
     facts.update(autotune_facts())
