@@ -11,16 +11,22 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["code_commit", "host_description"]
 
 
-def code_commit(root: Path) -> str:
+def code_commit(root: Path, outputs: Sequence[str | Path] = ()) -> str:
     """The commit of the checkout at *root* that ran this, ``"<commit>+changes"`` when its files
-    differ from that commit (a copy whose git HEAD is older than its tree; result files under
-    ``lab/benchmarks/results/`` aside), ``""`` without a .git of its own (a snapshot must not name an
-    outer checkout's commit)."""
+    differ from that commit (a copy whose git HEAD is older than its tree), files under an *outputs*
+    folder aside (where results are written: the result being written is not code); ``""`` without a
+    .git of its own (a snapshot must not name an outer checkout's commit).
+
+    Example:
+        ``code_commit(repo, outputs=["results"])`` names HEAD, with ``+changes`` only when something
+        outside ``results/`` differs from it.
+    """
     if not (root / ".git").exists():
         return ""
 
@@ -30,12 +36,20 @@ def code_commit(root: Path) -> str:
     commit = git("rev-parse", "--short", "HEAD")
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], capture_output=True,
                             text=True, cwd=root).stdout  # not stripped: each line starts "XY path"
-    changed = [line for line in status.splitlines() if line and not line[3:].startswith(_OUTPUTS)]
+    skip = tuple(r for r in (_relative(root, Path(o)) for o in outputs) if r)
+    changed = [line for line in status.splitlines() if line and not line[3:].startswith(skip)]
     return f"{commit}+changes" if commit and changed else commit
 
 
-# A file here, new or rewritten, is a result (perhaps the one the asking command writes), not code.
-_OUTPUTS = "lab/benchmarks/results/"
+def _relative(root: Path, folder: Path) -> str:
+    """*folder* as git status names paths under *root* (relative, with a trailing slash); ``""`` for
+    a folder outside *root*, which no status line names."""
+    if folder.is_absolute():
+        try:
+            folder = folder.resolve().relative_to(root.resolve())
+        except ValueError:
+            return ""
+    return folder.as_posix().rstrip("/") + "/"
 
 
 def host_description() -> str:

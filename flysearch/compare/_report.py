@@ -380,7 +380,7 @@ def report_experiment(exp: Any, *, plots: bool = True, command: str = "") -> lis
             command=command,
             notes=notes,
             versions=versions,
-            provenance=provenance_lines(runs, command),
+            provenance=provenance_lines(runs, command, out),
         ),
     ]
     if plots:
@@ -424,10 +424,10 @@ def _seeds_phrase(exp: Any) -> str:
     return f"{len(exp.seeds)} seeds per sampler{extra}"
 
 
-def provenance_lines(runs: list[dict[str, Any]], command: str) -> list[str]:
+def provenance_lines(runs: list[dict[str, Any]], command: str, output: Path | None = None) -> list[str]:
     """The summary's opening lines: the command, the commit and machine of the runs (as each run
     recorded them; runs stored before flysearch recorded them count as not recorded) and of this
-    report, and the dates."""
+    report (its *output* folder's files aside), and the dates."""
     from flysearch.compare._provenance import code_commit, host_description
 
     def tally(key: str) -> str:
@@ -437,7 +437,8 @@ def provenance_lines(runs: list[dict[str, Any]], command: str) -> list[str]:
     finished = sorted(str(r["finished"])[:10] for r in runs if r.get("finished"))
     days = "-" if not finished else finished[0] if finished[0] == finished[-1] else \
         f"{finished[0]} to {finished[-1]}"
-    report_commit = code_commit(Path(__file__).resolve().parents[2]) or "not a git checkout"
+    report_commit = code_commit(Path(__file__).resolve().parents[2],
+                                outputs=[output.resolve()] if output else []) or "not a git checkout"
     return [f"command: `{command}`",
             f"commit: the runs {tally('commit')}; this report {report_commit}",
             f"hardware: the runs {tally('host')}; this report {host_description()}",

@@ -449,7 +449,7 @@ def execute_run(task: RunTask, prior: Any = None) -> dict[str, Any]:
         "warm_json": json.dumps([round(x, 6) for x in traj.warm_s or ()]),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
         "versions": json.dumps(_versions()),
-        **_where(),
+        **_where(Path(task.db).parent),
     }
 
 
@@ -471,12 +471,13 @@ def study_trajectory(study: Any) -> Trajectory:
 
 
 @functools.cache
-def _where() -> dict[str, str]:
-    """The commit of the code that runs here and this machine, recorded with every run (once per
-    process)."""
+def _where(output: Path) -> dict[str, str]:
+    """The commit of the code that runs here (the comparison's *output* folder, where its results are
+    written, aside) and this machine, recorded with every run (once per process and folder)."""
     from flysearch.compare._provenance import code_commit, host_description
 
-    return {"commit": code_commit(Path(__file__).resolve().parents[2]), "host": host_description()}
+    return {"commit": code_commit(Path(__file__).resolve().parents[2], outputs=[output.resolve()]),
+            "host": host_description()}
 
 
 def _versions() -> dict[str, str]:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from flysearch.compare import code_commit
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 __all__ = ["is_anchor", "parse_summaries", "require_files", "summary_names", "table_rows", "write_report"]
 
 
@@ -72,7 +74,7 @@ def write_report(root: Path, title: str, intro: str, lines: list[str], out: Path
     text = "\n".join([
         f"# {title}", "",
         f"- command: `{shlex.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(root)}",
+        f"- commit: {code_commit(root, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()} CPU (reads committed summaries; the runs' own hardware is in "
         "their summary.md)",
         f"- versions: Python {platform.python_version()}, scipy {version('scipy')}",

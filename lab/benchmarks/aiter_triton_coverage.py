@@ -55,6 +55,8 @@ from flysearch.kernels import (  # noqa: E402
 from flysearch.space import Config, Shape, get_arch  # noqa: E402
 from flysearch.tables import Outcome  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 ARCHS = ("gfx942", "gfx950")
 SHAPES = (Shape(1, 4096, 4096), Shape(16, 4096, 4096), Shape(256, 4096, 4096), Shape(4096, 4096, 4096),
           Shape(16384, 4096, 4096))
@@ -315,7 +317,7 @@ def main() -> None:
     lines = [
         "# aiter's Triton GEMM configs against the aiter_triton_gemm space", "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()} CPU, no GPU (configs are read, checked and compiled, never run)",
         f"- versions: {versions}",
         f"- date: {dt.date.today().isoformat()}", "",

@@ -51,6 +51,8 @@ from flysearch.race import vendor_ms  # noqa: E402
 from flysearch.space import Config  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 SHAPES = ROOT / "studies" / "shapes_h200.toml"
 # One shape per regime, all with committed split-K tables: decode, small-M, prefill, square.
 DEFAULT_ONLY = ("l3-8b-qkv-m1", "l3-8b-qkv-m64", "l3-8b-qkv-m1024", "l3-8b-o-m4096")
@@ -110,7 +112,7 @@ def report(args: argparse.Namespace) -> None:
     lines = [
         "# aiter's Triton GEMM on the H200, beside flysearch's split-K family and cuBLAS", "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: tables raced on an NVIDIA H200 (`{args.data.relative_to(ROOT)}/race_report.json`: "
         f"{raced.get('date', 'date in the tables')}, versions {raced['versions']}); "
         f"report on {platform.machine()}",

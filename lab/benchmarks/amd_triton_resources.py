@@ -40,6 +40,8 @@ from flysearch.kernels import get_space  # noqa: E402
 from flysearch.space import Config, Shape, get_arch  # noqa: E402
 from flysearch.tables import Outcome  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 SPACE = "aiter_triton_gemm"
 SHAPES = {"decode": Shape(16, 4096, 4096), "prefill": Shape(4096, 4096, 4096)}
 ARCHS = ("gfx942", "gfx950")
@@ -140,7 +142,7 @@ def report(blocks: list[dict[str, Any]], argv: list[str], workers: int) -> str:
         f"# aiter's Triton GEMM compiled for AMD on a CPU: resources and compile seconds — "
         f"{dt.date.today().isoformat()}", "",
         f"- command: `python lab/benchmarks/amd_triton_resources.py {' '.join(argv)}`",
-        f"- commit: {code_commit(ROOT) or 'not a git checkout'}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS]) or 'not a git checkout'}",
         f"- hardware: {platform.machine()} CPU ({cpu}, {os.cpu_count()} cores), no GPU; "
         f"{workers} compile worker processes",
         f"- versions: Python {platform.python_version()}, triton {_version('triton')}, "

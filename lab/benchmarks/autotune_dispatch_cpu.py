@@ -36,6 +36,8 @@ sys.path.insert(0, str(ROOT))
 import flysearch  # noqa: E402
 from flysearch.compare import code_commit  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 EXAMPLES = ("softmax", "layernorm", "matmul")
 
 
@@ -93,7 +95,7 @@ def main() -> None:
     lines = [
         "# The decorator's own cost a call, on a CPU (the launch taken out)", "",
         f"- command: `python lab/benchmarks/autotune_dispatch_cpu.py --calls {a.calls} --rounds {a.rounds}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()} CPU, {platform.processor() or 'unknown model'}; no GPU (the "
         "launch is a no-op)",
         f"- versions: Python {platform.python_version()}, torch {version('torch')}, "

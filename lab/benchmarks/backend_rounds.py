@@ -51,6 +51,8 @@ from flysearch.race import vendor_ms  # noqa: E402
 from flysearch.space import Shape, device_label  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 CUBLAS = "cublas"
 VERSIONS = ("torch", "triton", "cuda", "driver", "python")
 FAMILIES = {"splitk": "triton_gemm", "tma": "triton_gemm_tma", "fused": "triton_gemm_fused"}
@@ -185,7 +187,7 @@ def run(args: argparse.Namespace) -> None:
     done = {s["shape"] for s in doc["shapes"]}
     info = device_info()
     doc.setdefault("provenance", {
-        "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
+        "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT, outputs=[RESULTS]),
         "date": dt.date.today().isoformat(), "device": info["device"], "versions": info["versions"],
         "rounds": args.rounds, "seed": args.seed, "top": args.top, "protocol": protocol_dict(),
     })
@@ -196,7 +198,7 @@ def run(args: argparse.Namespace) -> None:
     todo = [e for e in chosen if e["shape"] not in done]
     if done and todo:  # a resumed run: its shapes were timed in another session, so say which and when
         doc["provenance"].setdefault("resumed", []).append({
-            "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
+            "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT, outputs=[RESULTS]),
             "date": dt.date.today().isoformat(), "shapes": [e["shape"] for e in todo]})
     print(f"{info['device']}: {len(todo)} shapes to time ({len(done)} done), {args.top} configs per "
           f"family, {args.rounds} rounds", flush=True)

@@ -46,6 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 from flysearch.compare import code_commit, load_experiment, run_experiment  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 EXPERIMENTS = ("compare_h200_decode", "compare_h200_small_m", "compare_h200_k_heavy", "compare_h200_prefill",
                "compare_h200_square")
 _METHODS = ("infer_relative_search_space", "sample_relative", "sample_independent", "before_trial",
@@ -171,7 +173,7 @@ def main() -> None:
         "# Where a compare run's time goes", "",
         f"- command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')} python "
         f"{' '.join(['lab/benchmarks/compare_time.py', *sys.argv[1:]])}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()}, {os.cpu_count()} cores; load average at the end {load:.2f}",
         f"- versions: Python {platform.python_version()}, Optuna {optuna.__version__}",
         f"- date: {dt.date.today().isoformat()}; {time.perf_counter() - started:.0f} s", "",

@@ -82,6 +82,8 @@ from flysearch.tables import (  # noqa: E402
     read_tables,
 )
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 TRITON_TABLE = BENCHMARKS / "data" / "h200" / "triton_gemm__H200__1x6144x4096.table.json.gz"
 AITER_TRITON_TABLE = (BENCHMARKS / "data" / "h200_aiter_triton"
                       / "aiter_triton_gemm__H200__1x6144x4096.table.json.gz")
@@ -516,7 +518,7 @@ def report(verdicts: Verdicts, n: int, seed: int, seconds: float, aiter: bool) -
     lines = [
         "# Export fuzz: hostile names through every importer and exporter", "",
         f"- command: `{shlex.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(REPO) or 'not a git checkout'}",
+        f"- commit: {code_commit(REPO, outputs=[RESULTS]) or 'not a git checkout'}",
         f"- hardware: {host_description()}",
         f"- versions: Python {platform.python_version()}, triton {version('triton')}, "
         f"amd-aiter {version('amd-aiter') if aiter else 'not importable (aiter-triton not run)'}",

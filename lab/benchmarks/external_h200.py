@@ -59,6 +59,8 @@ from flysearch.tables import (  # noqa: E402
     read_table_file,
 )
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 SHAPES = ROOT / "lab" / "studies" / "external_h200.toml"
 DATA = BENCHMARKS / "data" / "external_h200"
 TRAINING = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdout2")
@@ -122,7 +124,8 @@ def race(args: argparse.Namespace) -> None:
         written.append({"shape": entry.name, "table": name, "configs": len(table.rows),
                         "ok": sum(r.ok for r in table.rows.values()), "file": path.name})
     (args.out / "race_report.json").write_text(json.dumps({
-        "provenance": {"command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
+        "provenance": {"command": " ".join(["python", *sys.argv]),
+                       "commit": code_commit(ROOT, outputs=[RESULTS]),
                        "device": report.device, "versions": report.versions,
                        "date": dt.date.today().isoformat()},
         "wall_s": round(time.monotonic() - start, 1), "stopped": report.stopped,
@@ -175,7 +178,7 @@ def _provenance(hardware: str) -> list[str]:
     """A results file's provenance lines: command, commit, *hardware*, versions, date."""
     return [
         f"- command: `{' '.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()} CPU; {hardware}",
         f"- versions: Python {platform.python_version()}, "
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy", "optuna")),

@@ -102,6 +102,8 @@ from flysearch.study import open_storage, summarize, trial_records  # noqa: E402
 from flysearch.tables import TableStore, import_tables  # noqa: E402
 from flysearch.tune import TuneStore, store_url  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 TABLES = sorted((REPO / "lab" / "benchmarks" / "data" / "h200").glob("*.table.json.gz"))
 
 LOST, BUDGET, RUNNING, ORPHAN, HALF, TRACEBACK, EXIT, INCOMPLETE = (
@@ -1033,7 +1035,7 @@ def run(faults: int, seed: int, targets: list[str], *, keep: Path | None = None,
     run, on the same commit); with *minutes*, it starts no fault after that long, ``done`` false
     while faults are left (run it again with the same *state* to go on)."""
     key = {"faults": faults, "seed": seed, "targets": sorted(targets), "mount": mount,
-           "commit": code_commit(REPO)}
+           "commit": code_commit(REPO, outputs=[RESULTS])}
     start = time.perf_counter()
     if state is not None and state.exists():
         progress = Progress.load_from(state, key)
@@ -1110,7 +1112,7 @@ def report(results: list[Result], extra: dict[str, Any], seed: int, command: lis
         "# Fault injection: kills, SIGTERMs and a full disk at random moments", "",
         f"- command: `{shlex.join(['python', *command])}`"
         + (f", run in {extra['chunks']} chunks (`--state`, `--minutes`)" if extra["chunks"] > 1 else ""),
-        f"- commit: {code_commit(REPO) or 'not a git checkout'}",
+        f"- commit: {code_commit(REPO, outputs=[RESULTS]) or 'not a git checkout'}",
         f"- hardware: {host_description()}, shared with other jobs (load average over 5 min: "
         f"{extra['load'][0]:.1f} at the start, {extra['load'][1]:.1f} at the end)",
         f"- versions: Python {platform.python_version()}, optuna {version('optuna')}, "

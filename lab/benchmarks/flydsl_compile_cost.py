@@ -47,6 +47,8 @@ from flysearch.evaluators import (  # noqa: E402
 from flysearch.kernels import get_space  # noqa: E402
 from flysearch.space import Config, Shape, get_arch, parse_shape  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 SHAPES = ("4096x4096x4096", "2048x8192x1024", "128x14336x4096")
 CROSS = (("A", "4096x4096x4096"), ("B", "2048x8192x1024"), ("B'", "8192x4096x4096"),
          ("A again", "4096x4096x4096"))
@@ -177,7 +179,7 @@ def report(cold: list[Row], cross: list[Row], command: str, k: int) -> str:
     lld = find_lld()
     ver = {p: importlib.metadata.version(p) for p in ("triton", "torch")}
     lines = ["# What a compile costs where binaries are shape-specialised: FlyDSL on this CPU", "",
-             f"- command: `{command}`", f"- commit: {code_commit(ROOT)}",
+             f"- command: `{command}`", f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
              f"- hardware: {host_description()}, load average {os.getloadavg()[0]:.2f} at the end; no GPU: "
              "every compile is compile-only (FlyDSL `COMPILE_ONLY=1`, Triton `GPUTarget(\"hip\", arch, 64)`) "
              "one at a time",

@@ -45,6 +45,8 @@ from flysearch.compare import (  # noqa: E402
     load_table_infos,
 )
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 
 def _t4_file(info: Any, path: Path) -> Path:
     """*info*'s successful configs written to *path* as a T4 results file (the package's input)."""
@@ -154,7 +156,7 @@ def main() -> int:
     lines = [
         f"# Willemsen et al.'s score from the autotuning-methodology package: `{args.study.stem}`", "",
         f"- command: `{command}`",
-        f"- commit: {code_commit(REPO) or 'not a git checkout'}",
+        f"- commit: {code_commit(REPO, outputs=[RESULTS]) or 'not a git checkout'}",
         f"- hardware: {host_description()} (scoring only; the runs: see the experiment's summary.md)",
         f"- versions: Python {platform.python_version()}, autotuning-methodology "
         f"{version('autotuning-methodology')}, numpy {np.__version__}",

@@ -33,6 +33,8 @@ from flysearch.compare import code_commit, prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, read_kernel_tuner_cache, read_table_file  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 HUB = ROOT.parent / "shared" / "data" / "benchmark_hub"
 
 
@@ -86,7 +88,7 @@ def main() -> None:
         "",
         "- command: `OMP_NUM_THREADS=1 python lab/benchmarks/prior_objectives.py --out "
         "lab/benchmarks/results/prior_objectives.md`",
-        f"- commit: {code_commit(ROOT) or 'not recorded'}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS]) or 'not recorded'}",
         f"- hardware: {platform.machine()} CPU, {len(__import__('os').sched_getaffinity(0))} cores",
         f"- versions: Python {platform.python_version()}, {versions}",
         f"- date: {dt.date.today()}",

@@ -48,6 +48,8 @@ from flysearch.kernels import get_space, table_kernel  # noqa: E402
 from flysearch.space import Config, Constraint, Param, Space, get_arch, load_corpus  # noqa: E402
 from flysearch.tables import GroundTruth, TableStore, dump_table_file, read_table_file  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 DATA = BENCHMARKS / "data" / "h200_unpruned"
 DECODE_DATA = BENCHMARKS / "data" / "h200_unpruned_decode"
 # The default shapes of each family's race, all of studies/shapes_h200.toml.
@@ -90,7 +92,8 @@ def race(args: argparse.Namespace) -> None:
     for name in store.names():
         dump_table_file(store.load(name), args.out / (name.replace("/", "__") + ".table.json.gz"))
     (args.out / "race_report.json").write_text(json.dumps({
-        "provenance": {"command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
+        "provenance": {"command": " ".join(["python", *sys.argv]),
+                       "commit": code_commit(ROOT, outputs=[RESULTS]),
                        "device": report.device, "versions": report.versions,
                        "date": dt.date.today().isoformat()},
         "wall_s": round(report.wall_s, 1), "stopped": report.stopped, "compiles": report.compiles,
@@ -180,7 +183,7 @@ def audit(args: argparse.Namespace) -> None:
         f"# What the `{family}` space's pruning throws away",
         "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()} CPU; the tables were raced on an {device} "
         f"({'; '.join(races)})",
         f"- versions: Python {platform.python_version()}, optuna {version('optuna')}",

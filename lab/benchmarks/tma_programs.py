@@ -61,6 +61,8 @@ from _race_helpers import load  # noqa: E402
 from flysearch.compare import code_commit  # noqa: E402
 from flysearch.space import Shape  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 DRY_RUN_SMS = 132  # the H200's SM count, for --dry-run (no GPU to ask)
 VARIANTS: tuple[str, ...] = ("today", "2xSMs", "tiles")
 """The launch sizes compared: ``min(SMs, tiles)`` (the launcher as it ships), ``min(2 * SMs, tiles)``
@@ -268,7 +270,7 @@ def run(args: argparse.Namespace) -> None:
     sms = int(info["sms"])
     doc: dict[str, Any] = {
         "provenance": {
-            "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT),
+            "command": " ".join(["python", *sys.argv]), "commit": code_commit(ROOT, outputs=[RESULTS]),
             "date": dt.date.today().isoformat(), "device": info["device"], "sms": sms,
             "versions": info["versions"], "rounds": args.rounds, "seed": args.seed, "top": args.top,
             "data": [str(d) for d in args.data], "protocol": protocol_dict(), "variants": list(VARIANTS),

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from flysearch.compare import code_commit
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -99,7 +101,7 @@ def main() -> None:
     lines = [
         f"# The tuned variant of each sampler: `{args.results.name}`", "",
         f"- command: `{' '.join(['python', *sys.argv])}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()} (the runs: see the run's summary.md)",
         f"- date: {dt.date.today().isoformat()}", "",
         "Per variant, over the run's tables: the mean of the median compiles to within 1% of the "

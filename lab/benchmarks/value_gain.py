@@ -26,6 +26,8 @@ from flysearch.compare import code_commit
 from flysearch.race import vendor_ms
 from flysearch.tables import GroundTruth, Row, read_table_file
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -78,7 +80,7 @@ def report(records: list[dict[str, Any]], param: str, value: Any, command: str) 
     lines = [
         f"# What `{param} = {value}` buys", "",
         f"- command: `{command}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: tables raced on an NVIDIA H200 (see each folder's `race_report.json`); report on "
         f"{platform.machine()}",
         f"- date: {dt.date.today().isoformat()}", "",

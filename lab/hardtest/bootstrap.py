@@ -36,6 +36,8 @@ from flysearch.compare import code_commit, prior_ranks  # noqa: E402
 from flysearch.costmodel import fit_prior  # noqa: E402
 from flysearch.tables import GroundTruth  # noqa: E402
 
+RESULTS = "lab/benchmarks/results"  # where the lab writes results: their changes are not code changes
+
 DATA = ROOT / "lab" / "benchmarks" / "data"
 EPS = 0.01
 
@@ -87,7 +89,7 @@ def main() -> None:
     lines = [
         "# The prior on the hard test set, bootstrapped over its training tables", "",
         f"- command: `OMP_NUM_THREADS=1 python lab/hardtest/bootstrap.py --resamples {args.resamples}`",
-        f"- commit: {code_commit(ROOT)}",
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])}",
         f"- hardware: {platform.machine()} CPU (the tables: H200 training races, H100 test races)",
         f"- versions: Python {platform.python_version()}, "
         + ", ".join(f"{p} {version(p)}" for p in ("scikit-learn", "numpy")),

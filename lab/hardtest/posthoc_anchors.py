@@ -63,7 +63,7 @@ def report(command: str) -> str:
         "`lab/benchmarks/results/hard_test.md`; this file does not change it.",
         "",
         f"- command: `{command}`",
-        f"- commit: {code_commit(ROOT)} (this report); the declared cold start's runs: "
+        f"- commit: {code_commit(ROOT, outputs=[RESULTS])} (this report); the declared cold start's runs: "
         f"{_run_line(DECLARED, 'commit')}; the post hoc runs: {_run_line(POSTHOC, 'commit')} "
         "(`+changes`: `lab/hardtest/coldstart_posthoc.toml` before it was committed; flysearch unchanged)",
         f"- run: `OMP_NUM_THREADS=1 flysearch compare lab/hardtest/coldstart_posthoc.toml --out "

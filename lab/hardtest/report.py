@@ -163,7 +163,7 @@ def _provenance(title: str, command: str) -> list[str]:
         runs[experiment] = re.search(r"^- commit: (.*)$", text, flags=re.M).group(1)
     return [f"# {title}", "",
             f"- command: `{command}`",
-            f"- commit: {code_commit(ROOT)} (this report); the comparisons': cold start "
+            f"- commit: {code_commit(ROOT, outputs=[RESULTS])} (this report); the comparisons': cold start "
             f"{runs['hardtest_coldstart']}, transfer {runs['hardtest_transfer']}",
             "- hardware: the tables raced on an NVIDIA H100 80GB HBM3 (their race reports); every search a "
             "replay on CPUs (see each comparison's summary.md)",
