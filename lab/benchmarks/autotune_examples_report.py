@@ -62,14 +62,17 @@ def _read(path: Path) -> str:
 
 
 def _tables(races: Path) -> dict[tuple[str, str], Any]:
+    """Each race table of the folder *races*, by (kernel, key)."""
+    return {tuple(path.name.removesuffix(".table.json.gz").split("__", 1)): _table(path)
+            for path in sorted(races.glob("*__*.table.json.gz"))}
+
+
+def _table(path: Path) -> Any:
+    """The race table in *path*."""
     from flysearch.tables import GroundTruth, read_table_file
 
-    out = {}
-    for path in sorted(races.glob("*__*.table.json.gz")):
-        example, key = path.name.removesuffix(".table.json.gz").split("__", 1)
-        meta, rows = read_table_file(path)
-        out[(example, key)] = GroundTruth(meta, {r.key: r for r in rows})
-    return out
+    meta, rows = read_table_file(path)
+    return GroundTruth(meta, {r.key: r for r in rows})
 
 
 def _graph_ratio(table: Any, config: Mapping[str, Any] | None) -> float | None:
@@ -466,8 +469,8 @@ def _wholelist_section(data: Path, dev: list[Path]) -> list[str]:
         name = tuned.stem.removeprefix("tune_cold_")
         run = _load(tuned)["runs"][0]
         key, n, wall = run["key"], run["report"]["n_feasible"], float(run["wall_s"])
-        races = [t for d in dev for k, t in _tables(d / "races").items() if k == (name, key)]
-        race = _race_ms(races[0]) if races else {}
+        files = [f for d in dev if (f := d / "races" / f"{name}__{key}.table.json.gz").exists()]
+        race = _race_ms(_table(files[0])) if files else {}
         ratio = race.get(key_text(run["config"]), float("nan")) / min(race.values()) if race else float("nan")
         cells = [name, key, n, f"{wall:.1f}", f"{ratio:.3f}" if race else "no race"]
         for phase, nxt in (("cold", "warm"), ("warm", "end")):

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-import functools
 import gzip
 import io
 import json
@@ -1512,18 +1511,16 @@ H200_FOLDERS = ("h200", "h200_extra", "h200_extra2", "h200_holdout", "h200_holdo
 
 
 @cache
-@functools.cache
-def _folder(folder: str) -> tuple[int, int, int, int]:
-    """(tables, configs raced, tables with a num_stages = 5 config, rows whose compile reused a cached
-    binary) of a folder of lab/benchmarks/data, read once per build."""
-    tables = rows_n = stages5 = hits = 0
+def _folder(folder: str) -> tuple[int, int, int]:
+    """(tables, configs raced, tables with a num_stages = 5 config) of a folder of lab/benchmarks/data,
+    read once per build."""
+    tables = rows_n = stages5 = 0
     for path in _tracked_glob(f"lab/benchmarks/data/{folder}/*.table.json.gz"):
         _, rows = read_table_file(path)
         tables += 1
         rows_n += len(rows)
         stages5 += any(r.params.get("num_stages") == 5 for r in rows)
-        hits += sum(bool(r.extra.get("cache_hit")) for r in rows)
-    return tables, rows_n, stages5, hits
+    return tables, rows_n, stages5
 
 
 def training_facts() -> dict[str, str]:
