@@ -378,7 +378,9 @@ import os, sys
 from flysearch.evaluators import connect_worker
 from tests import _race_fakes as fakes
 process, conn = connect_worker(sys.argv[1], fakes.whoami, fakes.slow_init, dict(os.environ))
-conn.send((0, ("sleep", 3600.0)))  # a task that lasts (a worker_main message)
+conn.send((0, "pid"))  # answered: the worker serves this client (no longer ends with the server)
+conn.recv()
+conn.send((1, ("sleep", 3600.0)))  # a task that lasts (a worker_main message)
 print(process.pid, flush=True)
 sys.stdin.read()
 """
