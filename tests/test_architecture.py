@@ -490,3 +490,146 @@ def test_the_optuna_check_sees_private_names(tmp_path: Path) -> None:
         "flysearch.b:3 _compute_acquisition_func",
         "flysearch.b:4 _n_ei_candidates",
     ]
+
+
+# -- no module for the lab alone ----------------------------------------------------------------
+
+# Where the product starts: the package (what ``import flysearch`` runs), ``python -m flysearch`` and
+# the console script (``pyproject.toml``'s ``flysearch = "flysearch.cli:main"``).
+PRODUCT_ROOTS = ("flysearch", "flysearch.__main__", "flysearch.cli")
+USERS = (ROOT / "examples",)  # a user's own code: its imports are uses of the product
+
+
+def _reexports(modules: dict[str, Path]) -> dict[tuple[str, str], tuple[str, str]]:
+    """``(package, name) -> (module, its name there)`` for each name a package's ``__init__`` takes
+    from one of its modules: imported (under ``if TYPE_CHECKING:`` too) or named in a map of names
+    imported on first use (``{"name": "_module"}``, ``{"Name": "compare"}``)."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for package, path in modules.items():
+        if path.name != "__init__.py":
+            continue
+        for node in ast.walk(_parse(path)):
+            if isinstance(node, ast.ImportFrom):
+                target = _resolve(package, True, node)
+                for alias in node.names:
+                    if target in modules and f"{target}.{alias.name}" not in modules:
+                        out[(package, alias.asname or alias.name)] = (target, alias.name)
+            elif isinstance(node, ast.Dict):
+                for k, v in zip(node.keys, node.values, strict=True):
+                    if (isinstance(k, ast.Constant) and isinstance(v, ast.Constant)
+                            and isinstance(k.value, str) and isinstance(v.value, str)
+                            and f"{package}.{v.value}" in modules):
+                        out.setdefault((package, k.value), (f"{package}.{v.value}", k.value))
+    return out
+
+
+def _home(module: str, name: str | None, reexports: dict[tuple[str, str], tuple[str, str]]) -> str:
+    """The module that defines what ``from module import name`` imports (through the re-exports)."""
+    for _ in range(10):
+        if name is None or (module, name) not in reexports:
+            break
+        module, name = reexports[(module, name)]
+    return module
+
+
+def _documented_packages(docs: Path) -> set[str]:
+    """The packages whose public names the API pages render (``::: flysearch.tune``)."""
+    return {m.group(1) for page in sorted(docs.rglob("*.md"))
+            for m in re.finditer(r"^:::\s*(flysearch[\w.]*)", page.read_text(), re.MULTILINE)}
+
+
+def _research_only(modules: dict[str, Path], outside: dict[str, Path], documented: set[str]) -> list[str]:
+    """Each module of the package that the product does not use, with who imports it.
+
+    *outside* maps a label (``lab/benchmarks/x.py``, ``examples/y.py``) to a file outside the
+    package. A module is part of the product when it is reached from :data:`PRODUCT_ROOTS`, from a
+    package the docs render (*documented*) or from a user's code (a label in :data:`USERS`) through
+    imports, each import counted at the module
+    that defines the name (a package's re-export is followed to its home), or by its dotted name
+    in a string (``importlib.import_module``). A package's ``__init__`` taking names from its own
+    modules is not a use of them, unless the docs render that package (*documented*)."""
+    reexports = _reexports(modules)
+    edges: dict[str, set[str]] = {label: set() for label in [*modules, *outside]}
+    for importer, imported, name in _imports({**modules, **outside}):
+        home = _home(imported, name, reexports)
+        if home not in modules or home == importer:
+            continue
+        own = (importer in modules and modules[importer].name == "__init__.py"
+               and home.startswith(f"{importer}."))
+        if own and importer not in documented:
+            continue
+        edges[importer] |= {home, imported if imported in modules else home}  # and the __init__ it runs
+    for (package, _name), (home, _) in reexports.items():
+        if package in documented:
+            edges[package].add(home)
+    for module, path in modules.items():
+        edges[module] |= {n.value for n in ast.walk(_parse(path))
+                          if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in modules}
+    users = [label for label in outside if any(Path(label).parts[0] == u.name for u in USERS)]
+    reached: set[str] = set()
+    stack = [r for r in (*PRODUCT_ROOTS, *sorted(documented)) if r in modules] + users
+    while stack:
+        node = stack.pop()
+        if node in reached:
+            continue
+        reached.add(node)
+        parts = node.split(".")
+        stack += [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules]
+        stack += sorted(edges.get(node, ()))
+    found = []
+    for module in sorted(set(modules) - reached):
+        by = sorted(label for label in outside if module in edges[label])
+        lab = [label for label in by if label.startswith("lab/")]
+        if lab:
+            found.append(f"{module} is imported only from the lab ({', '.join(lab[:3])}): move it into lab/")
+        else:
+            found.append(f"{module} is used by no part of the product ({', '.join(by[:3]) or 'nothing'} "
+                         "imports it): delete it, or move it beside its only user")
+    return found
+
+
+def _outside_files() -> dict[str, Path]:
+    """Every Python file of the repository outside the package, by its path from the root."""
+    return {str(p.relative_to(ROOT)): p for folder in ("examples", "lab", "tests", "docs", "studies")
+            if (ROOT / folder).is_dir() for p in sorted((ROOT / folder).rglob("*.py"))}
+
+
+def test_every_module_serves_the_product() -> None:
+    """No module of the package is there for the lab alone (or for nothing but its tests): research
+    code that only a benchmark, the paper or a rejected variant uses lives in ``lab/``."""
+    found = _research_only(_modules(), _outside_files(), _documented_packages(ROOT / "docs"))
+    assert not found, "\n".join(found)
+
+
+def test_the_product_check_sees_a_module_for_the_lab_alone(tmp_path: Path) -> None:
+    """A module reached only through its package's re-export by a lab script is the lab's; one that
+    the CLI uses, one named by a string (a registry's import) and one a documented package
+    re-exports are the product's; a module only a test imports is used by nothing."""
+    package = tmp_path / "flysearch"
+    (package / "cli").mkdir(parents=True)
+    (package / "pkg").mkdir()
+    (package / "tune").mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "cli" / "__init__.py").write_text("from flysearch.pkg import used\n")
+    (package / "pkg" / "__init__.py").write_text(
+        "from flysearch.pkg._used import used\nfrom flysearch.pkg._lab import lab as for_lab\n"
+        "from flysearch.pkg._tested import tested\n"
+        "_BUILTIN = ('flysearch.pkg._registered',)\n")
+    for name in ("_used", "_lab", "_tested", "_registered"):
+        (package / "pkg" / f"{name}.py").write_text(f"def {name.lstrip('_')}(): pass\n")
+    (package / "tune" / "__init__.py").write_text("__getattr__ = lazy_names(__name__, {'tune': '_doc'})\n")
+    (package / "tune" / "_doc.py").write_text("def tune(): pass\n")
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "a.py").write_text(
+        "from flysearch.pkg import for_lab, used\nfrom flysearch.tune import tune\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.py").write_text("def test():\n    from flysearch.pkg import tested\n")
+    modules = {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+    outside = {"lab/a.py": tmp_path / "lab" / "a.py", "tests/t.py": tmp_path / "tests" / "t.py"}
+    assert _research_only(modules, outside, {"flysearch.tune"}) == [
+        "flysearch.pkg._lab is imported only from the lab (lab/a.py): move it into lab/",
+        "flysearch.pkg._tested is used by no part of the product (tests/t.py imports it): delete it, "
+        "or move it beside its only user",
+    ]
+    assert "flysearch.tune._doc is imported only from the lab (lab/a.py): move it into lab/" in \
+        _research_only(modules, outside, set())

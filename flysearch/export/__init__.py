@@ -18,7 +18,6 @@ from flysearch.export._aiter_triton import (
     AiterTritonFile,
     aiter_triton_buckets,
     export_aiter_triton,
-    load_with_aiter,
     write_aiter_triton,
 )
 from flysearch.export._flydsl import FlydslExport, export_flydsl_artifacts
@@ -41,7 +40,6 @@ __all__ = [
     "export_triton",
     "export_tuned_csv",
     "kernel_tuner_cache",
-    "load_with_aiter",
     "triton_configs_source",
     "tuned_entries",
     "unique_records",

@@ -9,7 +9,7 @@ gfx942, ``MI350X`` for gfx950), and takes the first ``M_LEQ_{b}`` key with ``M <
 
 Folder layout: *out* plays ``AITER_TRITON_CONFIGS_PATH``, so the files go to ``<out>/gemm/``;
 aiter's own folder (``aiter/ops/triton/configs``) may be given to add files beside the shipped
-ones, which are never replaced. :func:`load_with_aiter` takes the same folder.
+ones, which are never replaced.
 
 Buckets:
 
@@ -37,12 +37,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import tempfile
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,16 +55,13 @@ __all__ = [
     "KERNEL",
     "AiterTritonExport",
     "AiterTritonFile",
-    "aiter_device",
     "aiter_triton_buckets",
     "aiter_triton_config",
     "export_aiter_triton",
-    "load_with_aiter",
     "write_aiter_triton",
 ]
 
 KERNEL = AITER_TRITON_SPACE
-_MODULE = "ops.triton._triton_kernels.gemm_a16w16"
 _ARCH_INFO = "ops.triton.utils._triton.arch_info"
 # NOTE: the bounds of aiter's ``_get_config`` (gemm_a16w16.py, amd-aiter 0.1.7); the round-trip
 # test checks every one of them through aiter's own loader.
@@ -79,7 +72,6 @@ _REQUIRED = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "wa
 _OPTIONAL = ("NUM_KSPLIT", "kpack")
 _AT_LEAST_ONE = {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "NUM_KSPLIT"}
 _NULL_MODIFIERS = (None, "", "none", "None")  # how a space without None may spell "no modifier"
-_LOCK = threading.Lock()  # load_with_aiter patches module state of aiter's: one call at a time
 
 
 @dataclass(frozen=True)
@@ -118,18 +110,6 @@ def _devices() -> dict[str, str]:
 def _archs(devices: Mapping[str, str]) -> str:
     return ", ".join(f"{a} ({d})" for a, d in devices.items())
 
-
-def aiter_device(arch: str) -> str:
-    """aiter's device name for *arch* (``"gfx942"`` -> ``"MI300X"``), read from aiter itself.
-
-    Raises:
-        FlysearchError: aiter has no Triton configs for *arch*, or is not installed.
-    """
-    devices = _devices()
-    if arch not in devices:
-        raise FlysearchError(f"aiter's Triton GEMM has configs for {_archs(devices)} only, not {arch!r}; "
-                             "give one of those archs.")
-    return devices[arch]
 
 
 def aiter_triton_config(params: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
@@ -313,53 +293,3 @@ def export_aiter_triton(db: str | Path, out: str | Path, *, prefix: str = "",
     finally:
         store.close()
     return write_aiter_triton(loaded, out)
-
-
-@contextlib.contextmanager
-def _configs_path(configs_dir: Path, device: str, n: int, k: int, shipped_root: str) -> Iterator[str]:
-    """The folder aiter should read: *configs_dir* when it has aiter's default file, else a temporary
-    copy of its file for (N, K) beside the default file aiter ships (aiter always opens that first)."""
-    gemm = configs_dir / "gemm"
-    if (gemm / f"{device}-GEMM-A16W16.json").is_file():
-        yield str(configs_dir)
-        return
-    with tempfile.TemporaryDirectory(prefix="flysearch-aiter-") as tmp:
-        (Path(tmp) / "gemm").mkdir()
-        names = [f"{device}-GEMM-A16W16.json", _file_name(device, n, k)]
-        shutil.copyfile(Path(shipped_root) / "gemm" / names[0], Path(tmp) / "gemm" / names[0])
-        if (gemm / names[1]).is_file():
-            shutil.copyfile(gemm / names[1], Path(tmp) / "gemm" / names[1])
-        yield tmp
-
-
-def load_with_aiter(configs_dir: str | Path, arch: str, M: int, N: int, K: int) -> dict[str, Any]:
-    """The config aiter's own ``_get_config(M, N, K)`` returns when its configs folder is
-    *configs_dir* (which holds ``gemm/``, as :func:`write_aiter_triton`'s *out*) on *arch*.
-
-    aiter's module state is patched for the call and restored after: ``AITER_TRITON_CONFIGS_PATH``,
-    ``arch_info.get_arch`` (so aiter maps the arch to its device itself), and ``_get_config``'s
-    lru cache and its ``_config_dict`` of loaded files. Where *configs_dir* has no default file
-    (``{dev}-GEMM-A16W16.json``, which aiter opens first), aiter's shipped one is used. Calls are
-    serialized; another thread calling aiter's ``_get_config`` meanwhile would see the patch.
-
-    Raises:
-        FlysearchError: aiter or triton is missing, or *arch* is not gfx942 or gfx950.
-    """
-    from unittest import mock
-
-    device = aiter_device(arch)
-    module = _aiter(_MODULE)
-    get_config = module._get_config
-    with _LOCK, _configs_path(Path(configs_dir), device, N, K, module.AITER_TRITON_CONFIGS_PATH) as path:
-        had = "_config_dict" in vars(get_config)
-        held = vars(get_config).pop("_config_dict", None)
-        get_config.cache_clear()
-        try:
-            with (mock.patch.object(module, "AITER_TRITON_CONFIGS_PATH", path),
-                  mock.patch.object(module.arch_info, "get_arch", lambda: arch)):
-                return dict(get_config(M, N, K))
-        finally:
-            get_config.cache_clear()
-            vars(get_config).pop("_config_dict", None)
-            if had:
-                get_config._config_dict = held

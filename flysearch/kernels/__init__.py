@@ -2,7 +2,7 @@
 aiter's FlyDSL HGEMM space and its kernel-name codec, aiter's Triton
 GEMM space (and the tile constexprs its launch passes, and the source Triton compiles of one launch),
 aiter's Triton GEMM as a Triton family raced on NVIDIA, the
-launchers of the TMA and fused split-K families, the split-K family's ``@triton.jit`` kernel (to compile it
+launcher of the TMA family, the split-K family's ``@triton.jit`` kernel (to compile it
 for another target), and the port of configs to ``flydsl.Config``.
 """
 
@@ -47,7 +47,6 @@ from flysearch.kernels._registry import (
     triton_families,
     triton_family,
 )
-from flysearch.kernels._triton_fused import gemm_launcher as fused_gemm_launcher
 from flysearch.kernels._triton_gemm import TILE_PARAMS, compile_config, spec_key
 from flysearch.kernels._triton_tma import compiled_resources
 from flysearch.kernels._triton_tma import gemm_launcher as tma_gemm_launcher
@@ -75,7 +74,6 @@ __all__ = [
     "check_reaches_kernel",
     "compile_config",
     "compiled_resources",
-    "fused_gemm_launcher",
     "get_space",
     "import_aiter_module",
     "parse_kernel_name",

@@ -17,11 +17,12 @@ pytest.importorskip("triton", reason="aiter's Triton module imports triton")
 
 from flysearch.cli import main
 from flysearch.errors import FlysearchError
-from flysearch.export import aiter_triton_buckets, load_with_aiter, write_aiter_triton
+from flysearch.export import aiter_triton_buckets, write_aiter_triton
 from flysearch.export._aiter_triton import BOUNDS, KERNEL
 from flysearch.kernels._aiter_package import aiter_root, import_aiter_module, triton_configs_dir
 from flysearch.space import Config
 from flysearch.tables import GroundTruth, Row, TableMeta, TableStore
+from tests.export._aiter_loader import load_with_aiter
 
 if aiter_root() is None:
     pytest.skip("amd-aiter is not installed (pip install amd-aiter)", allow_module_level=True)

@@ -51,7 +51,7 @@ def test_space_module_imports_without_triton_or_torch() -> None:
 def test_launcher_refuses_one_split_and_mismatched_shapes() -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("triton")
-    from flysearch.kernels import fused_gemm_launcher
+    from tests.kernels._fused_launcher import gemm_launcher as fused_gemm_launcher
 
     config = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, GROUP_M=1, SPLIT_K=1, num_warps=4, num_stages=2)
     a, w = torch.zeros(4, 64, dtype=torch.bfloat16), torch.zeros(32, 64, dtype=torch.bfloat16)
