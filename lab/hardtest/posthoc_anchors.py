@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report import ANCHORS, BUDGET, COMPARE, RESULTS, ROOT, _cell, _compiles, _rows
+from report import ANCHORS, BUDGET, COMPARE, RESULTS, ROOT, _cell, _compiles, _rows, cold_rows
 
 from flysearch.compare import code_commit
 
@@ -50,7 +50,7 @@ def _seeds(rows: dict[str, dict[str, dict[str, str]]], sampler: str) -> str:
 
 
 def report(command: str) -> str:
-    cold, post = _rows(DECLARED), _rows(POSTHOC)
+    cold, post = cold_rows(), _rows(POSTHOC)
     tables = sorted(cold)
     missing = [t for t in tables if any(s not in post.get(t, {}) for s in NEW)]
     if missing:
