@@ -37,6 +37,7 @@ def test_compile_prints_the_cuts_and_each_configs_resources(tmp_path: Path) -> N
         assert r["outcome"] in ("ok", "rejected") and int(r["vgpr"]) > 0 and float(r["compile_s"]) > 0
 
 
+@pytest.mark.slow
 @needs_amd
 def test_the_seed_fixes_the_order(tmp_path: Path) -> None:
     keys = []

@@ -63,6 +63,7 @@ def _run_ids(results_db: Path) -> set[str]:
 # -- --out ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_files_own_output_folder_is_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --out the results go to a new folder in the working directory; with --out, there."""
     path = _experiment(tmp_path)
@@ -132,6 +133,7 @@ def test_a_committed_experiment_with_overrides_leaves_the_repository_alone(
 # -- overrides ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_overrides_pick_seeds_budget_samplers_and_tables(tmp_path: Path) -> None:
     path = _experiment(tmp_path, budget=50, seeds="5", samplers=("random", "qmc"), tables=("A100", "MI250X"))
     out = tmp_path / "o"

@@ -128,6 +128,7 @@ def _experiment(tmp_path: Path, path: Path, **kw: object) -> Experiment:
     return Experiment(**values)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_resume_after_interruption(tmp_path: Path, dedisp_path: Path) -> None:
     exp = _experiment(tmp_path, dedisp_path)
 
@@ -476,6 +477,7 @@ def test_cli_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_cli_runs_and_resumes(tmp_path: Path, dedisp_path: Path) -> None:
     path = _write(
         tmp_path,

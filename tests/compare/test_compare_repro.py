@@ -58,6 +58,7 @@ def _assert_same_rows(left: list[dict[str, Any]], right: list[dict[str, Any]]) -
         assert not diff, f"{a['where']} {a['sampler']}: {diff}"
 
 
+@pytest.mark.slow
 def test_stop_at_optimum_changes_no_metric(tmp_path: Path) -> None:
     full = _experiment(tmp_path, "full", stop_at_optimum=False)
     stop = _experiment(tmp_path, "stop")
@@ -78,6 +79,7 @@ def test_stop_at_optimum_changes_no_metric(tmp_path: Path) -> None:
         assert set(whole.best_ms[short.compiles - 1:]) == {short.best_ms[-1]}
 
 
+@pytest.mark.slow
 def test_same_seeds_same_results(tmp_path: Path) -> None:
     samplers = [SamplerSpec(n) for n in ("grid", "random", "qmc", "tpe", "cmaes", "fastgp")]
     if model_samplers_available() is None:

@@ -340,6 +340,7 @@ def test_random_expectation_counts_failed_configs_as_compiles() -> None:
     assert random_expectation(table) == {0.01: 2.0, 0.05: 1.5}
 
 
+@pytest.mark.slow
 def test_a_trained_prior_ranks_better_than_chance(h200_tables: list[GroundTruth]) -> None:
     """Leave-one-shape-out: the first config within 5% sits in the prior's top 10% on most shapes."""
     ranks = []
@@ -349,6 +350,7 @@ def test_a_trained_prior_ranks_better_than_chance(h200_tables: list[GroundTruth]
     assert np.median(ranks) < 0.1
 
 
+@pytest.mark.slow
 def test_model_cli(tmp_path: Path) -> None:
     if not H200:
         pytest.skip("the committed H200 tables are missing")
@@ -459,6 +461,7 @@ def test_costmodel_sampler_starts_with_distinct_configs(
             assert sum(a[p] != b[p] for p in a) >= 3
 
 
+@pytest.mark.slow
 def test_a_sure_prior_shortens_the_diverse_start(h200_tables: list[GroundTruth]) -> None:
     """A "rank" prior's best score implies how many configs it expects to beat its top pick; the
     diverse start is no longer than that, and a "log_ratio" prior keeps the full start."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import optuna
+import pytest
 
 from flysearch.evaluators import ReplayEvaluator
 from flysearch.space import table_profile
@@ -40,6 +41,7 @@ def test_only_unevaluated_feasible_configs_and_seeded() -> None:
     assert keys != _run(table, "ranker", 4, 40)[1]
 
 
+@pytest.mark.slow
 def test_after_its_warm_up_its_model_finds_faster_configs_than_random_sampling() -> None:
     table = _table()
     best = table.best().time_ms

@@ -213,6 +213,7 @@ def _study_state(storage: str, db: str) -> tuple[dict[int, tuple], dict[str, flo
     return finished, rows
 
 
+@pytest.mark.slow
 def test_kill_and_resume_twenty_times_loses_nothing_and_compiles_nothing_twice(tmp_path, db):
     """SIGKILL the whole study (process group) 20 times at random moments, then let it finish."""
     storage = f"sqlite:///{tmp_path}/study.db"

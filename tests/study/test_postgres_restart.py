@@ -98,6 +98,7 @@ def test_a_restart_between_trials_is_ridden_out(server: PostgresServer, tables: 
     _complete(url)
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_study_while_postgresql_restarts(
         server: PostgresServer, tables: tuple[Path, GroundTruth]) -> None:
     """Two `study run` processes share one study; the server restarts under them (mid-trial, most

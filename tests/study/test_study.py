@@ -23,6 +23,7 @@ def compiled_keys(study: optuna.Study) -> list[str]:
     return [r.key for _, r in trial_records(study) if r.compile_index is not None]
 
 
+@pytest.mark.slow
 def test_grid_workers_walk_the_order_from_different_places(conv_mi250x: GroundTruth) -> None:
     from flysearch.samplers import SearchContext
 
@@ -60,6 +61,7 @@ def test_grid_over_the_whole_table_finds_its_optimum(conv_mi250x: GroundTruth) -
     assert len(set(keys)) == len(keys) == 4362
 
 
+@pytest.mark.slow
 def test_tpe_spends_at_most_its_budget_and_never_compiles_twice(conv_mi250x: GroundTruth) -> None:
     space = space_for_table(conv_mi250x)
     storage = optuna.storages.InMemoryStorage()

@@ -220,6 +220,7 @@ def test_a_race_times_every_feasible_config_and_retimes_its_top(tmp_path):
     assert meta.problem == {"n": 256} and len(rows) == 18
 
 
+@pytest.mark.slow
 def test_a_space_has_the_same_fingerprint_in_every_process():
     code = ("import examples.matmul as m; from flysearch.tune import space_fingerprint; "
             "print(space_fingerprint(m.SPACE))")
