@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report import ANCHORS, BUDGET, COMPARE, RESULTS, ROOT, _cell, _compiles, _rows, cold_rows
+from report import ANCHORS, BUDGET, COMPARE, HELION10, RESULTS, ROOT, _cell, _compiles, _rows, cold_rows
 
 from flysearch.compare import code_commit
 
@@ -64,7 +64,8 @@ def report(command: str) -> str:
         "",
         f"- command: `{command}`",
         f"- commit: {code_commit(ROOT, outputs=[RESULTS])} (this report); the declared cold start's runs: "
-        f"{_run_line(DECLARED, 'commit')}; the post hoc runs: {_run_line(POSTHOC, 'commit')} "
+        f"{_run_line(DECLARED, 'commit')} (Helion's three surrogate searches at 10 seeds: "
+        f"{_run_line(HELION10, 'commit')}); the post hoc runs: {_run_line(POSTHOC, 'commit')} "
         "(`+changes`: `lab/hardtest/coldstart_posthoc.toml` before it was committed; flysearch unchanged)",
         f"- run: `OMP_NUM_THREADS=1 flysearch compare lab/hardtest/coldstart_posthoc.toml --out "
         f"lab/benchmarks/results/compare/{POSTHOC} --no-plots` (seeds 0-4, then 0-9 resumed; one worker; "
