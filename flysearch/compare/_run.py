@@ -804,6 +804,10 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         p.kill()
     for p in processes:
         p.join(timeout=_TERMINATE_GRACE_S)
+    # With its workers gone the executor's manager thread ends at once; joining it here keeps the
+    # interpreter's exit from waking it while it closes its pipe (a race in concurrent.futures that
+    # printed "OSError: [Errno 9] Bad file descriptor" after a SIGTERM had stopped the command).
+    pool.shutdown(wait=True)
 
 
 def _workers_of(pool: ProcessPoolExecutor) -> list[Any]:
