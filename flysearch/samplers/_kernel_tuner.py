@@ -10,6 +10,13 @@ study compiles exactly those, so "compiles to within 1%" counts the same for Ker
 strategies as for flysearch's samplers: distinct configs, failed ones included. A strategy that
 stops before the budget ends the study (it has nothing new to propose).
 
+A strategy's run is also cut after :data:`TIME_LIMIT_S` seconds of wall clock (Kernel Tuner's own
+``time_limit``), the configs it measured by then being its order: some strategies (``greedy_ils`` on
+a small layer-norm table) go on re-measuring configs they have already measured, never reaching the
+budget, growing their result list without end. A run that ends by itself, as every run of the
+project's comparisons did before this limit existed, takes well under a second and is unchanged;
+where the limit cuts a run, what it found in that time depends on the machine.
+
 Kernel Tuner's strategies draw from Python's and NumPy's global random generators; the sampler
 seeds both with the study's seed for the strategy's run and puts them back afterwards, so a seed
 gives the same order run after run.
@@ -40,7 +47,10 @@ if TYPE_CHECKING:
     from flysearch.samplers._context import SearchContext
     from flysearch.space import Config
 
-__all__ = ["STRATEGIES", "kernel_tuner_order"]
+__all__ = ["STRATEGIES", "TIME_LIMIT_S", "kernel_tuner_order"]
+
+TIME_LIMIT_S = 60.0
+"""Wall-clock seconds after which a Kernel Tuner strategy's run is cut (see the module's notes)."""
 
 STRATEGIES: tuple[str, ...] = (
     "genetic_algorithm", "greedy_ils", "greedy_mls", "mls", "pso", "simulated_annealing",
@@ -65,7 +75,8 @@ def _kt_key(params: Mapping[str, Any] | Config, names: list[str]) -> str:
 
 
 def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[str, float | None], *,
-                       seed: int | None = None, budget: int | None = None) -> list[dict[str, Any]]:
+                       seed: int | None = None, budget: int | None = None,
+                       time_limit: float | None = None) -> list[dict[str, Any]]:
     """The distinct configs a Kernel Tuner strategy measures on the table, in its order, as trial
     parameters (a :class:`~flysearch.samplers.FeasibleGridSampler` then proposes them).
 
@@ -76,6 +87,8 @@ def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[
             replayed table's rows).
         seed: Seed of the strategy's run.
         budget: Distinct configs the strategy may measure (``max_fevals``); default: all.
+        time_limit: Wall-clock seconds after which the strategy's run is cut; default
+            :data:`TIME_LIMIT_S`.
     """
     if strategy not in STRATEGIES:
         raise UnknownSamplerError(f"Unknown Kernel Tuner strategy {strategy!r}; choose one of: "
@@ -101,6 +114,7 @@ def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[
         return _kt_key(params, names) in by_kt_key
 
     max_fevals = min(budget or len(by_kt_key), len(by_kt_key))
+    time_limit = TIME_LIMIT_S if time_limit is None else time_limit
     py_state, np_state = random.getstate(), np.random.get_state()
     try:
         with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings(), \
@@ -112,8 +126,8 @@ def kernel_tuner_order(context: SearchContext, strategy: str, measured: Mapping[
             np.random.seed(None if seed is None else seed % 2**32)
             results, _ = kernel_tuner.tune_kernel(
                 "flysearch", "", [1], [], cache["tune_params"], restrictions=listed, cache=str(path),
-                simulation_mode=True, strategy=strategy, strategy_options={"max_fevals": max_fevals},
-                quiet=True, seed=seed)
+                simulation_mode=True, strategy=strategy,
+                strategy_options={"max_fevals": max_fevals, "time_limit": time_limit}, quiet=True, seed=seed)
     finally:
         random.setstate(py_state)
         np.random.set_state(np_state)
@@ -138,7 +152,10 @@ def _cache(context: SearchContext,
     for params, config in zip(kt_params, configs, strict=True):
         ms = measured[config.key]
         time = ms if ms is not None else "CompilationFailedConfig"
-        entries[_kt_key(params, names)] = {**params, "time": time}
+        # Kernel Tuner's time limit in simulation mode adds each config's compile, verification and
+        # benchmark milliseconds to the wall clock: none, so that the limit is the wall clock alone.
+        entries[_kt_key(params, names)] = {**params, "time": time, "compile_time": 0.0,
+                                           "verification_time": 0.0, "benchmark_time": 0.0}
     values = {p.name: [_kt_value(v) for v in p.values if v in used[p.name]] for p in context.space.params}
     cache = {
         "device_name": "flysearch replay", "kernel_name": "flysearch", "problem_size": [1],

@@ -106,3 +106,27 @@ def test_a_kt_sampler_searches_a_committed_table_with_a_bool_parameter(strategy:
 def test_a_live_study_refuses_a_kt_sampler_in_one_line(table: GroundTruth) -> None:
     with pytest.raises(UnknownSamplerError, match="simulation mode; run it on a table"):
         make_sampler("kt:pso", seed=0)
+
+
+def test_a_strategy_that_never_reaches_its_budget_is_cut_at_the_time_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernel Tuner's greedy ILS, seed 2, on this committed layer-norm race re-measures configs it
+    has already measured and never reaches 400 distinct ones: without a time limit the run does not
+    end (its result list grows until memory runs out). With one, the study ends once it is spent,
+    having compiled each config the strategy measured once."""
+    import threading
+
+    from flysearch.samplers import _kernel_tuner
+
+    monkeypatch.setattr(_kernel_tuner, "TIME_LIMIT_S", 2.0)
+    meta, rows = read_table_file(REPO / "lab/benchmarks/data/autotune_h100_heldout3/races/"
+                                 "layernorm__n_cols=2880,n_rows=4096.table.json.gz")
+    table = GroundTruth(meta, {r.key: r for r in rows})
+    keys: list[list[str]] = []
+    worker = threading.Thread(target=lambda: keys.append(_study(table, "kt:greedy_ils", 400, 2)),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert keys, "the strategy's run did not end"
+    assert 0 < len(keys[0]) < 400 and len(set(keys[0])) == len(keys[0])
+
