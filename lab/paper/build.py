@@ -2060,6 +2060,36 @@ def posthoc_anchor_facts() -> dict[str, str]:
             "PH_TPE_BEATS": beats.group(1)}
 
 
+def other_kernels_facts() -> dict[str, str]:
+    """Cold start on the examples' softmax, layer-norm and matmul races (``otherkernels_coldstart.md``,
+    declared in ``lab/otherkernels/README.md`` before it ran): `auto` against the best of 21 anchors."""
+    text = _result("otherkernels_coldstart.md")
+
+    def grab(pattern: str) -> tuple[str, ...]:
+        match = re.search(pattern, text, flags=re.M)
+        if match is None:
+            raise SystemExit(f"otherkernels_coldstart.md: no line matches {pattern!r}")
+        return match.groups()
+
+    le, n = grab(r"needs at most the best anchor's median compiles on\s+\*\*(\d+) of (\d+)\*\* tables")
+    within15, worst, geo = grab(r"at most 1\.5x it on\s+(\d+) of \d+; worst (\S+)x; geometric mean of "
+                                r"`auto` / best (\S+)$")
+    kernels = dict((k, (a, b, c)) for k, a, b, c in re.findall(
+        r"(\w+) (\d+) of (\d+) at most the best, (\d+) within 1\.5x", grab(r"^- per kernel: (.*)$")[0]))
+    seeds, = grab(r"seeds within 400 compiles: at least (\d+)% on every\s+table")
+    above, = grab(r"^- `auto`'s score above every anchor's on: (.*)$")
+    cold_wins, = grab(r"^- cold cache: (\d+) of \d+ tables")
+    warm_wins, = grab(r"^- warm cache: (\d+) of \d+ tables")
+    fewer = len(re.findall(r"^\| `[^`]+` \| \d+ \| \d+ \| \d+ \| \S+ \| \S+ \| fewer compiles \|$", text,
+                           flags=re.M))
+    anchors = len(re.findall(r"^\| `[^`]+` \| \d+ \| \d+ \| \d+ \| \S+ \| \S+ \| ", text, flags=re.M))
+    per = "; ".join(f"{k.replace('layernorm', 'layer norm')} {a} of {b}"
+                    for k, (a, b, _c) in sorted(kernels.items()))
+    return {"OK_LE": le, "OK_N": n, "OK_15": within15, "OK_WORST": worst, "OK_GEO": geo, "OK_PER": per,
+            "OK_SEEDS": seeds, "OK_ABOVE": above, "OK_COLD": cold_wins, "OK_WARM": warm_wins,
+            "OK_FEWER": str(fewer), "OK_ANCHORS": str(anchors)}
+
+
 def shape_specialised_facts() -> dict[str, str]:
     """What a compile costs where binaries are shape-specialised (``flydsl_compile_cost.md``: FlyDSL and
     Triton compiled for AMD on a CPU) and triton.autotune over a whole feasible list
@@ -2561,6 +2591,7 @@ def main() -> None:
     facts.update(search_cost_facts())
     facts.update(shape_specialised_facts())
     facts.update(posthoc_anchor_facts())
+    facts.update(other_kernels_facts())
     facts.update(pending_facts())
     figure_hardtest()
     figure_heldout(hc_data)
