@@ -2131,6 +2131,9 @@ def shape_specialised_facts() -> dict[str, str]:
 
 # Results the paper awaits: each fact is the first table of a committed results file, or a line that
 # says it has not been run (never a number the build did not read).
+TABLE_NUMBERS = {"HARD_RESULTS": 1, "STRONGEST_RESULTS": 2, "CACHE_RESULTS": 4}
+"""The body's table numbers of PENDING's tables (Table 3 is the decorator's, in the template)."""
+
 PENDING = {
     "STRONGEST_RESULTS": ("transfer_strongest.md",
                           "the prior (`costmodel`) and its order alone, against the declared uses of the "
@@ -2176,7 +2179,8 @@ def pending_facts() -> dict[str, str]:
         for old, new in RENAMED_COLUMNS.get(key, {}).items():  # the paper's one name for each baseline
             assert f"| {old} |" in table[0], f"{rel}: no column {old!r}"
             table[0] = table[0].replace(f"| {old} |", f"| {new} |")
-        source = f"*{what[0].upper()}{what[1:]}; from `{rel}`, which says how it ran.*"
+        source = (f"*Table {TABLE_NUMBERS[key]}. {what[0].upper()}{what[1:]}; from `{rel}`, which says "
+                  "how it ran.*")
         facts[key] = "\n".join(table) + "\n\n" + source
     return facts
 
