@@ -1834,6 +1834,8 @@ def hard_test_facts() -> dict[str, str]:
     le, n = grab(hard, r"needs at most the best anchor's median compiles on \*\*(\d+) of (\d+)\*\* tables")
     within15, worst = grab(hard, r"at most 1\.5x it on (\d+) of \d+ \(target: all\); worst (\S+)x")
     distinct, = grab(hard, r"\*\*effective number of distinct optima\*\*: (\d+) distinct")
+    freq_a, freq_b, n_train = grab(hard, r"two most frequent winners \(the re-timed optimum of (\d+) and "
+                                         r"(\d+) of the (\d+) training tables\)")
     first, = grab(hard, r"median over tables \*\*(\S+)\*\* \(target at least 0\.99\)")
     three, = grab(hard, r"within 1% in at most 3 compiles \(median over seeds\): \*\*(\d+) of")
     cold_wins, warm_wins = grab(cost, r"on (\d+) of \d+ tables with a cold cache and (\d+) with a warm one")
@@ -1863,6 +1865,7 @@ def hard_test_facts() -> dict[str, str]:
             "HT_BOOT3_HI": f"{float(b3_hi):g}",
             "HT_RACE_MIN": f"{race_s / 60:.0f}", "HT_N": n, "HT_AUTO_LE": le,
             "HT_AUTO_15": within15, "HT_AUTO_WORST": worst,
+            "HT_FREQ_WON": freq_a if freq_a == freq_b else f"{freq_a} and {freq_b}", "HT_N_TRAIN": n_train,
             "HT_DISTINCT": distinct, "HT_CM_FIRST": first, "HT_CM_3": three, "HT_COLD_WINS": cold_wins,
             "HT_WARM_WINS": warm_wins, "HT_CM_SPLIT": split_cm, "HT_CM_FUSED": fused_cm,
             "HT_ABL_FEWER": fewer, "HT_ABL_SAME": same, "HT_ABL_MORE": more,
