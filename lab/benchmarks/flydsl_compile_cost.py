@@ -161,7 +161,7 @@ def estimate_lines(compile_s: float, wall_s: float) -> list[str]:
     """Median compiles to 1% per strategy on the hard test set (report.py's readers) times the seconds."""
     import report as hardtest  # lab/hardtest/report.py
 
-    cold, transfer = hardtest._rows("hardtest_coldstart"), hardtest._rows("hardtest_transfer")
+    cold, transfer = hardtest.cold_rows(), hardtest._rows("hardtest_transfer")
     tables = sorted(cold)
     lines = ["| strategy | comparison | compiles to 1% | est. s, compile call | est. s, evaluator wall |",
              "|---|---|---:|---:|---:|"]
