@@ -40,7 +40,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -1817,6 +1817,14 @@ def data_date() -> str:
     return max(dates)
 
 
+def _grab(text: str, pattern: str, where: str) -> tuple[str, ...]:
+    """The groups of *pattern*'s first match in *text* (multiline), or exit naming *where*."""
+    match = re.search(pattern, text, flags=re.M)
+    if match is None:
+        raise SystemExit(f"{where}: no line matches {pattern!r}")
+    return match.groups()
+
+
 def hard_test_facts() -> dict[str, str]:
     """The hard test set's headline figures (lab/benchmarks/results/hard_test.md, search_cost.md,
     transfer_strongest.md, written by lab/hardtest/report.py from the two comparisons), each read
@@ -1825,11 +1833,7 @@ def hard_test_facts() -> dict[str, str]:
     cost = _result("search_cost.md")
     strongest = _result("transfer_strongest.md")
 
-    def grab(text: str, pattern: str) -> tuple[str, ...]:
-        match = re.search(pattern, text, flags=re.M)
-        if match is None:
-            raise SystemExit(f"hard test facts: no line matches {pattern!r}")
-        return match.groups()
+    grab = partial(_grab, where="hard test facts")
 
     le, n = grab(hard, r"needs at most the best anchor's median compiles on \*\*(\d+) of (\d+)\*\* tables")
     within15, worst = grab(hard, r"at most 1\.5x it on (\d+) of \d+ \(target: all\); worst (\S+)x")
@@ -2068,11 +2072,7 @@ def other_kernels_facts() -> dict[str, str]:
     declared in ``lab/otherkernels/README.md`` before it ran): `auto` against the best of 21 anchors."""
     text = _result("otherkernels_coldstart.md")
 
-    def grab(pattern: str) -> tuple[str, ...]:
-        match = re.search(pattern, text, flags=re.M)
-        if match is None:
-            raise SystemExit(f"otherkernels_coldstart.md: no line matches {pattern!r}")
-        return match.groups()
+    grab = partial(_grab, text, where="otherkernels_coldstart.md")
 
     le, n = grab(r"needs at most the best anchor's median compiles on\s+\*\*(\d+) of (\d+)\*\* tables")
     within15, worst, geo = grab(r"at most 1\.5x it on\s+(\d+) of \d+; worst (\S+)x; geometric mean of "
